@@ -1,0 +1,33 @@
+import { type DynamicModule, Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { CreateProcessedMessagesTable1764633600000, IdempotencyModule } from '@app/idempotency';
+import { Account } from './credits/account.entity.js';
+import { CreditsModule } from './credits/credits.module.js';
+import { LedgerEntry } from './credits/ledger-entry.entity.js';
+import { CreateCreditTables1764633600001 } from './database/1764633600001-create-credit-tables.js';
+
+/** Settings the demo is started with. */
+export interface DemoSettings {
+  databaseUrl: string;
+}
+
+@Module({})
+export class AppModule {
+  static register(settings: DemoSettings): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        TypeOrmModule.forRoot({
+          type: 'postgres',
+          url: settings.databaseUrl,
+          entities: [Account, LedgerEntry],
+          migrations: [CreateProcessedMessagesTable1764633600000, CreateCreditTables1764633600001],
+          migrationsRun: true,
+          extra: { max: 20 },
+        }),
+        IdempotencyModule.forRoot({ retention: '7d' }),
+        CreditsModule,
+      ],
+    };
+  }
+}

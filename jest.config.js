@@ -1,0 +1,29 @@
+/**
+ * Jest runs in native ESM mode (`node --experimental-vm-modules`): NestJS 12 ships ESM only.
+ * `unit` holds the specs beside the library's source; `e2e` the suites in test/ that run against
+ * a real PostgreSQL (and real brokers), prepared once by test/global-setup.js.
+ */
+const shared = {
+  extensionsToTreatAsEsm: ['.ts'],
+  moduleNameMapper: {
+    '^@app/idempotency$': '<rootDir>/libs/idempotency/src/index.ts',
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+  },
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json', isolatedModules: true }],
+  },
+};
+
+export default {
+  projects: [
+    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts'] },
+    {
+      ...shared,
+      displayName: 'e2e',
+      testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
+      globalSetup: '<rootDir>/test/global-setup.js',
+      globalTeardown: '<rootDir>/test/global-teardown.js',
+      testTimeout: 60_000,
+    },
+  ],
+};

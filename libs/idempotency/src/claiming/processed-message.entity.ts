@@ -1,0 +1,42 @@
+import { Column, CreateDateColumn, Entity, Index, PrimaryColumn } from 'typeorm';
+import { DEFAULT_TABLE_NAME } from '../idempotency.constants.js';
+
+/**
+ * A processed (or in-flight) message: the claim row. Register it with TypeORM to read the store;
+ * the module itself writes it with plain SQL. It maps the default table name.
+ */
+@Entity(DEFAULT_TABLE_NAME)
+@Index('processed_messages_expires_at_idx', ['expiresAt'])
+export class ProcessedMessage {
+  /** The handler the message was claimed for. */
+  @PrimaryColumn({ type: 'text', primaryKeyConstraintName: 'processed_messages_pkey' })
+  consumer: string;
+
+  /** The message's idempotency key. */
+  @PrimaryColumn({ name: 'message_id', type: 'varchar', length: 255 })
+  messageId: string;
+
+  /** Who sent it. */
+  @Column({ type: 'text' })
+  sender: string;
+
+  /** SHA-256 (hex) of the payload, to refuse a reused key with another payload. */
+  @Column({ type: 'char', length: 64 })
+  fingerprint: string;
+
+  /** The HTTP status replayed to duplicates; null for message handlers. */
+  @Column({ name: 'response_status', type: 'smallint', nullable: true })
+  responseStatus: number | null;
+
+  /** The handler's result, replayed to duplicates. */
+  @Column({ name: 'response_body', type: 'json', nullable: true })
+  responseBody: unknown;
+
+  /** When the claim was made, by the database's clock. */
+  @CreateDateColumn({ name: 'processed_at', type: 'timestamptz' })
+  processedAt: Date;
+
+  /** From when the purge may delete the row (the database's clock). */
+  @Column({ name: 'expires_at', type: 'timestamptz' })
+  expiresAt: Date;
+}

@@ -1,0 +1,20 @@
+import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
+import { toMilliseconds } from './duration.js';
+
+describe('toMilliseconds', () => {
+  it.each([
+    ['250ms', 250],
+    ['30s', 30_000],
+    ['15m', 900_000],
+    ['72h', 259_200_000],
+    ['7d', 604_800_000],
+    ['1.5h', 5_400_000],
+  ])('reads %s as %i ms', (text, expected) => {
+    expect(toMilliseconds('retention', text)).toBe(expected);
+  });
+
+  it.each(['7', '7 d', 'd', '-1d', '0s', '', '1w', 7, null, undefined])('refuses %p and names the option', (value) => {
+    expect(() => toMilliseconds('retention', value)).toThrow(IdempotencyOptionsError);
+    expect(() => toMilliseconds('retention', value)).toThrow(/^retention must be a duration/);
+  });
+});

@@ -1,0 +1,27 @@
+import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
+import { messages } from '../idempotency.messages.js';
+
+/** A duration written with its unit: `'500ms'`, `'30s'`, `'15m'`, `'72h'`, `'7d'`. */
+export type Duration = `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`;
+
+const MILLISECONDS_PER_UNIT: Record<string, number> = {
+  ms: 1,
+  s: 1_000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+};
+
+/**
+ * Converts a {@link Duration} to milliseconds.
+ * @param name The option's name, for the error message.
+ * @throws IdempotencyOptionsError when the text is not a positive duration.
+ */
+export function toMilliseconds(name: string, value: unknown): number {
+  const match = typeof value === 'string' ? /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(value) : null;
+  const milliseconds = match ? Math.round(Number(match[1]) * MILLISECONDS_PER_UNIT[match[2]]) : 0;
+  if (milliseconds <= 0) {
+    throw new IdempotencyOptionsError(messages.invalidDuration(name, value));
+  }
+  return milliseconds;
+}

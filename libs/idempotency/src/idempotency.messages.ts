@@ -1,0 +1,29 @@
+import { MAX_KEY_LENGTH } from './idempotency.constants.js';
+
+/** Every message text the library produces, in one place. */
+export const messages = {
+  keyMissing: (source: string) => `The message has no idempotency key: ${source} is missing.`,
+  keyNotString: (source: string) => `The idempotency key (${source}) must be a string or a number.`,
+  keyEmpty: (source: string) => `The idempotency key (${source}) is empty.`,
+  keyTooLong: (source: string, length: number) =>
+    `The idempotency key (${source}) is ${length} characters long; at most ${MAX_KEY_LENGTH} are accepted.`,
+  keyHasControlCharacters: (source: string) =>
+    `The idempotency key (${source}) contains control characters.`,
+  keyReused: (key: string) =>
+    `The idempotency key '${key}' was already used for a different payload; use a new key for a new operation.`,
+  inFlight: (key: string) =>
+    `A message with the idempotency key '${key}' is still being processed; retry after it completes.`,
+  transient: (key: string, code: string) =>
+    `The database aborted the transaction of '${key}' (PostgreSQL ${code}); nothing was committed, retry.`,
+  claimVanished: (key: string) =>
+    `The claim of '${key}' disappeared while it was being read (purged concurrently); retry.`,
+  noActiveClaim: () =>
+    'IdempotencyContext was used outside an @IdempotentHandler(): there is no idempotent transaction here.',
+  invalidDuration: (name: string, value: unknown) =>
+    `${name} must be a duration such as '500ms', '30s', '15m', '72h' or '7d'; got ${JSON.stringify(value)}.`,
+  invalidTableName: (value: unknown) =>
+    `tableName must be a plain PostgreSQL identifier (letters, digits, underscores); got ${JSON.stringify(value)}.`,
+  invalidDataSource: (value: unknown) => `dataSource must be a data source name; got ${JSON.stringify(value)}.`,
+  duplicate: (consumer: string, key: string, sender: string) =>
+    `Duplicate of '${key}' from ${sender} acknowledged for ${consumer} without running it again.`,
+};

@@ -1,0 +1,16 @@
+export { IdempotencyModule } from './idempotency.module.js';
+export type { IdempotencyModuleOptions } from './idempotency.options.js';
+export { IdempotentHandler } from './decorators/idempotent-handler.decorator.js';
+export type { IdempotentHandlerOptions, InFlightPolicy, KeySource } from './decorators/idempotent-handler.options.js';
+export { IdempotencyContext } from './context/idempotency.context.js';
+export { ProcessedMessage } from './claiming/processed-message.entity.js';
+export { CreateProcessedMessagesTable1764633600000 } from './migrations/create-processed-messages-table.migration.js';
+export type { Duration } from './duration/duration.js';
+export { DEFAULT_TABLE_NAME, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, MAX_KEY_LENGTH } from './idempotency.constants.js';
+export { IdempotencyError } from './errors/idempotency.error.js';
+export { IdempotencyOptionsError } from './errors/idempotency-options.error.js';
+export { IdempotencyContextError } from './errors/idempotency-context.error.js';
+export { IdempotencyKeyError } from './errors/idempotency-key.error.js';
+export { IdempotencyKeyReusedError } from './errors/idempotency-key-reused.error.js';
+export { IdempotencyInFlightError } from './errors/idempotency-in-flight.error.js';
+export { IdempotencyTransientError } from './errors/idempotency-transient.error.js';

@@ -1,0 +1,44 @@
+import { MAX_KEY_LENGTH } from '../idempotency.constants.js';
+import { IdempotencyKeyError } from '../errors/idempotency-key.error.js';
+import { messages } from '../idempotency.messages.js';
+
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
+
+/**
+ * Turns what was found where the key lives into a valid key, or explains what is wrong with it.
+ * @param source Where the key was looked for, for the error message (`the Idempotency-Key header`).
+ * @throws IdempotencyKeyError when the key is missing, not a string or number, empty, longer than
+ * 255 characters or holds control characters.
+ */
+export function toMessageKey(value: unknown, source: string): string {
+  if (value === undefined || value === null) {
+    throw new IdempotencyKeyError(messages.keyMissing(source), source);
+  }
+  if (typeof value !== 'string' && typeof value !== 'number') {
+    throw new IdempotencyKeyError(messages.keyNotString(source), source);
+  }
+  const key = String(value);
+  if (key.length === 0) {
+    throw new IdempotencyKeyError(messages.keyEmpty(source), source);
+  }
+  if (key.length > MAX_KEY_LENGTH) {
+    throw new IdempotencyKeyError(messages.keyTooLong(source, key.length), source);
+  }
+  if (CONTROL_CHARACTERS.test(key)) {
+    throw new IdempotencyKeyError(messages.keyHasControlCharacters(source), source);
+  }
+  return key;
+}
+
+/** Reads a dotted path such as `'data.id'` out of a parsed body or payload. */
+export function readPath(payload: unknown, path: string): unknown {
+  let value = payload;
+  for (const segment of path.split('.')) {
+    if (value === null || typeof value !== 'object') {
+      return undefined;
+    }
+    value = (value as Record<string, unknown>)[segment];
+  }
+  return value;
+}

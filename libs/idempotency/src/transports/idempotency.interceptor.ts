@@ -1,0 +1,13 @@
+import { type CallHandler, type ExecutionContext, Injectable, type NestInterceptor } from '@nestjs/common';
+import { from, type Observable } from 'rxjs';
+import { HttpDelivery } from './http/http-delivery.js';
+
+/** Applied by `@IdempotentHandler()`: hands each delivery to its transport's idempotent path. */
+@Injectable()
+export class IdempotencyInterceptor implements NestInterceptor {
+  constructor(private readonly http: HttpDelivery) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    return from(this.http.handle(context, next));
+  }
+}
