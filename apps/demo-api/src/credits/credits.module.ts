@@ -6,5 +6,6 @@ import { PaymentWebhooksController } from './payment-webhooks.controller.js';
 @Module({
   controllers: [CreditsController, PaymentWebhooksController],
   providers: [CreditsService],
+  exports: [CreditsService],
 })
 export class CreditsModule {}

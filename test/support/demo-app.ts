@@ -1,0 +1,39 @@
+import type { INestApplication, Type } from '@nestjs/common';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { Test } from '@nestjs/testing';
+import { AppModule } from '../../apps/demo-api/src/app.module.js';
+
+export type Platform = 'express' | 'fastify';
+export const PLATFORMS: Platform[] = ['express', 'fastify'];
+
+/** The demo's AppModule (plus any fixture modules), listening on a free port of 127.0.0.1. */
+export async function startDemoApp(
+  platform: Platform,
+  databaseUrl: string,
+  extraModules: Type[] = [],
+): Promise<{ app: INestApplication; baseUrl: string }> {
+  const moduleRef = await Test.createTestingModule({
+    imports: [AppModule.register({ databaseUrl }), ...extraModules],
+  }).compile();
+  const app =
+    platform === 'fastify'
+      ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: false })
+      : moduleRef.createNestApplication({ logger: false });
+  await app.listen(0, '127.0.0.1');
+  return { app, baseUrl: (await app.getUrl()).replace('[::1]', '127.0.0.1') };
+}
+
+/** A JSON POST; answers status, headers and the parsed body. */
+export async function post(url: string, body: unknown, headers: Record<string, string> = {}) {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: text ? (JSON.parse(text) as Record<string, unknown>) : undefined,
+  };
+}
