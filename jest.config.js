@@ -15,6 +15,7 @@ const shared = {
 };
 
 export default {
+  testTimeout: 180_000,
   projects: [
     { ...shared, displayName: 'unit', testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts'] },
     {
@@ -23,7 +24,6 @@ export default {
       testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
       globalSetup: '<rootDir>/test/global-setup.js',
       globalTeardown: '<rootDir>/test/global-teardown.js',
-      testTimeout: 60_000,
     },
   ],
 };

@@ -3,10 +3,16 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module.js';
 import { openDatabase } from './database/database.js';
+import { consumeCredits } from './messaging/rabbitmq.js';
 
 async function bootstrap(): Promise<void> {
   const database = await openDatabase();
   const app = await NestFactory.create(AppModule.register({ databaseUrl: database.url }));
+  if (process.env.RABBITMQ_URL) {
+    const queue = process.env.RABBITMQ_QUEUE ?? 'credits';
+    await consumeCredits(app, process.env.RABBITMQ_URL, queue);
+    Logger.log(`Consuming credit.grant from RabbitMQ queue '${queue}'`, 'DemoApi');
+  }
   const port = Number(process.env.PORT ?? 3000);
   await app.listen(port, '127.0.0.1');
   Logger.log(`Credit service listening on http://127.0.0.1:${port}`, 'DemoApi');

@@ -24,6 +24,17 @@ export const messages = {
   invalidTableName: (value: unknown) =>
     `tableName must be a plain PostgreSQL identifier (letters, digits, underscores); got ${JSON.stringify(value)}.`,
   invalidDataSource: (value: unknown) => `dataSource must be a data source name; got ${JSON.stringify(value)}.`,
+  invalidAttemptLimit: (name: string, value: unknown) =>
+    `${name} must be a whole number of at least 1; got ${JSON.stringify(value)}.`,
+  unsupportedTransport: (transport: string) =>
+    `Messages of ${transport} carry no default idempotency key: set \`key\` to a payload path or a function.`,
+  requeued: (pattern: string, attempt: number, maxAttempts: number, reason: string) =>
+    `Message on '${pattern}' failed (attempt ${attempt} of ${maxAttempts}) and was requeued: ${reason}`,
+  deadLettered: (pattern: string, reason: string) =>
+    `Message on '${pattern}' was rejected to the dead-letter path: ${reason}`,
+  settleFailed: (pattern: string, reason: string) =>
+    `Could not settle a message on '${pattern}' with the broker (${reason}); it will be redelivered and answered as a duplicate.`,
+  attemptsExhausted: (attempts: number, reason: string) => `it failed ${attempts} times; last error: ${reason}`,
   duplicate: (consumer: string, key: string, sender: string) =>
     `Duplicate of '${key}' from ${sender} acknowledged for ${consumer} without running it again.`,
 };

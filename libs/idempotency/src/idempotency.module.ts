@@ -8,6 +8,8 @@ import { ConfigurableModuleClass } from './idempotency.module-definition.js';
 import { type IdempotencyModuleOptions, resolveModuleOptions } from './idempotency.options.js';
 import { HttpDelivery } from './transports/http/http-delivery.js';
 import { IdempotencyInterceptor } from './transports/idempotency.interceptor.js';
+import { RmqAcknowledgements } from './transports/rpc/rmq-acknowledgements.js';
+import { RpcDelivery } from './transports/rpc/rpc-delivery.js';
 
 /**
  * Exactly-once handlers on PostgreSQL through TypeORM. Import it once, after `TypeOrmModule`;
@@ -36,8 +38,19 @@ import { IdempotencyInterceptor } from './transports/idempotency.interceptor.js'
     IdempotencyMetadataAccessor,
     ClaimingService,
     HttpDelivery,
+    RmqAcknowledgements,
+    RpcDelivery,
     IdempotencyInterceptor,
   ],
-  exports: [IdempotencyContext, IdempotencyMetadataAccessor, ClaimingService, HttpDelivery, IdempotencyInterceptor, RESOLVED_OPTIONS],
+  exports: [
+    IdempotencyContext,
+    IdempotencyMetadataAccessor,
+    ClaimingService,
+    HttpDelivery,
+    RmqAcknowledgements,
+    RpcDelivery,
+    IdempotencyInterceptor,
+    RESOLVED_OPTIONS,
+  ],
 })
 export class IdempotencyModule extends ConfigurableModuleClass {}

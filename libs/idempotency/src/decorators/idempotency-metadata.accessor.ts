@@ -1,6 +1,8 @@
 import { Inject, Injectable, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { toMilliseconds } from '../duration/duration.js';
+import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
+import { messages } from '../idempotency.messages.js';
 import { HANDLER_OPTIONS_METADATA, RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import type { IdempotentHandlerOptions, InFlightPolicy, KeySource } from './idempotent-handler.options.js';
@@ -11,7 +13,9 @@ export interface ResolvedHandlerOptions {
   key: KeySource | undefined;
   sender: IdempotentHandlerOptions['sender'] & {};
   retentionMs: number;
-  inFlight: InFlightPolicy;
+  /** Unset means the transport's default: `'reject'` for HTTP, `'wait'` for message handlers. */
+  inFlight: InFlightPolicy | undefined;
+  maxAttempts: number;
 }
 
 /** The one reader of `@IdempotentHandler()` metadata; resolves each handler's options once. */
@@ -50,7 +54,15 @@ export class IdempotencyMetadataAccessor {
       retentionMs: options.retention
         ? toMilliseconds(`retention of ${target.name}.${handler.name}`, options.retention)
         : this.moduleOptions.retentionMs,
-      inFlight: options.inFlight ?? 'reject',
+      inFlight: options.inFlight,
+      maxAttempts: toAttemptLimit(`maxAttempts of ${target.name}.${handler.name}`, options.maxAttempts ?? 5),
     };
   }
+}
+
+function toAttemptLimit(name: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+    throw new IdempotencyOptionsError(messages.invalidAttemptLimit(name, value));
+  }
+  return value;
 }

@@ -1,7 +1,7 @@
 import { applyDecorators, SetMetadata, UseFilters, UseInterceptors } from '@nestjs/common';
 import { HANDLER_OPTIONS_METADATA } from '../idempotency.internal-constants.js';
 import { IdempotencyInterceptor } from '../transports/idempotency.interceptor.js';
-import { ProblemDetailsFilter } from '../transports/http/problem-details.filter.js';
+import { IdempotencyErrorFilter } from '../transports/idempotency-error.filter.js';
 import type { IdempotentHandlerOptions } from './idempotent-handler.options.js';
 
 /**
@@ -28,6 +28,6 @@ export function IdempotentHandler(options: IdempotentHandlerOptions = {}): Metho
   return applyDecorators(
     SetMetadata(HANDLER_OPTIONS_METADATA, options),
     UseInterceptors(IdempotencyInterceptor),
-    UseFilters(ProblemDetailsFilter),
+    UseFilters(IdempotencyErrorFilter),
   );
 }

@@ -19,7 +19,8 @@ export type InFlightPolicy = 'reject' | 'wait';
 export interface IdempotentHandlerOptions {
   /**
    * Where the idempotency key comes from.
-   * @default { header: 'Idempotency-Key' } for HTTP handlers
+   * @default `{ header: 'Idempotency-Key' }` for HTTP; the AMQP `messageId` property for RabbitMQ;
+   * the `Nats-Msg-Id` header for NATS
    */
   key?: KeySource;
   /**
@@ -41,9 +42,17 @@ export interface IdempotentHandlerOptions {
   retention?: Duration;
   /**
    * `'reject'` answers a delivery whose twin is still in flight at once (HTTP 409 with
-   * `Retry-After`); `'wait'` waits for the twin to commit (up to the module's
-   * `inFlightWaitTimeout`) and replays its response, or processes if the twin rolled back.
-   * @default 'reject'
+   * `Retry-After`; a broker message is requeued); `'wait'` waits for the twin to commit (up to
+   * the module's `inFlightWaitTimeout`) and replays its response, or processes if the twin
+   * rolled back.
+   * @default 'reject' for HTTP, 'wait' for message handlers
    */
   inFlight?: InFlightPolicy;
+  /**
+   * RabbitMQ: how many failed deliveries of a message before it is nacked without requeue, so the
+   * queue's dead-letter exchange takes it. Counted by the queue's `x-delivery-count` header where
+   * it has one (quorum queues), else by this process.
+   * @default 5
+   */
+  maxAttempts?: number;
 }

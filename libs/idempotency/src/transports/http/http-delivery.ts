@@ -39,7 +39,7 @@ export class HttpDelivery {
       sender: typeof options.sender === 'function' ? options.sender(context) : options.sender,
       fingerprint: fingerprint({ url: request.url, body: request.body }),
       retentionMs: options.retentionMs,
-      lockTimeoutMs: options.inFlight === 'wait' ? this.moduleOptions.inFlightWaitTimeoutMs : REJECT_LOCK_TIMEOUT_MS,
+      lockTimeoutMs: (options.inFlight ?? 'reject') === 'wait' ? this.moduleOptions.inFlightWaitTimeoutMs : REJECT_LOCK_TIMEOUT_MS,
     };
     const status = this.successStatus(context, request.method);
     const outcome = await this.claims.process(

@@ -1,12 +1,12 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpStatus } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { throwError, type Observable } from 'rxjs';
-import { IdempotencyError } from '../../errors/idempotency.error.js';
-import { IdempotencyInFlightError } from '../../errors/idempotency-in-flight.error.js';
-import { IdempotencyKeyReusedError } from '../../errors/idempotency-key-reused.error.js';
-import { IdempotencyKeyError } from '../../errors/idempotency-key.error.js';
-import { IdempotencyTransientError } from '../../errors/idempotency-transient.error.js';
-import { RETRY_AFTER_SECONDS } from '../../idempotency.internal-constants.js';
+import { IdempotencyError } from '../errors/idempotency.error.js';
+import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.js';
+import { IdempotencyKeyReusedError } from '../errors/idempotency-key-reused.error.js';
+import { IdempotencyKeyError } from '../errors/idempotency-key.error.js';
+import { IdempotencyTransientError } from '../errors/idempotency-transient.error.js';
+import { RETRY_AFTER_SECONDS } from '../idempotency.internal-constants.js';
 
 interface ProblemType {
   readonly status: HttpStatus;
@@ -24,15 +24,16 @@ const PROBLEM_TYPES = new Map<Function, ProblemType>([
 
 /**
  * Answers the library's request errors with an RFC 9457 `application/problem+json` body; 409 and
- * 503 carry `Retry-After`. Applied by `@IdempotentHandler()`; other errors pass on untouched.
+ * 503 carry `Retry-After`. A message handler's requester gets `{ status: 'error', name, message }`.
+ * Applied by `@IdempotentHandler()`; other errors pass on untouched.
  */
 @Catch(IdempotencyKeyError, IdempotencyKeyReusedError, IdempotencyInFlightError, IdempotencyTransientError)
-export class ProblemDetailsFilter implements ExceptionFilter<IdempotencyError> {
+export class IdempotencyErrorFilter implements ExceptionFilter<IdempotencyError> {
   constructor(private readonly adapterHost: HttpAdapterHost) {}
 
   catch(error: IdempotencyError, host: ArgumentsHost): void | Observable<never> {
     if (host.getType() !== 'http') {
-      return throwError(() => error);
+      return throwError(() => ({ status: 'error', name: error.name, message: error.message }));
     }
     const problem = PROBLEM_TYPES.get(error.constructor) as ProblemType;
     const adapter = this.adapterHost.httpAdapter;

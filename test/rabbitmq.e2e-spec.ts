@@ -1,0 +1,258 @@
+import type { INestApplication, LoggerService } from '@nestjs/common';
+import amqplib from 'amqplib';
+import { consumeCredits } from '../apps/demo-api/src/messaging/rabbitmq.js';
+import { FIXTURE_TABLES_SQL } from './fixtures/fixture.module.js';
+import { MessageFixtureController, MessageFixtureModule } from './fixtures/message-fixture.module.js';
+import { RABBITMQ_URL, rabbitMqAvailable } from './support/brokers.js';
+import { startDemoApp } from './support/demo-app.js';
+import { type DemoProcess, startDemoProcess } from './support/demo-process.js';
+import { TcpProxy } from './support/tcp-proxy.js';
+import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
+
+const describeWithBroker = (await rabbitMqAvailable()) ? describe : describe.skip;
+
+/** Keeps every line the app logs, to read what it said about a message. */
+class CapturingLogger implements LoggerService {
+  readonly lines: string[] = [];
+  log = (message: unknown) => void this.lines.push(`LOG ${String(message)}`);
+  error = (message: unknown) => void this.lines.push(`ERROR ${String(message)}`);
+  warn = (message: unknown) => void this.lines.push(`WARN ${String(message)}`);
+}
+
+describeWithBroker('exactly-once RabbitMQ consumers', () => {
+  let db: TestDatabase;
+  let connection: amqplib.ChannelModel;
+  let channel: amqplib.ConfirmChannel;
+  const queue = `credits-e2e-${process.pid}-${Date.now()}`;
+  const deadQueue = `${queue}.dead`;
+  const children: DemoProcess[] = [];
+  let app: INestApplication | undefined;
+  let logger: CapturingLogger;
+
+  async function startConsumer(): Promise<MessageFixtureController> {
+    logger = new CapturingLogger();
+    ({ app } = await startDemoApp('express', db.url, [MessageFixtureModule], logger));
+    await consumeCredits(app, RABBITMQ_URL, queue);
+    return app.get(MessageFixtureController);
+  }
+
+  async function stopConsumer(): Promise<void> {
+    await app?.close();
+    app = undefined;
+  }
+
+  async function publish(pattern: string, data: unknown, messageId?: string): Promise<void> {
+    channel.sendToQueue(queue, Buffer.from(JSON.stringify({ pattern, data })), { messageId, persistent: true });
+    await channel.waitForConfirms();
+  }
+
+  const ready = async (name = queue) => (await channel.checkQueue(name)).messageCount;
+  const count = async (sql: string, params: unknown[] = []) => Number((await db.query<{ n: string }>(sql, params))[0].n);
+  const ledgerRows = (account: string) => count('SELECT count(*) AS n FROM ledger_entries WHERE account = $1', [account]);
+
+  /** Takes the next ready message off the queue as a bystander would, to look at its delivery flags. */
+  async function takeMessage(): Promise<amqplib.GetMessage> {
+    let message: amqplib.GetMessage | false = false;
+    await until(async () => (message = await channel.get(queue, { noAck: false })) !== false, 'the broker redelivers the message');
+    return message as unknown as amqplib.GetMessage;
+  }
+
+  /** Holds the account's row lock so a credit to it blocks mid-handler, its claim uncommitted. */
+  async function lockAccount(account: string) {
+    const holder = await db.connect();
+    await holder.query('BEGIN');
+    await holder.query('SELECT 1 FROM accounts WHERE account = $1 FOR UPDATE', [account]);
+    return holder;
+  }
+  const handlerBlocked = async () =>
+    (await count(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)) === 1;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    connection = await amqplib.connect(RABBITMQ_URL);
+    channel = await connection.createConfirmChannel();
+    // The demo's migrations create the credit tables; start it once to run them.
+    const { app: migrator } = await startDemoApp('express', db.url);
+    await migrator.close();
+    await db.query(FIXTURE_TABLES_SQL);
+  });
+
+  afterEach(async () => {
+    await stopConsumer();
+    await Promise.all(children.splice(0).map((child) => child.kill('SIGKILL')));
+    await channel.purgeQueue(queue).catch(() => undefined);
+    await channel.purgeQueue(deadQueue).catch(() => undefined);
+  });
+
+  afterAll(async () => {
+    await channel?.deleteQueue(queue);
+    await channel?.deleteQueue(deadQueue);
+    await connection?.close();
+    await db?.drop();
+  });
+
+  it('one message published 50 times with one messageId → one effect, every copy acked, the queue empty', async () => {
+    await startConsumer();
+    for (let i = 0; i < 50; i++) {
+      await publish('credit.grant', { account: 'acc-fifty', cents: 25 }, 'msg-fifty');
+    }
+    const duplicatesLogged = () => logger.lines.filter((line) => line.includes("Duplicate of 'msg-fifty'")).length;
+    await until(async () => duplicatesLogged() === 49 && (await ledgerRows('acc-fifty')) === 1, 'every copy is handled');
+    await stopConsumer(); // an unacked copy would return to the queue now
+    expect(await ready()).toBe(0);
+    expect(await ready(deadQueue)).toBe(0);
+    expect(await ledgerRows('acc-fifty')).toBe(1);
+    expect(await db.query('SELECT balance FROM accounts WHERE account = $1', ['acc-fifty'])).toEqual([{ balance: '25' }]);
+    expect(logger.lines.filter((line) => line.includes("Duplicate of 'msg-fifty'"))).toHaveLength(49);
+  });
+
+  it('a consumer SIGKILLed mid-handler: the broker redelivers (redelivered flag) and the effect happens once', async () => {
+    const account = 'acc-sigkill';
+    const first = await startDemoProcess({ DATABASE_URL: db.url, RABBITMQ_URL, RABBITMQ_QUEUE: queue });
+    children.push(first);
+    await publish('credit.grant', { account, cents: 100 }, 'seed-sigkill');
+    await until(async () => (await ledgerRows(account)) === 1, 'the seed credit is processed');
+
+    const holder = await lockAccount(account);
+    await publish('credit.grant', { account, cents: 7 }, 'msg-sigkill');
+    await until(handlerBlocked, 'the handler waits on the account lock inside its claim transaction');
+    await first.kill('SIGKILL');
+    await holder.query('ROLLBACK');
+    await holder.end();
+
+    const redelivery = await takeMessage();
+    expect(redelivery.properties.messageId).toBe('msg-sigkill');
+    expect(redelivery.fields.redelivered).toBe(true);
+    channel.nack(redelivery, false, true);
+
+    await startConsumer();
+    await until(async () => (await ledgerRows(account)) === 2, 'the redelivered credit is processed');
+    await stopConsumer();
+    expect(await ready()).toBe(0);
+    expect(await db.query('SELECT balance FROM accounts WHERE account = $1', [account])).toEqual([{ balance: '107' }]);
+    expect(await count('SELECT count(*) AS n FROM processed_messages WHERE message_id = $1', ['msg-sigkill'])).toBe(1);
+  });
+
+  it('a consumer killed after the commit but before the ack: the redelivery is acked as a duplicate, the handler does not run again', async () => {
+    const account = 'acc-lost-ack';
+    const proxy = new TcpProxy('127.0.0.1', Number(new URL(RABBITMQ_URL).port || 5672));
+    await proxy.start();
+    const proxiedUrl = new URL(RABBITMQ_URL);
+    proxiedUrl.port = String(proxy.port);
+    const first = await startDemoProcess({ DATABASE_URL: db.url, RABBITMQ_URL: proxiedUrl.toString(), RABBITMQ_QUEUE: queue });
+    children.push(first);
+    await publish('credit.grant', { account, cents: 100 }, 'seed-lost-ack');
+    await until(async () => (await ledgerRows(account)) === 1, 'the seed credit is processed');
+
+    const holder = await lockAccount(account);
+    await publish('credit.grant', { account, cents: 9 }, 'msg-lost-ack');
+    await until(handlerBlocked, 'the handler waits on the account lock');
+    proxy.holdClientBytes(); // the ack the consumer sends after its commit never reaches the broker
+    await holder.query('ROLLBACK');
+    await holder.end();
+    await until(async () => (await ledgerRows(account)) === 2, 'the handler committed');
+    await first.kill('SIGKILL');
+    await proxy.close();
+
+    const redelivery = await takeMessage();
+    expect(redelivery.properties.messageId).toBe('msg-lost-ack');
+    expect(redelivery.fields.redelivered).toBe(true);
+    channel.nack(redelivery, false, true);
+
+    await startConsumer();
+    await until(() => Promise.resolve(logger.lines.some((line) => line.includes("Duplicate of 'msg-lost-ack'"))), 'the duplicate is acknowledged');
+    await stopConsumer();
+    expect(await ready()).toBe(0);
+    expect(await ledgerRows(account)).toBe(2);
+    expect(await db.query('SELECT balance FROM accounts WHERE account = $1', [account])).toEqual([{ balance: '109' }]);
+  });
+
+  it('a handler that throws on the first attempt is requeued and processed once on a later attempt', async () => {
+    const fixture = await startConsumer();
+    await publish('fixture.flaky', { id: 'flaky-1' }, 'flaky-1');
+    await until(async () => (await count(`SELECT count(*) AS n FROM effects WHERE key = 'flaky-1'`)) === 1, 'the retry commits');
+    await stopConsumer();
+    expect(fixture.attempts.flaky).toBe(2);
+    expect(await ready()).toBe(0);
+    expect(await ready(deadQueue)).toBe(0);
+    expect(logger.lines.some((line) => line.startsWith('WARN') && line.includes('attempt 1 of 5') && line.includes('requeued'))).toBe(true);
+  });
+
+  it('a poison message is dead-lettered after the configured attempts, with nothing committed', async () => {
+    const fixture = await startConsumer();
+    await publish('fixture.poison', { id: 'poison-1' }, 'poison-1');
+    await until(async () => (await ready(deadQueue)) === 1, 'the message reaches the dead-letter queue');
+    await stopConsumer();
+    expect(fixture.attempts.poison).toBe(3);
+    expect(await ready()).toBe(0);
+    expect(await count(`SELECT count(*) AS n FROM effects WHERE key = 'poison-1'`)).toBe(0);
+    expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE message_id = 'poison-1'`)).toBe(0);
+    expect(logger.lines.some((line) => line.startsWith('ERROR') && line.includes('dead-letter') && line.includes('failed 3 times'))).toBe(true);
+  });
+
+  it('a message without messageId is dead-lettered with a log line naming the property, and nothing is processed', async () => {
+    await startConsumer();
+    const claimsBefore = await count('SELECT count(*) AS n FROM processed_messages');
+    await publish('credit.grant', { account: 'acc-no-id', cents: 5 });
+    await until(async () => (await ready(deadQueue)) === 1, 'the message reaches the dead-letter queue');
+    await stopConsumer();
+    expect(await ledgerRows('acc-no-id')).toBe(0);
+    expect(await count('SELECT count(*) AS n FROM processed_messages')).toBe(claimsBefore);
+    expect(logger.lines).toContainEqual(expect.stringMatching(/^ERROR .*dead-letter.*the AMQP messageId property is missing/));
+  });
+
+  it('two handlers of one event pattern each process a message once, and it is acked once', async () => {
+    await startConsumer();
+    for (let i = 0; i < 5; i++) {
+      await publish('fixture.fanout', { id: 'fan-1' }, 'fan-1');
+    }
+    const duplicatesLogged = () => logger.lines.filter((line) => line.includes("Duplicate of 'fan-1'")).length;
+    await until(
+      async () => duplicatesLogged() === 8 && (await count(`SELECT count(*) AS n FROM effects WHERE key = 'fan-1'`)) === 2,
+      'both handlers commit and answer the four copies as duplicates',
+    );
+    await stopConsumer();
+    expect(await ready()).toBe(0);
+    expect(await ready(deadQueue)).toBe(0);
+    expect(await db.query(`SELECT handler FROM effects WHERE key = 'fan-1' ORDER BY handler`)).toEqual([
+      { handler: 'fanout-first' },
+      { handler: 'fanout-second' },
+    ]);
+    expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE message_id = 'fan-1'`)).toBe(2);
+  });
+
+  it('three consumers, 2,000 messages with 10 % duplicates, one SIGKILLed mid-run → effects equal distinct messages', async () => {
+    for (let i = 0; i < 3; i++) {
+      children.push(await startDemoProcess({ DATABASE_URL: db.url, RABBITMQ_URL, RABBITMQ_QUEUE: queue }));
+    }
+    const distinct = 1_800;
+    const ids = Array.from({ length: distinct }, (_, i) => `load-${i}`);
+    for (let i = 0; i < 200; i++) {
+      ids.splice(100 + i * 9, 0, `load-${i * 7}`); // a redelivery of an earlier message, interleaved
+    }
+    expect(ids).toHaveLength(2_000);
+    for (const id of ids) {
+      const n = Number(id.slice(5));
+      channel.sendToQueue(queue, Buffer.from(JSON.stringify({ pattern: 'credit.grant', data: { account: `acc-load-${n % 10}`, cents: n + 1 } })), {
+        messageId: id,
+        persistent: true,
+      });
+    }
+    await channel.waitForConfirms();
+    const loadRows = () => count(`SELECT count(*) AS n FROM ledger_entries WHERE account LIKE 'acc-load-%'`);
+    await until(async () => (await loadRows()) >= 400, 'the consumers are under way', 60_000);
+    await children[0].kill('SIGKILL');
+    await until(async () => (await loadRows()) === distinct && (await ready()) === 0, 'every distinct message is processed', 120_000);
+    await Promise.all(children.map((child) => child.kill('SIGTERM')));
+    const acknowledgedDuplicates = children.map((child) => child.output().split('Duplicate of').length - 1);
+    console.log(
+      `2,000 messages (${distinct} distinct) over 3 consumers, one SIGKILLed: ${await loadRows()} effects; ` +
+        `duplicates acknowledged per consumer: ${acknowledgedDuplicates.join(', ')} (200 published, the rest redelivered by the kill)`,
+    );
+    expect(await ready()).toBe(0);
+    expect(await ready(deadQueue)).toBe(0);
+    expect(await loadRows()).toBe(distinct);
+    const expectedTotal = (distinct * (distinct + 1)) / 2;
+    expect(await db.query(`SELECT sum(balance)::int AS total FROM accounts WHERE account LIKE 'acc-load-%'`)).toEqual([{ total: expectedTotal }]);
+  });
+});

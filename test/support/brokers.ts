@@ -1,0 +1,35 @@
+import amqplib from 'amqplib';
+import { connect as connectNats } from '@nats-io/transport-node';
+
+export const RABBITMQ_URL = process.env.RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+export const NATS_URL = process.env.NATS_URL ?? '127.0.0.1:4222';
+
+/**
+ * Whether the broker answers. When it does not, the suite says so loudly and its tests are
+ * skipped (they show as skipped in the summary); with CI=true a missing broker fails the run.
+ */
+async function brokerAvailable(name: string, url: string, probe: () => Promise<void>): Promise<boolean> {
+  try {
+    await probe();
+    return true;
+  } catch (error) {
+    const reason = `${name} at ${url} did not answer (${(error as Error).message})`;
+    if (process.env.CI === 'true') {
+      throw new Error(`${reason}; CI=true requires it`);
+    }
+    console.warn(`\n*** SKIPPING the ${name} suite: ${reason}. Start ${name} or set CI=true to make this a failure. ***\n`);
+    return false;
+  }
+}
+
+export const rabbitMqAvailable = () =>
+  brokerAvailable('RabbitMQ', RABBITMQ_URL, async () => {
+    const connection = await amqplib.connect(RABBITMQ_URL);
+    await connection.close();
+  });
+
+export const natsAvailable = () =>
+  brokerAvailable('NATS', NATS_URL, async () => {
+    const connection = await connectNats({ servers: NATS_URL, timeout: 2_000 });
+    await connection.close();
+  });
