@@ -15,7 +15,7 @@ async function brokerAvailable(name: string, url: string, probe: () => Promise<v
   } catch (error) {
     const reason = `${name} at ${url} did not answer (${(error as Error).message})`;
     if (process.env.CI === 'true') {
-      throw new Error(`${reason}; CI=true requires it`);
+      throw new Error(`${reason}; CI=true requires it`, { cause: error });
     }
     console.warn(`\n*** SKIPPING the ${name} suite: ${reason}. Start ${name} or set CI=true to make this a failure. ***\n`);
     return false;

@@ -15,7 +15,7 @@ interface ProblemType {
   readonly retryable: boolean;
 }
 
-const PROBLEM_TYPES = new Map<Function, ProblemType>([
+const PROBLEM_TYPES = new Map<abstract new (...args: never[]) => IdempotencyError, ProblemType>([
   [IdempotencyKeyError, { status: HttpStatus.BAD_REQUEST, slug: 'invalid-key', title: 'Invalid idempotency key', retryable: false }],
   [IdempotencyKeyReusedError, { status: HttpStatus.UNPROCESSABLE_ENTITY, slug: 'key-reused', title: 'Idempotency key reused', retryable: false }],
   [IdempotencyInFlightError, { status: HttpStatus.CONFLICT, slug: 'in-flight', title: 'Request in flight', retryable: true }],
@@ -35,7 +35,7 @@ export class IdempotencyErrorFilter implements ExceptionFilter<IdempotencyError>
     if (host.getType() !== 'http') {
       return throwError(() => ({ status: 'error', name: error.name, message: error.message }));
     }
-    const problem = PROBLEM_TYPES.get(error.constructor) as ProblemType;
+    const problem = PROBLEM_TYPES.get(error.constructor as new () => IdempotencyError) as ProblemType;
     const adapter = this.adapterHost.httpAdapter;
     const response = host.switchToHttp().getResponse();
     adapter.setHeader(response, 'Content-Type', 'application/problem+json');

@@ -1,0 +1,12 @@
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.data/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    files: ['**/*.js'],
+    languageOptions: { globals: { console: 'readonly', process: 'readonly', globalThis: 'readonly' } },
+  },
+);
