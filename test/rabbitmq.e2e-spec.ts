@@ -29,10 +29,10 @@ describeWithBroker('exactly-once RabbitMQ consumers', () => {
   let app: INestApplication | undefined;
   let logger: CapturingLogger;
 
-  async function startConsumer(): Promise<MessageFixtureController> {
+  async function startConsumer(brokerUrl = RABBITMQ_URL): Promise<MessageFixtureController> {
     logger = new CapturingLogger();
     ({ app } = await startDemoApp('express', db.url, [MessageFixtureModule], logger));
-    await consumeCredits(app, RABBITMQ_URL, queue);
+    await consumeCredits(app, brokerUrl, queue);
     return app.get(MessageFixtureController);
   }
 
@@ -137,9 +137,7 @@ describeWithBroker('exactly-once RabbitMQ consumers', () => {
     const account = 'acc-lost-ack';
     const proxy = new TcpProxy('127.0.0.1', Number(new URL(RABBITMQ_URL).port || 5672));
     await proxy.start();
-    const proxiedUrl = new URL(RABBITMQ_URL);
-    proxiedUrl.port = String(proxy.port);
-    const first = await startDemoProcess({ DATABASE_URL: db.url, RABBITMQ_URL: proxiedUrl.toString(), RABBITMQ_QUEUE: queue });
+    const first = await startDemoProcess({ DATABASE_URL: db.url, RABBITMQ_URL: proxy.url(RABBITMQ_URL), RABBITMQ_QUEUE: queue });
     children.push(first);
     await publish('credit.grant', { account, cents: 100 }, 'seed-lost-ack');
     await until(async () => (await ledgerRows(account)) === 1, 'the seed credit is processed');
@@ -165,6 +163,28 @@ describeWithBroker('exactly-once RabbitMQ consumers', () => {
     expect(await ready()).toBe(0);
     expect(await ledgerRows(account)).toBe(2);
     expect(await db.query('SELECT balance FROM accounts WHERE account = $1', [account])).toEqual([{ balance: '109' }]);
+  });
+
+  it('the broker connection drops mid-stream (as in a broker restart): the consumer reconnects, each message has one effect', async () => {
+    const proxy = new TcpProxy(new URL(RABBITMQ_URL).hostname, Number(new URL(RABBITMQ_URL).port || 5672));
+    await proxy.start();
+    await startConsumer(proxy.url(RABBITMQ_URL));
+    for (let i = 0; i < 300; i++) {
+      channel.sendToQueue(queue, Buffer.from(JSON.stringify({ pattern: 'credit.grant', data: { account: 'acc-drop', cents: 1 } })), {
+        messageId: `drop-${i}`,
+        persistent: true,
+      });
+    }
+    await channel.waitForConfirms();
+    await until(async () => (await ledgerRows('acc-drop')) >= 50, 'the consumer is under way');
+    proxy.dropConnections();
+    expect(await ledgerRows('acc-drop')).toBeLessThan(300); // the drop really happened mid-stream
+    await until(async () => (await ledgerRows('acc-drop')) === 300 && (await ready()) === 0, 'the consumer reconnected and finished', 60_000);
+    await stopConsumer();
+    await proxy.close();
+    expect(await ready()).toBe(0);
+    expect(await ledgerRows('acc-drop')).toBe(300);
+    expect(await db.query('SELECT balance FROM accounts WHERE account = $1', ['acc-drop'])).toEqual([{ balance: '300' }]);
   });
 
   it('a handler that throws on the first attempt is requeued and processed once on a later attempt', async () => {

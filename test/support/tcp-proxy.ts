@@ -2,7 +2,8 @@ import { createServer, type Server, type Socket } from 'node:net';
 
 /**
  * A TCP proxy to a broker that the test can cut: `holdClientBytes()` stops forwarding what the
- * client sends (an ack, say) while the connection stays open, as a network partition would.
+ * client sends (an ack, say) while the connection stays open, as a network partition would;
+ * `dropConnections()` cuts the connections, as a broker restart would.
  */
 export class TcpProxy {
   private readonly sockets = new Set<Socket>();
@@ -35,6 +36,19 @@ export class TcpProxy {
     });
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
     this.port = (this.server.address() as { port: number }).port;
+  }
+
+  /** Cuts every open connection, as a broker restart does; new connections are still accepted. */
+  dropConnections(): void {
+    for (const socket of this.sockets) socket.destroy();
+  }
+
+  /** The proxy's address in place of the target's in `url`. */
+  url(url: string): string {
+    const proxied = new URL(url);
+    proxied.hostname = '127.0.0.1';
+    proxied.port = String(this.port);
+    return proxied.toString();
   }
 
   holdClientBytes(): void {
