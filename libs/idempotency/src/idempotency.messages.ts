@@ -24,6 +24,16 @@ export const messages = {
   invalidTableName: (value: unknown) =>
     `tableName must be a plain PostgreSQL identifier (letters, digits, underscores); got ${JSON.stringify(value)}.`,
   invalidDataSource: (value: unknown) => `dataSource must be a data source name; got ${JSON.stringify(value)}.`,
+  invalidSenders: (value: unknown) =>
+    `senders must map sender names to { redeliveryHorizon }, e.g. { payments: { redeliveryHorizon: '3d' } }; got ${JSON.stringify(value)}.`,
+  invalidBatchSize: (value: unknown, max: number) =>
+    `purge.batchSize must be a whole number from 1 to ${max} (each batch is one short transaction); got ${JSON.stringify(value)}.`,
+  invalidDuplicateRate: (value: unknown) =>
+    `health.maxDuplicateRate must be a share from 0 to 1, e.g. 0.05 for 5%; got ${JSON.stringify(value)}.`,
+  invalidCount: (name: string, value: unknown) => `${name} must be a whole number above 0; got ${JSON.stringify(value)}.`,
+  thresholdWithinPurgeInterval: (name: string, threshold: string, interval: string) =>
+    `health.${name} (${threshold}) must be longer than purge.interval (${interval}), ` +
+    `or the indicator turns down between two purges; raise health.${name} or shorten purge.interval.`,
   duplicate: (consumer: string, key: string, sender: string) =>
     `Duplicate of '${key}' from ${sender} acknowledged for ${consumer} without running it again.`,
 };
