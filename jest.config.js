@@ -15,6 +15,8 @@ const shared = {
 };
 
 export default {
+  // Jest reads testTimeout from the global configuration only; set inside a project it is ignored.
+  testTimeout: 60_000,
   projects: [
     { ...shared, displayName: 'unit', testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts'] },
     {
@@ -23,7 +25,6 @@ export default {
       testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
       globalSetup: '<rootDir>/test/global-setup.js',
       globalTeardown: '<rootDir>/test/global-teardown.js',
-      testTimeout: 60_000,
     },
   ],
 };
