@@ -15,8 +15,7 @@ const shared = {
 };
 
 export default {
-  // Jest reads testTimeout from the global configuration only; set inside a project it is ignored.
-  testTimeout: 60_000,
+  testTimeout: 180_000,
   projects: [
     { ...shared, displayName: 'unit', testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts'] },
     {

@@ -24,7 +24,7 @@ describe('GET /health with the idempotency indicator', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    ({ app, baseUrl } = await startDemoApp('express', db.url, [], {
+    ({ app, baseUrl } = await startDemoApp('express', db.url, [], false, {
       purge: { interval: false },
       health: { maxPurgeLag: '1h', maxDuplicateRate: 0.2, duplicateRateMinDeliveries: 10 },
     }));
@@ -102,7 +102,7 @@ describe('the idempotency indicator on a store of 1,000,000 rows', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    ({ app, baseUrl } = await startDemoApp('express', db.url, [], { purge: { interval: false } }));
+    ({ app, baseUrl } = await startDemoApp('express', db.url, [], false, { purge: { interval: false } }));
     await seedProcessedMessages(db, { count: 1_000_000, consumer: 'Large.store', expired: false });
     await db.query('ANALYZE processed_messages');
   });

@@ -27,7 +27,7 @@ describe.each(PLATFORMS)('delivery metrics end to end on %s', (platform) => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    ({ app, baseUrl } = await startDemoApp(platform, db.url, [FixtureModule], { purge: { interval: false } }));
+    ({ app, baseUrl } = await startDemoApp(platform, db.url, [FixtureModule], false, { purge: { interval: false } }));
   });
 
   afterAll(async () => {

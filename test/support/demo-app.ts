@@ -1,4 +1,4 @@
-import type { INestApplication, Type } from '@nestjs/common';
+import type { INestApplication, LoggerService, Type } from '@nestjs/common';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import type { IdempotencyModuleOptions } from '@app/idempotency';
@@ -12,6 +12,7 @@ export async function startDemoApp(
   platform: Platform,
   databaseUrl: string,
   extraModules: Type[] = [],
+  logger: LoggerService | false = false,
   idempotency?: IdempotencyModuleOptions,
 ): Promise<{ app: INestApplication; baseUrl: string }> {
   const moduleRef = await Test.createTestingModule({
@@ -19,8 +20,8 @@ export async function startDemoApp(
   }).compile();
   const app =
     platform === 'fastify'
-      ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: false })
-      : moduleRef.createNestApplication({ logger: false });
+      ? moduleRef.createNestApplication(new FastifyAdapter(), { logger })
+      : moduleRef.createNestApplication({ logger });
   await app.listen(0, '127.0.0.1');
   return { app, baseUrl: (await app.getUrl()).replace('[::1]', '127.0.0.1') };
 }

@@ -24,6 +24,8 @@ export const messages = {
   invalidTableName: (value: unknown) =>
     `tableName must be a plain PostgreSQL identifier (letters, digits, underscores); got ${JSON.stringify(value)}.`,
   invalidDataSource: (value: unknown) => `dataSource must be a data source name; got ${JSON.stringify(value)}.`,
+  duplicate: (consumer: string, key: string, sender: string) =>
+    `Duplicate of '${key}' from ${sender} acknowledged for ${consumer} without running it again.`,
   invalidSenders: (value: unknown) =>
     `senders must map sender names to { redeliveryHorizon }, e.g. { payments: { redeliveryHorizon: '3d' } }; got ${JSON.stringify(value)}.`,
   invalidBatchSize: (value: unknown, max: number) =>
@@ -60,6 +62,4 @@ export const messages = {
     `${duplicates} of ${deliveries} deliveries from '${sender}' in the last ${window} were duplicates (${rate}), ` +
     `more than health.maxDuplicateRate (${max}).`,
   storeUnreadable: (table: string, reason: string) => `The store ${table} could not be read: ${reason}`,
-  duplicate: (consumer: string, key: string, sender: string) =>
-    `Duplicate of '${key}' from ${sender} acknowledged for ${consumer} without running it again.`,
 };
