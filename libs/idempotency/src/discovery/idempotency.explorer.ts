@@ -37,7 +37,7 @@ export class IdempotencyExplorer implements OnModuleInit {
   }
 
   private findHandlers(): DiscoveredHandler[] {
-    const seen = new Set<Function>();
+    const seen = new Set<object>();
     const handlers: DiscoveredHandler[] = [];
     for (const wrapper of this.discovery.getControllers()) {
       const { metatype, instance } = wrapper;
@@ -45,7 +45,7 @@ export class IdempotencyExplorer implements OnModuleInit {
         continue;
       }
       seen.add(metatype);
-      const prototype = Object.getPrototypeOf(instance) as Record<string, Function>;
+      const prototype = Object.getPrototypeOf(instance) as Record<string, (...args: unknown[]) => unknown>;
       for (const method of this.scanner.getAllMethodNames(prototype)) {
         if (!this.accessor.getOptions(prototype[method])) {
           continue;
