@@ -119,12 +119,14 @@ export interface ResolvedIdempotencyOptions {
   health: ResolvedHealthOptions;
 }
 
+/** `purge` with its defaults applied. */
 export interface ResolvedPurgeOptions {
   /** null when the timer is off. */
   intervalMs: number | null;
   batchSize: number;
 }
 
+/** `health` with its defaults applied and durations in milliseconds. */
 export interface ResolvedHealthOptions {
   maxPurgeLagMs: number;
   /** null when the purge timer is off on this instance. */

@@ -50,9 +50,9 @@ export class IdempotencyHealthIndicator implements OnModuleInit {
   }
 
   /**
-   * Measures the store and compares each figure with its threshold.
-   * @param key The indicator's key in the health check's output.
-   * @default key 'idempotency'
+   * Measures the store and compares each figure with its threshold; down (never a throw) when one
+   * is crossed or the store cannot be read.
+   * @param key The indicator's key in the health check's output, `'idempotency'` unless given.
    */
   async isHealthy<const Key extends string = 'idempotency'>(key: Key = 'idempotency' as Key): Promise<HealthIndicatorResult<Key>> {
     const indicator = this.health.check(key);
