@@ -1,6 +1,7 @@
 import type { INestApplication, LoggerService, Type } from '@nestjs/common';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
+import type { IdempotencyModuleOptions } from '@app/idempotency';
 import { AppModule } from '../../apps/demo-api/src/app.module.js';
 
 export type Platform = 'express' | 'fastify';
@@ -12,9 +13,10 @@ export async function startDemoApp(
   databaseUrl: string,
   extraModules: Type[] = [],
   logger: LoggerService | false = false,
+  idempotency?: IdempotencyModuleOptions,
 ): Promise<{ app: INestApplication; baseUrl: string }> {
   const moduleRef = await Test.createTestingModule({
-    imports: [AppModule.register({ databaseUrl }), ...extraModules],
+    imports: [AppModule.register({ databaseUrl, idempotency }), ...extraModules],
   }).compile();
   const app =
     platform === 'fastify'

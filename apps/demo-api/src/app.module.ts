@@ -1,14 +1,18 @@
 import { type DynamicModule, Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { CreateProcessedMessagesTable1764633600000, IdempotencyModule } from '@app/idempotency';
+import { CreateProcessedMessagesTable1764633600000, IdempotencyModule, type IdempotencyModuleOptions } from '@app/idempotency';
 import { Account } from './credits/account.entity.js';
 import { CreditsModule } from './credits/credits.module.js';
 import { LedgerEntry } from './credits/ledger-entry.entity.js';
 import { CreateCreditTables1764633600001 } from './database/1764633600001-create-credit-tables.js';
+import { ObservabilityModule } from './observability/observability.module.js';
 
 /** Settings the demo is started with. */
 export interface DemoSettings {
   databaseUrl: string;
+  /** Overrides of the demo's idempotency options (the tests tune the purge and the thresholds). */
+  idempotency?: IdempotencyModuleOptions;
 }
 
 @Module({})
@@ -25,8 +29,14 @@ export class AppModule {
           migrationsRun: true,
           extra: { max: 20 },
         }),
-        IdempotencyModule.forRoot({ retention: '7d' }),
+        ScheduleModule.forRoot(),
+        IdempotencyModule.forRoot({
+          retention: '7d',
+          senders: { payments: { redeliveryHorizon: '3d' } },
+          ...settings.idempotency,
+        }),
         CreditsModule,
+        ObservabilityModule,
       ],
     };
   }

@@ -37,4 +37,40 @@ export const messages = {
   attemptsExhausted: (attempts: number, reason: string) => `it failed ${attempts} times; last error: ${reason}`,
   duplicate: (consumer: string, key: string, sender: string) =>
     `Duplicate of '${key}' from ${sender} acknowledged for ${consumer} without running it again.`,
+  invalidSenders: (value: unknown) =>
+    `senders must map sender names to { redeliveryHorizon }, e.g. { payments: { redeliveryHorizon: '3d' } }; got ${JSON.stringify(value)}.`,
+  invalidBatchSize: (value: unknown, max: number) =>
+    `purge.batchSize must be a whole number from 1 to ${max} (each batch is one short transaction); got ${JSON.stringify(value)}.`,
+  invalidDuplicateRate: (value: unknown) =>
+    `health.maxDuplicateRate must be a share from 0 to 1, e.g. 0.05 for 5%; got ${JSON.stringify(value)}.`,
+  invalidCount: (name: string, value: unknown) => `${name} must be a whole number above 0; got ${JSON.stringify(value)}.`,
+  thresholdWithinPurgeInterval: (name: string, threshold: string, interval: string) =>
+    `health.${name} (${threshold}) must be longer than purge.interval (${interval}), ` +
+    `or the indicator turns down between two purges; raise health.${name} or shorten purge.interval.`,
+  retentionTooShort: (handler: string, retention: string, sender: string, horizon: string) =>
+    `${handler} keeps message ids for ${retention}, less than the redelivery horizon of its sender '${sender}' (${horizon}): ` +
+    `a redelivery after ${retention} would be processed again. Set retention: '${horizon}' or longer on the handler.`,
+  retentionTooShortForAnySender: (handler: string, retention: string, sender: string, horizon: string) =>
+    `${handler} keeps message ids for ${retention} and chooses its sender per message, so it must outlast the longest ` +
+    `redelivery horizon declared, that of '${sender}' (${horizon}). Set retention: '${horizon}' or longer on the handler.`,
+  consumerConflict: (consumer: string, handlers: readonly string[]) =>
+    `${handlers.join(' and ')} claim the same consumer name '${consumer}', so each would skip the other's messages as ` +
+    `duplicates. Give each its own name with @IdempotentHandler({ consumer }).`,
+  purged: (table: string, rows: number, batches: number, durationMs: number) =>
+    `Purged ${rows} expired message ids from ${table} in ${batches} batches, ${durationMs} ms.`,
+  purgeFailed: (table: string, rows: number) =>
+    `The purge of expired message ids from ${table} failed after deleting ${rows}; the next run carries on.`,
+  scheduleModuleMissing: () =>
+    'The idempotency purge runs through @nestjs/schedule: import ScheduleModule.forRoot() in your application module, ' +
+    'or set purge: { interval: false } to run no purge timer on this instance.',
+  storeTooLarge: (estimatedRows: number, max: number) =>
+    `The store holds about ${estimatedRows} message ids, more than health.maxEstimatedRows (${max}).`,
+  purgeLagging: (lag: string, max: string) =>
+    `The oldest expired message id expired ${lag} ago and is not purged yet, longer than health.maxPurgeLag (${max}).`,
+  purgeOverdue: (since: string, max: string) =>
+    `This instance's last successful purge (or its start) was ${since} ago, longer than health.maxTimeSincePurge (${max}).`,
+  duplicateRateHigh: (sender: string, duplicates: number, deliveries: number, window: string, rate: string, max: string) =>
+    `${duplicates} of ${deliveries} deliveries from '${sender}' in the last ${window} were duplicates (${rate}), ` +
+    `more than health.maxDuplicateRate (${max}).`,
+  storeUnreadable: (table: string, reason: string) => `The store ${table} could not be read: ${reason}`,
 };

@@ -1,11 +1,18 @@
 import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { TerminusModule } from '@nestjs/terminus';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { ClaimingService } from './claiming/claiming.service.js';
 import { IdempotencyContext } from './context/idempotency.context.js';
 import { IdempotencyMetadataAccessor } from './decorators/idempotency-metadata.accessor.js';
+import { IdempotencyExplorer } from './discovery/idempotency.explorer.js';
+import { IdempotencyHealthIndicator } from './health/idempotency.health.js';
 import { CLAIM_STORAGE, MODULE_OPTIONS_TOKEN, RESOLVED_OPTIONS } from './idempotency.internal-constants.js';
 import { ConfigurableModuleClass } from './idempotency.module-definition.js';
 import { type IdempotencyModuleOptions, resolveModuleOptions } from './idempotency.options.js';
+import { IdempotencyMetricsService } from './metrics/idempotency-metrics.service.js';
+import { IdempotencyPurgeService } from './purge/idempotency-purge.service.js';
+import { PurgeScheduler } from './purge/purge.scheduler.js';
 import { HttpDelivery } from './transports/http/http-delivery.js';
 import { IdempotencyInterceptor } from './transports/idempotency.interceptor.js';
 import { RmqAcknowledgements } from './transports/rpc/rmq-acknowledgements.js';
@@ -13,20 +20,23 @@ import { RpcDelivery } from './transports/rpc/rpc-delivery.js';
 
 /**
  * Exactly-once handlers on PostgreSQL through TypeORM. Import it once, after `TypeOrmModule`;
- * it is global unless `isGlobal: false`.
+ * it is global unless `isGlobal: false`. The purge timer runs through `@nestjs/schedule`: import
+ * `ScheduleModule.forRoot()` too, or set `purge: { interval: false }`.
  *
  * @example
  * ```ts
  * @Module({
  *   imports: [
  *     TypeOrmModule.forRoot({ type: 'postgres', url, migrations: [CreateProcessedMessagesTable1764633600000] }),
- *     IdempotencyModule.forRoot({ retention: '7d' }),
+ *     ScheduleModule.forRoot(),
+ *     IdempotencyModule.forRoot({ retention: '7d', senders: { payments: { redeliveryHorizon: '3d' } } }),
  *   ],
  * })
  * export class AppModule {}
  * ```
  */
 @Module({
+  imports: [DiscoveryModule, TerminusModule],
   providers: [
     {
       provide: RESOLVED_OPTIONS,
@@ -41,6 +51,11 @@ import { RpcDelivery } from './transports/rpc/rpc-delivery.js';
     RmqAcknowledgements,
     RpcDelivery,
     IdempotencyInterceptor,
+    IdempotencyMetricsService,
+    IdempotencyPurgeService,
+    PurgeScheduler,
+    IdempotencyExplorer,
+    IdempotencyHealthIndicator,
   ],
   exports: [
     IdempotencyContext,
@@ -51,6 +66,9 @@ import { RpcDelivery } from './transports/rpc/rpc-delivery.js';
     RpcDelivery,
     IdempotencyInterceptor,
     RESOLVED_OPTIONS,
+    IdempotencyMetricsService,
+    IdempotencyPurgeService,
+    IdempotencyHealthIndicator,
   ],
 })
 export class IdempotencyModule extends ConfigurableModuleClass {}

@@ -15,6 +15,8 @@ import {
 } from '../idempotency.internal-constants.js';
 import { messages } from '../idempotency.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { failureOutcome } from '../metrics/delivery-outcome.js';
+import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { ClaimTransaction } from './claim-transaction.js';
 import type { Claim, ClaimOutcome, RecordedResponse } from './claim.js';
 
@@ -38,6 +40,7 @@ export class ClaimingService implements OnModuleInit {
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     @Inject(CLAIM_STORAGE) private readonly storage: AsyncLocalStorage<ActiveClaim>,
     private readonly moduleRef: ModuleRef,
+    private readonly metrics: IdempotencyMetricsService,
   ) {}
 
   onModuleInit(): void {
@@ -59,6 +62,7 @@ export class ClaimingService implements OnModuleInit {
       if (!(await this.claimOrReportInFlight(transaction, claim))) {
         const response = await this.readTwin(transaction, claim);
         this.logger.log(messages.duplicate(claim.consumer, claim.key, claim.sender));
+        this.metrics.recordDelivery(claim, 'duplicate');
         return { kind: 'duplicate', response };
       }
       const active: ActiveClaim = {
@@ -69,9 +73,12 @@ export class ClaimingService implements OnModuleInit {
       };
       const result = await this.storage.run(active, handle);
       await transaction.commit([this.recordSql(transaction, claim, record(result))]);
+      this.metrics.recordDelivery(claim, 'processed');
       return { kind: 'processed', result };
     } catch (error) {
-      throw this.translate(error, claim);
+      const failure = this.translate(error, claim);
+      this.metrics.recordDelivery(claim, failureOutcome(failure));
+      throw failure;
     } finally {
       await transaction.close();
     }

@@ -30,8 +30,8 @@ export interface IdempotentHandlerOptions {
    */
   sender?: string | ((context: ExecutionContext) => string);
   /**
-   * The name the claim is scoped to: a key is processed once per consumer. Give two handlers the
-   * same name only to make them share one set of processed ids.
+   * The name the claim is scoped to: a key is processed once per consumer. Each handler needs its
+   * own; the module refuses to start when two handlers claim the same name.
    * @default the class and method name, e.g. `'CreditsController.grant'`
    */
   consumer?: string;

@@ -1,5 +1,5 @@
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
-import { toMilliseconds } from './duration.js';
+import { formatDuration, toMilliseconds } from './duration.js';
 
 describe('toMilliseconds', () => {
   it.each([
@@ -16,5 +16,18 @@ describe('toMilliseconds', () => {
   it.each(['7', '7 d', 'd', '-1d', '0s', '', '1w', 7, null, undefined])('refuses %p and names the option', (value) => {
     expect(() => toMilliseconds('retention', value)).toThrow(IdempotencyOptionsError);
     expect(() => toMilliseconds('retention', value)).toThrow(/^retention must be a duration/);
+  });
+});
+
+describe('formatDuration', () => {
+  it.each([
+    [259_200_000, '3d'],
+    [90_000_000, '25h'],
+    [5_400_000, '90m'],
+    [30_000, '30s'],
+    [1_500, '1500ms'],
+  ])('writes %i ms as %s', (milliseconds, text) => {
+    expect(formatDuration(milliseconds)).toBe(text);
+    expect(toMilliseconds('retention', text)).toBe(milliseconds);
   });
 });

@@ -25,3 +25,11 @@ export function toMilliseconds(name: string, value: unknown): number {
   }
   return milliseconds;
 }
+
+/** Writes milliseconds as a {@link Duration} in the largest unit that divides them exactly: `'3d'`, `'90m'`. */
+export function formatDuration(milliseconds: number): Duration {
+  const [unit, size] = Object.entries(MILLISECONDS_PER_UNIT)
+    .reverse()
+    .find(([, perUnit]) => milliseconds % perUnit === 0) ?? ['ms', 1];
+  return `${milliseconds / size}${unit}` as Duration;
+}

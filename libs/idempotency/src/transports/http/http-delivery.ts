@@ -10,6 +10,7 @@ import { REJECT_LOCK_TIMEOUT_MS, RESOLVED_OPTIONS } from '../../idempotency.inte
 import type { ResolvedIdempotencyOptions } from '../../idempotency.options.js';
 import { fingerprint } from '../../keys/fingerprint.js';
 import { readPath, toMessageKey } from '../../keys/message-key.js';
+import { IdempotencyMetricsService } from '../../metrics/idempotency-metrics.service.js';
 
 interface HttpRequestLike {
   method: string;
@@ -27,16 +28,18 @@ export class HttpDelivery {
     private readonly reflector: Reflector,
     private readonly adapterHost: HttpAdapterHost,
     @Inject(RESOLVED_OPTIONS) private readonly moduleOptions: ResolvedIdempotencyOptions,
+    private readonly metrics: IdempotencyMetricsService,
   ) {}
 
   async handle(context: ExecutionContext, next: CallHandler): Promise<unknown> {
     const options = this.accessor.resolve(context);
     const http = context.switchToHttp();
     const request = http.getRequest<HttpRequestLike>();
+    const sender = typeof options.sender === 'function' ? options.sender(context) : options.sender;
     const claim: Claim = {
       consumer: options.consumer,
-      key: this.readKey(options, context, request),
-      sender: typeof options.sender === 'function' ? options.sender(context) : options.sender,
+      key: this.readKeyOrReject(options, context, request, sender),
+      sender,
       fingerprint: fingerprint({ url: request.url, body: request.body }),
       retentionMs: options.retentionMs,
       lockTimeoutMs: (options.inFlight ?? 'reject') === 'wait' ? this.moduleOptions.inFlightWaitTimeoutMs : REJECT_LOCK_TIMEOUT_MS,
@@ -54,6 +57,16 @@ export class HttpDelivery {
     this.adapterHost.httpAdapter.status(response, outcome.response.status ?? status);
     this.adapterHost.httpAdapter.setHeader(response, IDEMPOTENT_REPLAYED_HEADER, 'true');
     return outcome.response.body;
+  }
+
+  /** The key; a delivery without a usable one is counted as rejected (answered 400). */
+  private readKeyOrReject(options: ResolvedHandlerOptions, context: ExecutionContext, request: HttpRequestLike, sender: string): string {
+    try {
+      return this.readKey(options, context, request);
+    } catch (error) {
+      this.metrics.recordDelivery({ consumer: options.consumer, sender }, 'rejected');
+      throw error;
+    }
   }
 
   private readKey(options: ResolvedHandlerOptions, context: ExecutionContext, request: HttpRequestLike): string {

@@ -1,0 +1,127 @@
+import { Controller, Module, Post, type Type } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { getDataSourceToken } from '@nestjs/typeorm';
+import { IdempotentHandler } from '../decorators/idempotent-handler.decorator.js';
+import { IdempotencyConsumerConflictError } from '../errors/idempotency-consumer-conflict.error.js';
+import { IdempotencyRetentionError } from '../errors/idempotency-retention.error.js';
+import { IdempotencyModule } from '../idempotency.module.js';
+import type { IdempotencyModuleOptions } from '../idempotency.options.js';
+
+@Controller('webhooks')
+class WebhooksController {
+  @Post('payments')
+  @IdempotentHandler({ sender: 'payments', retention: '72h' })
+  onPayment() {}
+
+  @Post('shop')
+  @IdempotentHandler({ sender: 'shop', retention: '1d' })
+  onShopEvent() {}
+
+  @Post('any')
+  @IdempotentHandler({ sender: () => 'shop', retention: '5d' })
+  onAnyEvent() {}
+
+  @Post('plain')
+  notIdempotent() {}
+}
+
+@Controller('first')
+class FirstController {
+  @Post()
+  @IdempotentHandler({ consumer: 'orders' })
+  handle() {}
+}
+
+@Controller('second')
+class SecondController {
+  @Post()
+  @IdempotentHandler({ consumer: 'orders' })
+  handle() {}
+}
+
+@Controller('dynamic')
+class DynamicSenderController {
+  @Post()
+  @IdempotentHandler({ sender: () => 'payments', retention: '5d' })
+  handle() {}
+}
+
+@Module({ controllers: [FirstController] })
+class FirstModule {}
+
+@Module({ controllers: [SecondController] })
+class SecondModule {}
+
+@Module({ controllers: [WebhooksController] })
+class WebhooksModule {}
+
+@Module({ controllers: [DynamicSenderController] })
+class DynamicSenderModule {}
+
+/** Starts a module with `imports`, without a database: the explorer needs none. */
+async function start(options: IdempotencyModuleOptions, imports: Type[]): Promise<void> {
+  const moduleRef = await Test.createTestingModule({
+    imports: [IdempotencyModule.forRoot({ purge: { interval: false }, ...options }), ...imports],
+    providers: [{ provide: getDataSourceToken(), useValue: {} }],
+  }).compile();
+  await moduleRef.init();
+  await moduleRef.close();
+}
+
+describe('IdempotencyExplorer', () => {
+  it("starts when every handler's retention covers its sender's horizon", async () => {
+    const senders = { payments: { redeliveryHorizon: '3d' }, shop: { redeliveryHorizon: '4h' } } as const;
+    await expect(start({ senders }, [WebhooksModule])).resolves.toBeUndefined();
+  });
+
+  it('starts when no sender is declared', async () => {
+    await expect(start({}, [WebhooksModule])).resolves.toBeUndefined();
+  });
+
+  it("refuses to start when a handler's retention is shorter than its sender's horizon, naming both", async () => {
+    const error = await start({ senders: { payments: { redeliveryHorizon: '4d' } } }, [WebhooksModule]).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(IdempotencyRetentionError);
+    expect((error as Error).message).toBe(
+      "WebhooksController.onPayment keeps message ids for 3d, less than the redelivery horizon of its sender 'payments' (4d): " +
+        "a redelivery after 3d would be processed again. Set retention: '4d' or longer on the handler.",
+    );
+  });
+
+  it('carries the handler, the sender and both durations on the error', async () => {
+    const error = await start({ senders: { shop: { redeliveryHorizon: '36h' } } }, [WebhooksModule]).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({
+      name: 'IdempotencyRetentionError',
+      handler: 'WebhooksController.onShopEvent',
+      retention: '1d',
+      sender: 'shop',
+      redeliveryHorizon: '36h',
+    });
+  });
+
+  it('checks a handler that chooses its sender per message against the longest declared horizon', async () => {
+    const senders = { payments: { redeliveryHorizon: '6d' }, shop: { redeliveryHorizon: '1h' } } as const;
+    const error = await start({ senders }, [DynamicSenderModule]).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(IdempotencyRetentionError);
+    expect((error as Error).message).toBe(
+      "DynamicSenderController.handle keeps message ids for 5d and chooses its sender per message, so it must outlast the " +
+        "longest redelivery horizon declared, that of 'payments' (6d). Set retention: '6d' or longer on the handler.",
+    );
+    await expect(start({ senders: { payments: { redeliveryHorizon: '5d' } } }, [DynamicSenderModule])).resolves.toBeUndefined();
+  });
+
+  it('refuses to start when two handlers claim the same consumer name, naming both', async () => {
+    const error = await start({}, [FirstModule, SecondModule]).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(IdempotencyConsumerConflictError);
+    expect(error).toMatchObject({
+      consumer: 'orders',
+      handlers: ['FirstController.handle (in FirstModule)', 'SecondController.handle (in SecondModule)'],
+    });
+    expect((error as Error).message).toMatch(/Give each its own name with @IdempotentHandler\(\{ consumer \}\)/);
+  });
+
+  it('counts a controller registered in two modules once', async () => {
+    @Module({ controllers: [FirstController] })
+    class FirstAgainModule {}
+    await expect(start({}, [FirstModule, FirstAgainModule])).resolves.toBeUndefined();
+  });
+});

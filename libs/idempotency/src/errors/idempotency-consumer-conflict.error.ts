@@ -1,0 +1,18 @@
+import { messages } from '../idempotency.messages.js';
+import { IdempotencyError } from './idempotency.error.js';
+
+/**
+ * Two handlers claim the same consumer name, so each would take the other's processed ids for its
+ * own and skip messages it never handled. Thrown at start-up; the application does not start.
+ */
+export class IdempotencyConsumerConflictError extends IdempotencyError {
+  override readonly name = 'IdempotencyConsumerConflictError';
+
+  /** @param handlers The handlers that share the name, as `Class.method`. */
+  constructor(
+    readonly consumer: string,
+    readonly handlers: readonly string[],
+  ) {
+    super(messages.consumerConflict(consumer, handlers));
+  }
+}

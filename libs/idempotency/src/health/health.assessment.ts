@@ -1,0 +1,56 @@
+import { formatDuration } from '../duration/duration.js';
+import { messages } from '../idempotency.messages.js';
+import type { ResolvedHealthOptions } from '../idempotency.options.js';
+import type { SenderDuplicateRate } from '../metrics/idempotency-metrics.service.js';
+
+/** What the health indicator measured. */
+export interface HealthFigures {
+  /** The planner's estimate of the store's rows; null when the table was never analysed. */
+  estimatedRows: number | null;
+  /** How long ago the oldest expired, not yet purged id expired; 0 when there is none. */
+  purgeLagMs: number;
+  /** Since this instance's last successful purge (or its start); null when its purge timer is off. */
+  timeSincePurgeMs: number | null;
+  duplicateRates: readonly SenderDuplicateRate[];
+}
+
+/** Every threshold the figures cross, each as a sentence for the operator; empty when healthy. */
+export function findProblems(figures: HealthFigures, thresholds: ResolvedHealthOptions): string[] {
+  const problems: string[] = [];
+  if (thresholds.maxEstimatedRows !== null && figures.estimatedRows !== null && figures.estimatedRows > thresholds.maxEstimatedRows) {
+    problems.push(messages.storeTooLarge(figures.estimatedRows, thresholds.maxEstimatedRows));
+  }
+  if (figures.purgeLagMs > thresholds.maxPurgeLagMs) {
+    problems.push(messages.purgeLagging(seconds(figures.purgeLagMs), formatDuration(thresholds.maxPurgeLagMs)));
+  }
+  if (
+    thresholds.maxTimeSincePurgeMs !== null &&
+    figures.timeSincePurgeMs !== null &&
+    figures.timeSincePurgeMs > thresholds.maxTimeSincePurgeMs
+  ) {
+    problems.push(messages.purgeOverdue(seconds(figures.timeSincePurgeMs), formatDuration(thresholds.maxTimeSincePurgeMs)));
+  }
+  for (const { sender, deliveries, duplicates, rate } of figures.duplicateRates) {
+    if (deliveries >= thresholds.duplicateRateMinDeliveries && rate > thresholds.maxDuplicateRate) {
+      problems.push(
+        messages.duplicateRateHigh(
+          sender,
+          duplicates,
+          deliveries,
+          formatDuration(thresholds.duplicateRateWindowMs),
+          percent(rate),
+          percent(thresholds.maxDuplicateRate),
+        ),
+      );
+    }
+  }
+  return problems;
+}
+
+function seconds(milliseconds: number): string {
+  return `${Math.round(milliseconds / 1000)}s`;
+}
+
+function percent(share: number): string {
+  return `${Math.round(share * 1000) / 10}%`;
+}

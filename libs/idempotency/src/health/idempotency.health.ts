@@ -1,0 +1,117 @@
+import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { type HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
+import { getDataSourceToken } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
+import { messages } from '../idempotency.messages.js';
+import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
+import { findProblems, type HealthFigures } from './health.assessment.js';
+
+interface StoreStatistics {
+  reltuples: number;
+  relpages: number;
+  pages: number;
+  total_bytes: number;
+  lag_ms: number | null;
+}
+
+/**
+ * A `@nestjs/terminus` health indicator of the processed-messages store. It reports the store's
+ * estimated size (from the catalog statistics, never a `count(*)`; `'unknown'` until the table is
+ * first analysed), the purge lag (how long ago the oldest expired, not yet purged id expired), the
+ * time since this instance's last successful purge, and each sender's duplicate rate over the
+ * recent window (this instance's deliveries). It is down when any of them crosses its threshold in
+ * the module's `health` options, or when the store cannot be read.
+ *
+ * @example
+ * ```ts
+ * @Get('health')
+ * @HealthCheck()
+ * check() {
+ *   return this.health.check([() => this.db.pingCheck('database'), () => this.idempotency.isHealthy()]);
+ * }
+ * ```
+ */
+@Injectable()
+export class IdempotencyHealthIndicator implements OnModuleInit {
+  private dataSource: DataSource;
+
+  constructor(
+    private readonly health: HealthIndicatorService,
+    private readonly metrics: IdempotencyMetricsService,
+    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    private readonly moduleRef: ModuleRef,
+  ) {}
+
+  onModuleInit(): void {
+    this.dataSource = this.moduleRef.get<DataSource>(getDataSourceToken(this.options.dataSource), { strict: false });
+  }
+
+  /**
+   * Measures the store and compares each figure with its threshold; down (never a throw) when one
+   * is crossed or the store cannot be read.
+   * @param key The indicator's key in the health check's output, `'idempotency'` unless given.
+   */
+  async isHealthy<const Key extends string = 'idempotency'>(key: Key = 'idempotency' as Key): Promise<HealthIndicatorResult<Key>> {
+    const indicator = this.health.check(key);
+    let statistics: StoreStatistics;
+    try {
+      statistics = await this.readStore();
+    } catch (error) {
+      return indicator.down({ message: messages.storeUnreadable(this.options.tableName, (error as Error).message) });
+    }
+    const figures = this.measure(statistics);
+    const problems = findProblems(figures, this.options.health);
+    const report = {
+      store: { estimatedRows: figures.estimatedRows ?? 'unknown', totalBytes: statistics.total_bytes },
+      purge: {
+        lagSeconds: seconds(figures.purgeLagMs),
+        secondsSinceLastSuccess: figures.timeSincePurgeMs === null ? null : seconds(figures.timeSincePurgeMs),
+        lastRun: this.metrics.purge().lastRun,
+      },
+      duplicateRates: Object.fromEntries(figures.duplicateRates.map(({ sender, ...counts }) => [sender, counts])),
+    };
+    return problems.length > 0 ? indicator.down({ ...report, problems }) : indicator.up(report);
+  }
+
+  private measure(statistics: StoreStatistics): HealthFigures {
+    const lastSuccess = this.metrics.purge().lastSuccessAt ?? this.metrics.since;
+    return {
+      estimatedRows: estimateRows(statistics),
+      purgeLagMs: statistics.lag_ms ?? 0,
+      timeSincePurgeMs: this.options.purge.intervalMs === null ? null : Date.now() - lastSuccess.getTime(),
+      duplicateRates: this.metrics.duplicateRates(),
+    };
+  }
+
+  /** One round trip: the catalog's statistics and the oldest expired row, through the expiry index. */
+  private async readStore(): Promise<StoreStatistics> {
+    const table = `"${this.options.tableName}"`;
+    const [statistics] = (await this.dataSource.query(
+      `SELECT c.reltuples::float8 AS reltuples, c.relpages::float8 AS relpages,
+              (pg_relation_size(c.oid) / current_setting('block_size')::int)::float8 AS pages,
+              pg_total_relation_size(c.oid)::float8 AS total_bytes,
+              (SELECT extract(epoch FROM now() - min(expires_at)) * 1000 FROM ${table} WHERE expires_at < now())::float8 AS lag_ms
+       FROM pg_class c WHERE c.oid = $1::regclass`,
+      [table],
+    )) as StoreStatistics[];
+    return statistics;
+  }
+}
+
+/**
+ * The planner's own estimate: the row density of the last ANALYZE or VACUUM times the table's
+ * current pages. Null when the table was never analysed, or was analysed empty and has grown since.
+ */
+function estimateRows({ reltuples, relpages, pages }: StoreStatistics): number | null {
+  if (reltuples < 0 || (relpages === 0 && pages > 0)) {
+    return null;
+  }
+  return relpages === 0 ? 0 : Math.round((reltuples / relpages) * pages);
+}
+
+function seconds(milliseconds: number): number {
+  return Math.round(milliseconds / 1000);
+}

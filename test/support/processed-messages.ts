@@ -1,0 +1,30 @@
+import type { TestDatabase } from './test-database.js';
+
+/**
+ * Writes `count` rows into processed_messages with one INSERT ... SELECT generate_series, as a long
+ * running service would have: ids in `consumer`, expiry times rising with the insertion order,
+ * one millisecond apart. `expired` rows expired between a day and a day minus `count` ms ago; the
+ * others expire from an hour from now on.
+ */
+export async function seedProcessedMessages(
+  db: TestDatabase,
+  { count, consumer, expired, sender = 'payments' }: { count: number; consumer: string; expired: boolean; sender?: string },
+): Promise<void> {
+  const firstExpiry = expired ? `now() - interval '1 day'` : `now() + interval '1 hour'`;
+  await db.query(
+    `INSERT INTO processed_messages (consumer, message_id, sender, fingerprint, response_status, response_body, processed_at, expires_at)
+     SELECT $1, 'seed-' || lpad(i::text, 8, '0'), $2, repeat('0', 64), 200, '{"ok":true}', now() - interval '7 days',
+            ${firstExpiry} + i * interval '1 millisecond'
+     FROM generate_series(1, $3::int) AS i`,
+    [consumer, sender, count],
+  );
+}
+
+/** Rows of `consumer` in processed_messages; `expired` counts only those past their expiry (or only those not). */
+export async function countProcessedMessages(db: TestDatabase, consumer: string, expired?: boolean): Promise<number> {
+  const condition = expired === undefined ? '' : expired ? 'AND expires_at < now()' : 'AND expires_at >= now()';
+  const [{ n }] = await db.query<{ n: string }>(`SELECT count(*) AS n FROM processed_messages WHERE consumer = $1 ${condition}`, [
+    consumer,
+  ]);
+  return Number(n);
+}
