@@ -1,8 +1,9 @@
 import type { BenchCase, PendingCase } from './bench-case.js';
+import { httpDuplicates } from './http-duplicates.case.js';
 import { httpFirstDeliveries } from './http-first-deliveries.case.js';
 
 /** The cases `npm run bench` measures, in the order it runs them. Add a case here, one file each. */
-export const CASES: readonly BenchCase[] = [httpFirstDeliveries];
+export const CASES: readonly BenchCase[] = [httpFirstDeliveries, httpDuplicates];
 
 /**
  * Cases of issue 5 that wait for a feature not on this branch yet. They are reported as not yet
