@@ -71,8 +71,9 @@ async function main(): Promise<void> {
       memoryCheckpoints: settings.memoryCheckpoints,
       description:
         'Each case runs its variants in turn (A/B/A/B) after an unmeasured warm-up of each, and reports the median of the rounds ' +
-        'for throughput, p50 and p99 separately; ratios are of the medians. The bench app runs in a child process per platform ' +
-        '(Nest logger off); autocannon runs in the runner process; every HTTP request carries a new Idempotency-Key unless replayed.',
+        'for throughput, p50 and p99 separately; ratios are of the medians. The bench app runs in child processes (case 1: one ' +
+        'per platform and variant), Nest logger off; autocannon runs in the runner process; every HTTP request carries a new ' +
+        'Idempotency-Key unless replayed. App CPU is the app process\'s user + system time per request. See docs/benchmarks.md.',
     },
     cases: results,
     totalSeconds: round((Date.now() - started) / 1000, 1),
