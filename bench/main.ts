@@ -78,12 +78,14 @@ async function main(): Promise<void> {
     cases: results,
     totalSeconds: round((Date.now() - started) / 1000, 1),
   };
-  await mkdir(RESULTS_DIR, { recursive: true });
-  const file = join(RESULTS_DIR, `${date.slice(0, 19).replace(/:/g, '-')}.json`);
+  // Only a full run of every case replaces the published results; trials go where git ignores them.
+  const dir = settings.quick || selected ? join(RESULTS_DIR, 'trials') : RESULTS_DIR;
+  await mkdir(dir, { recursive: true });
+  const file = join(dir, `${date.slice(0, 19).replace(/:/g, '-')}.json`);
   await writeFile(file, `${JSON.stringify(report, null, 2)}\n`);
-  await writeFile(join(RESULTS_DIR, 'latest.svg'), renderChart(report));
+  await writeFile(join(dir, 'latest.svg'), renderChart(report));
   console.log(`\n${markdownTable(report)}\n`);
-  log(`results: ${file} and ${join(RESULTS_DIR, 'latest.svg')}`);
+  log(`results: ${file} and ${join(dir, 'latest.svg')}`);
   if (results.some((result) => result.status === 'failed')) {
     process.exitCode = 1;
   }
