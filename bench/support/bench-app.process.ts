@@ -12,7 +12,6 @@ const APP_ENTRY = fileURLToPath(new URL('../app/main.js', import.meta.url));
 export interface BenchAppProcess {
   readonly platform: Platform;
   readonly baseUrl: string;
-  readonly pid: number;
   /** The process's CPU time and memory so far; with `gc`, the memory after a full garbage collection. */
   usage(options?: { gc: boolean }): Promise<ProcessUsage>;
   stop(): Promise<void>;
@@ -42,7 +41,6 @@ export async function startBenchApp(platform: Platform, databaseUrl: string): Pr
   return {
     platform,
     baseUrl,
-    pid: child.pid as number,
     usage: async (options) => (await (await fetch(`${baseUrl}/usage?gc=${options?.gc === true}`)).json()) as ProcessUsage,
     stop: () => stop(child, exited),
   };
