@@ -1,0 +1,26 @@
+import { type DynamicModule, Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { IdempotencyModule } from '@app/idempotency';
+import { LedgerEntry } from '../../apps/demo-api/src/credits/ledger-entry.entity.js';
+import { BenchController } from './bench.controller.js';
+
+/** Connections in the app's pool: one per load connection, as the demo configures it. */
+export const POOL_SIZE = 20;
+
+/**
+ * The bench app: the bench controller on the demo's credit tables. The schema is created by the
+ * runner before any app starts (see `support/bench-database.ts`).
+ */
+@Module({})
+export class BenchAppModule {
+  static register(databaseUrl: string): DynamicModule {
+    return {
+      module: BenchAppModule,
+      imports: [
+        TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl, entities: [LedgerEntry], extra: { max: POOL_SIZE } }),
+        IdempotencyModule.forRoot({ retention: '7d' }),
+      ],
+      controllers: [BenchController],
+    };
+  }
+}

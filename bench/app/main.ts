@@ -1,0 +1,31 @@
+// The bench app as a child process of the runner: `fork()`ed with BENCH_DATABASE_URL and
+// BENCH_PLATFORM, it listens on a free port and reports it over IPC. Nest's logger is off, so
+// the library's info log of every duplicate costs nothing on the replay path.
+import 'reflect-metadata';
+import type { INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ExpressAdapter } from '@nestjs/platform-express';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import type { AddressInfo } from 'node:net';
+import { BenchAppModule } from './bench-app.module.js';
+
+async function bootstrap(): Promise<void> {
+  const databaseUrl = process.env.BENCH_DATABASE_URL;
+  const platform = process.env.BENCH_PLATFORM;
+  if (!databaseUrl || (platform !== 'express' && platform !== 'fastify') || !process.send) {
+    throw new Error('the bench app is started by the bench runner (npm run bench), not by hand');
+  }
+  const adapter = platform === 'fastify' ? new FastifyAdapter() : new ExpressAdapter();
+  const app = await NestFactory.create<INestApplication>(BenchAppModule.register(databaseUrl), adapter, { logger: false });
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as AddressInfo;
+  const stop = () => void app.close().finally(() => process.exit(0));
+  process.once('SIGTERM', stop);
+  process.once('disconnect', stop);
+  process.send({ port });
+}
+
+bootstrap().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,96 @@
+import type { BenchAppProcess, Platform } from '../support/bench-app.process.js';
+import type { BenchDatabase } from '../support/bench-database.js';
+
+/** How long and how hard the cases measure; see `bench.settings.ts`. */
+export interface BenchSettings {
+  /** Rounds per arm; the arms of a case alternate A/B/A/B. */
+  readonly rounds: number;
+  /** Seconds per round. */
+  readonly roundSeconds: number;
+  /** Seconds each arm runs, unmeasured, before the first round. */
+  readonly warmupSeconds: number;
+  /** Concurrent HTTP connections (autocannon) and pgbench clients. */
+  readonly connections: number;
+  /** The request counts after which the memory case reads the RSS. */
+  readonly memoryCheckpoints: readonly [number, number];
+  /** A short trial run: fewer, shorter rounds; its figures are not the published ones. */
+  readonly quick: boolean;
+}
+
+/** What a case is given by the runner. */
+export interface BenchContext {
+  readonly settings: BenchSettings;
+  readonly database: BenchDatabase;
+  startApp(platform: Platform): Promise<BenchAppProcess>;
+  log(line: string): void;
+}
+
+/** A floor of the issue, checked against a measured figure. */
+export interface FloorCheck {
+  readonly label: string;
+  readonly value: number;
+  readonly bound: 'at least' | 'at most';
+  readonly floor: number;
+  readonly met: boolean;
+}
+
+/** A line of the README's table. Latencies in milliseconds. */
+export interface TableRow {
+  readonly variant: string;
+  readonly throughput?: number;
+  readonly p50?: number;
+  readonly p99?: number;
+  /** The app process's CPU time per request, in microseconds. */
+  readonly appCpuMicros?: number;
+  /** The case's headline figure for this line: a ratio, a fraction, a size. */
+  readonly figure?: string;
+}
+
+/** A group of bars on the chart, drawn to its own scale. */
+export interface ChartGroup {
+  readonly title: string;
+  readonly unit: string;
+  readonly bars: readonly { readonly label: string; readonly value: number }[];
+  /** One line under the bars: the ratio and its floor. */
+  readonly note: string;
+  /** Whether the group's floor is met; undefined where the case has none. */
+  readonly met?: boolean;
+}
+
+/** What a case hands back: figures for the table, floors, the chart, and its raw rounds. */
+export interface CaseReport {
+  rows: TableRow[];
+  floors: FloorCheck[];
+  chart: ChartGroup[];
+  /** The raw rounds, medians and ratios, for the results JSON. */
+  details: Record<string, unknown>;
+}
+
+/** An empty report for a case to fill. */
+export function emptyReport(): CaseReport {
+  return { rows: [], floors: [], chart: [], details: {} };
+}
+
+/** One numbered case of issue 5. */
+export interface BenchCase {
+  readonly id: number;
+  readonly title: string;
+  run(context: BenchContext): Promise<CaseReport>;
+}
+
+/** A case of the issue that cannot be measured yet, and what it waits for. */
+export interface PendingCase {
+  readonly id: number;
+  readonly title: string;
+  readonly waitingFor: string;
+}
+
+/** Checks `value` against a floor of the issue. */
+export function checkFloor(label: string, value: number, bound: FloorCheck['bound'], floor: number): FloorCheck {
+  return { label, value, bound, floor, met: bound === 'at least' ? value >= floor : value <= floor };
+}
+
+/** Thrown by a case that cannot run on this machine (a missing tool); the runner records why. */
+export class CaseSkipped extends Error {
+  override readonly name = 'CaseSkipped';
+}

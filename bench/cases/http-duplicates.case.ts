@@ -1,0 +1,93 @@
+import { PLATFORMS } from '../support/bench-app.process.js';
+import type { BenchDatabase } from '../support/bench-database.js';
+import { creditBody, runAppLoad, uniqueCredits } from '../support/http-load.js';
+import { type Arm, interleave, summarize } from '../support/measurement.js';
+import { round } from '../support/stats.js';
+import { type BenchCase, type CaseReport, checkFloor, emptyReport } from './bench-case.js';
+
+const FLOOR = 1.5;
+/** Keys processed once before the rounds; the replay arm sends them again and again. */
+const REPLAYED_KEYS = 1000;
+
+/**
+ * Case 2: the replay path (a duplicate answered from the recorded response, the handler not run)
+ * against first deliveries of the same idempotent handler, on Express and on Fastify.
+ */
+export const httpDuplicates: BenchCase = {
+  id: 2,
+  title: 'HTTP, duplicates',
+  async run({ settings, database, startApp, log }): Promise<CaseReport> {
+    const report = emptyReport();
+    for (const platform of PLATFORMS) {
+      const app = await startApp(platform);
+      try {
+        const path = '/idempotent/credits';
+        const replayed = (n: number) => ({ key: `c2-${platform}-seed-${n % REPLAYED_KEYS}`, body: creditBody(n % REPLAYED_KEYS) });
+        // Twice round the keys, so each one has surely been processed before the first round.
+        await runAppLoad(app, path, { connections: settings.connections, amount: 2 * REPLAYED_KEYS, request: replayed });
+        const first: Arm = {
+          name: `${platform} first deliveries`,
+          measure: (r, seconds) =>
+            runAppLoad(app, path, { connections: settings.connections, seconds, request: uniqueCredits(`c2-${platform}-first-${r}`) }),
+        };
+        const replays: Arm = {
+          name: `${platform} replays`,
+          measure: (_r, seconds) =>
+            expectNoNewLedgerRows(database, () => runAppLoad(app, path, { connections: settings.connections, seconds, request: replayed })),
+        };
+        const rounds = await interleave([first, replays], { ...settings, log });
+        const firstDeliveries = summarize(rounds[first.name]);
+        const replaysSummary = summarize(rounds[replays.name]);
+        const ratio = round(replaysSummary.throughput / firstDeliveries.throughput, 3);
+        report.details[platform] = { rounds, medians: { firstDeliveries, replays: replaysSummary }, ratio };
+        report.rows.push(
+          { variant: `${platform}, first deliveries`, ...firstDeliveries },
+          { variant: `${platform}, replays`, ...replaysSummary, figure: `${ratio.toFixed(3)} × first deliveries` },
+        );
+        const floor = checkFloor(`${platform}: replays / first deliveries throughput`, ratio, 'at least', FLOOR);
+        report.floors.push(floor);
+        report.chart.push({
+          title: `2 · duplicates · ${platform}`,
+          unit: 'req/s',
+          bars: [
+            { label: 'first deliveries', value: firstDeliveries.throughput },
+            { label: 'replays', value: replaysSummary.throughput },
+          ],
+          note: `replays / first deliveries = ${ratio.toFixed(3)} (floor ≥ ${FLOOR.toFixed(2)})`,
+          met: floor.met,
+        });
+      } finally {
+        await app.stop();
+      }
+    }
+    return report;
+  },
+};
+
+/** Runs `load` and fails when it wrote a ledger row: a replay that ran the handler is not one. */
+async function expectNoNewLedgerRows<T>(database: BenchDatabase, load: () => Promise<T>): Promise<T> {
+  const before = await settledLedgerRows(database);
+  const result = await load();
+  const after = await settledLedgerRows(database);
+  if (after !== before) {
+    throw new Error(`the replay round ran the handler: ledger_entries went from ${before} to ${after} rows`);
+  }
+  return result;
+}
+
+/**
+ * The ledger's row count once the requests still in flight when the previous load stopped (up to
+ * one per connection) have committed: two readings 100 ms apart that agree.
+ */
+async function settledLedgerRows(database: BenchDatabase): Promise<string> {
+  const count = async () => (await database.query<{ n: string }>('SELECT count(*) AS n FROM ledger_entries'))[0].n;
+  let previous = await count();
+  for (;;) {
+    await new Promise((done) => setTimeout(done, 100));
+    const current = await count();
+    if (current === previous) {
+      return current;
+    }
+    previous = current;
+  }
+}

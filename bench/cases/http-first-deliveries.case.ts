@@ -1,0 +1,60 @@
+import { PLATFORMS } from '../support/bench-app.process.js';
+import { runAppLoad, uniqueCredits } from '../support/http-load.js';
+import { type Arm, interleave, summarize } from '../support/measurement.js';
+import { round } from '../support/stats.js';
+import { type BenchCase, type CaseReport, checkFloor, emptyReport } from './bench-case.js';
+
+const FLOOR = 0.9;
+
+/**
+ * Case 1: the credit handler with `@IdempotentHandler()` against the very same handler and
+ * transaction without it, every request a new key, on Express and on Fastify.
+ */
+export const httpFirstDeliveries: BenchCase = {
+  id: 1,
+  title: 'HTTP, first deliveries',
+  async run({ settings, startApp, log }): Promise<CaseReport> {
+    const report = emptyReport();
+    for (const platform of PLATFORMS) {
+      // One process per variant: the plain one never runs an idempotent request, so it never
+      // pays for what the module switches on once used (on Node 20, AsyncLocalStorage's promise
+      // hooks, process-wide): it is the app without the module.
+      const apps = { plain: await startApp(platform), idempotent: await startApp(platform) };
+      try {
+        const arm = (variant: keyof typeof apps): Arm => ({
+          name: `${platform} ${variant}`,
+          measure: (r, seconds) =>
+            runAppLoad(apps[variant], `/${variant}/credits`, {
+              connections: settings.connections,
+              seconds,
+              request: uniqueCredits(`c1-${platform}-${variant}-${r}`),
+            }),
+        });
+        const rounds = await interleave([arm('plain'), arm('idempotent')], { ...settings, log });
+        const plain = summarize(rounds[`${platform} plain`]);
+        const idempotent = summarize(rounds[`${platform} idempotent`]);
+        const ratio = round(idempotent.throughput / plain.throughput, 3);
+        report.details[platform] = { rounds, medians: { plain, idempotent }, ratio };
+        report.rows.push(
+          { variant: `${platform}, plain`, ...plain },
+          { variant: `${platform}, idempotent`, ...idempotent, figure: `${ratio.toFixed(3)} × plain` },
+        );
+        const floor = checkFloor(`${platform}: idempotent / plain throughput`, ratio, 'at least', FLOOR);
+        report.floors.push(floor);
+        report.chart.push({
+          title: `1 · first deliveries · ${platform}`,
+          unit: 'req/s',
+          bars: [
+            { label: 'plain', value: plain.throughput },
+            { label: 'idempotent', value: idempotent.throughput },
+          ],
+          note: `idempotent / plain = ${ratio.toFixed(3)} (floor ≥ ${FLOOR.toFixed(2)})`,
+          met: floor.met,
+        });
+      } finally {
+        await Promise.all([apps.plain.stop(), apps.idempotent.stop()]);
+      }
+    }
+    return report;
+  },
+};

@@ -1,0 +1,97 @@
+// `npm run bench`: measures what exactly-once costs (issue 5) and writes
+// bench/results/<date>.json and bench/results/latest.svg. See docs/benchmarks.md.
+import 'reflect-metadata';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { cpus, loadavg, release, totalmem, type } from 'node:os';
+import { join } from 'node:path';
+import { parseArguments } from './bench.settings.js';
+import { type BenchContext, CaseSkipped } from './cases/bench-case.js';
+import { CASES, PENDING_CASES } from './cases/index.js';
+import { startBenchApp } from './support/bench-app.process.js';
+import { openBenchDatabase } from './support/bench-database.js';
+import { renderChart } from './support/chart.js';
+import { type BenchResults, type CaseResult, markdownTable } from './support/results.js';
+import { round } from './support/stats.js';
+
+const RESULTS_DIR = join(process.cwd(), 'bench', 'results');
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const { settings, cases: selected } = parseArguments(process.argv.slice(2));
+  const log = (line: string) => console.log(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${line}`);
+  const database = await openBenchDatabase();
+  log(`PostgreSQL ${database.serverVersion} (${database.server}); ${cpus().length} cores; ${settings.quick ? 'QUICK trial' : 'full run'}`);
+  const results: CaseResult[] = [];
+  try {
+    const context: BenchContext = { settings, database, log, startApp: (platform) => startBenchApp(platform, database.url) };
+    for (const benchCase of CASES) {
+      if (selected && !selected.includes(benchCase.id)) {
+        results.push({ id: benchCase.id, title: benchCase.title, status: 'not run', reason: 'not selected with --cases' });
+        continue;
+      }
+      log(`case ${benchCase.id}: ${benchCase.title}`);
+      const caseStarted = Date.now();
+      const before = loadavg()[0];
+      const timing = () => ({ seconds: round((Date.now() - caseStarted) / 1000, 1), loadAverage: { before, after: loadavg()[0] } });
+      try {
+        const report = await benchCase.run(context);
+        results.push({ id: benchCase.id, title: benchCase.title, status: 'measured', ...timing(), ...report });
+      } catch (error) {
+        const skipped = error instanceof CaseSkipped;
+        log(`case ${benchCase.id} ${skipped ? 'skipped' : 'FAILED'}: ${error instanceof Error ? error.message : String(error)}`);
+        results.push({ id: benchCase.id, title: benchCase.title, status: skipped ? 'skipped' : 'failed', reason: String(error instanceof Error ? error.message : error), ...timing() });
+      }
+    }
+  } finally {
+    await database.close();
+  }
+  for (const pending of PENDING_CASES) {
+    results.push({ id: pending.id, title: pending.title, status: 'not yet measured', reason: `waits for ${pending.waitingFor}` });
+  }
+  results.sort((a, b) => a.id - b.id);
+
+  const date = new Date(started).toISOString();
+  const report: BenchResults = {
+    date,
+    quick: settings.quick,
+    command: ['npm run bench', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' '),
+    machine: {
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model.trim() ?? 'unknown',
+      memoryGiB: Math.round(totalmem() / 2 ** 30),
+      os: `${type()} ${release()}`,
+      node: process.version,
+    },
+    database: { server: database.server, version: database.serverVersion },
+    method: {
+      rounds: settings.rounds,
+      roundSeconds: settings.roundSeconds,
+      warmupSeconds: settings.warmupSeconds,
+      connections: settings.connections,
+      memoryCheckpoints: settings.memoryCheckpoints,
+      description:
+        'Each case runs its variants in turn (A/B/A/B) after an unmeasured warm-up of each, and reports the median of the rounds ' +
+        'for throughput, p50 and p99 separately; ratios are of the medians. The bench app runs in child processes (case 1: one ' +
+        'per platform and variant), Nest logger off; autocannon runs in the runner process; every HTTP request carries a new ' +
+        'Idempotency-Key unless replayed. App CPU is the app process\'s user + system time per request. See docs/benchmarks.md.',
+    },
+    cases: results,
+    totalSeconds: round((Date.now() - started) / 1000, 1),
+  };
+  // Only a full run of every case replaces the published results; trials go where git ignores them.
+  const dir = settings.quick || selected ? join(RESULTS_DIR, 'trials') : RESULTS_DIR;
+  await mkdir(dir, { recursive: true });
+  const file = join(dir, `${date.slice(0, 19).replace(/:/g, '-')}.json`);
+  await writeFile(file, `${JSON.stringify(report, null, 2)}\n`);
+  await writeFile(join(dir, 'latest.svg'), renderChart(report));
+  console.log(`\n${markdownTable(report)}\n`);
+  log(`results: ${file} and ${join(dir, 'latest.svg')}`);
+  if (results.some((result) => result.status === 'failed')) {
+    process.exitCode = 1;
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

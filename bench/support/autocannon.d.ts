@@ -1,0 +1,37 @@
+// The part of autocannon's programmatic API the bench uses (the package ships no types).
+declare module 'autocannon' {
+  interface RawRequest {
+    method?: string;
+    path?: string;
+    headers?: Record<string, string>;
+    body?: string;
+  }
+
+  interface Options {
+    url: string;
+    connections?: number;
+    duration?: number;
+    amount?: number;
+    method?: string;
+    headers?: Record<string, string>;
+    requests?: { setupRequest?: (request: RawRequest) => RawRequest }[];
+  }
+
+  interface Histogram {
+    average: number;
+    p50: number;
+    p99: number;
+  }
+
+  interface Result {
+    errors: number;
+    timeouts: number;
+    non2xx: number;
+    '2xx': number;
+    latency: Histogram;
+    statusCodeStats: Record<string, { count: number }>;
+  }
+
+  function autocannon(options: Options): Promise<Result>;
+  export default autocannon;
+}

@@ -1,0 +1,75 @@
+import { median, round } from './stats.js';
+
+/** One timed run of a load against one variant. */
+export interface Measurement {
+  /** Completed requests (or transactions) per second. */
+  throughput: number;
+  /** Latency percentiles, in milliseconds. */
+  p50: number;
+  p99: number;
+  /** Completed requests (or transactions). */
+  count: number;
+  seconds: number;
+  /** The app process's CPU time per request (user + system), in microseconds, where measured. */
+  appCpuMicros?: number;
+}
+
+/** The medians of a variant's rounds. */
+export interface Summary {
+  throughput: number;
+  p50: number;
+  p99: number;
+  appCpuMicros?: number;
+}
+
+/** A variant of a case: how to measure it once. */
+export interface Arm {
+  readonly name: string;
+  /** Runs the variant for `seconds`; round 0 is the warm-up. */
+  measure(round: number, seconds: number): Promise<Measurement>;
+}
+
+/** What `interleave` needs beyond the arms. */
+export interface Interleaving {
+  rounds: number;
+  roundSeconds: number;
+  warmupSeconds: number;
+  log(line: string): void;
+}
+
+/**
+ * Warms every arm up (round 0, not kept), then measures the arms in turn, A/B/A/B, `rounds` times
+ * each, so that whatever else the machine is doing weighs on every arm alike. Returns each arm's
+ * rounds in order.
+ */
+export async function interleave(arms: Arm[], how: Interleaving): Promise<Record<string, Measurement[]>> {
+  for (const arm of arms) {
+    how.log(`warm-up   ${arm.name.padEnd(24)} ${describe(await arm.measure(0, how.warmupSeconds))}`);
+  }
+  const results: Record<string, Measurement[]> = Object.fromEntries(arms.map((arm) => [arm.name, []]));
+  for (let r = 1; r <= how.rounds; r++) {
+    for (const arm of arms) {
+      const measurement = await arm.measure(r, how.roundSeconds);
+      results[arm.name].push(measurement);
+      how.log(`round ${r}/${how.rounds} ${arm.name.padEnd(24)} ${describe(measurement)}`);
+    }
+  }
+  return results;
+}
+
+/** The medians of throughput, p50 and p99 over the rounds (each taken on its own). */
+export function summarize(rounds: Measurement[]): Summary {
+  const cpu = rounds.flatMap((m) => (m.appCpuMicros === undefined ? [] : [m.appCpuMicros]));
+  return {
+    throughput: round(median(rounds.map((m) => m.throughput)), 1),
+    p50: round(median(rounds.map((m) => m.p50))),
+    p99: round(median(rounds.map((m) => m.p99))),
+    ...(cpu.length > 0 ? { appCpuMicros: Math.round(median(cpu)) } : {}),
+  };
+}
+
+/** One line for the progress log. */
+export function describe(m: Measurement): string {
+  const cpu = m.appCpuMicros === undefined ? '' : `  app CPU ${m.appCpuMicros.toFixed(0)} µs/req`;
+  return `${m.throughput.toFixed(0).padStart(6)}/s  p50 ${m.p50.toFixed(2)} ms  p99 ${m.p99.toFixed(2)} ms${cpu}  (${m.count} in ${m.seconds.toFixed(1)} s)`;
+}

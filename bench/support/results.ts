@@ -1,0 +1,69 @@
+import type { ChartGroup, FloorCheck, TableRow } from '../cases/bench-case.js';
+
+/** What became of a case in this run. */
+export type CaseStatus = 'measured' | 'failed' | 'skipped' | 'not run' | 'not yet measured';
+
+/** One case in the results file. */
+export interface CaseResult {
+  id: number;
+  title: string;
+  status: CaseStatus;
+  /** Why a case was not measured: the error, the missing tool, the feature it waits for. */
+  reason?: string;
+  seconds?: number;
+  /** The machine's 1-minute load average before and after the case: how noisy it was. */
+  loadAverage?: { before: number; after: number };
+  rows?: TableRow[];
+  floors?: FloorCheck[];
+  chart?: ChartGroup[];
+  details?: Record<string, unknown>;
+}
+
+/** `bench/results/<date>.json`. */
+export interface BenchResults {
+  date: string;
+  /** A `--quick` trial of the harness, not a run to publish. */
+  quick: boolean;
+  command: string;
+  machine: { cpus: number; cpuModel: string; memoryGiB: number; os: string; node: string };
+  database: { server: string; version: string };
+  method: {
+    rounds: number;
+    roundSeconds: number;
+    warmupSeconds: number;
+    connections: number;
+    memoryCheckpoints: readonly number[];
+    description: string;
+  };
+  cases: CaseResult[];
+  totalSeconds: number;
+}
+
+/** The results as the README's table (Markdown), with the floors under it. */
+export function markdownTable(results: BenchResults): string {
+  const number = (value: number | undefined, digits: number) =>
+    value === undefined ? '' : value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+  const lines = [
+    '| Case | Variant | Throughput (/s) | p50 (ms) | p99 (ms) | App CPU (µs/req) | Figure |',
+    '| --- | --- | ---: | ---: | ---: | ---: | --- |',
+  ];
+  const floors: string[] = [];
+  for (const result of results.cases) {
+    const name = `${result.id}. ${result.title}`;
+    if (result.status !== 'measured') {
+      lines.push(`| ${name} | ${result.status}${result.reason ? `: ${result.reason.split('\n')[0]}` : ''} | | | | | |`);
+      continue;
+    }
+    for (const row of result.rows ?? []) {
+      lines.push(
+        `| ${name} | ${row.variant} | ${number(row.throughput, 0)} | ${number(row.p50, 2)} | ${number(row.p99, 2)} | ${number(row.appCpuMicros, 0)} | ${row.figure ?? ''} |`,
+      );
+    }
+    for (const floor of result.floors ?? []) {
+      floors.push(
+        `- Case ${result.id}, ${floor.label}: ${floor.value.toFixed(3)}, floor ${floor.bound} ${floor.floor.toFixed(2)}: ${floor.met ? 'met' : '**not met**'}`,
+      );
+    }
+  }
+  return [...lines, '', ...floors].join('\n');
+}
