@@ -11,12 +11,16 @@ import {
   CLAIM_STORAGE,
   PG_LOCK_NOT_AVAILABLE,
   PG_TRANSIENT_ERROR_CODES,
+  REJECT_LOCK_TIMEOUT_MS,
   RESOLVED_OPTIONS,
 } from '../idempotency.internal-constants.js';
 import { messages } from '../idempotency.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { failureOutcome } from '../metrics/delivery-outcome.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
+import type { ResolvedHandlerOptions } from '../decorators/idempotency-metadata.accessor.js';
+import type { InFlightPolicy } from '../decorators/idempotent-handler.options.js';
+import { fingerprint } from '../keys/fingerprint.js';
 import { ClaimTransaction } from './claim-transaction.js';
 import type { Claim, ClaimOutcome, RecordedResponse } from './claim.js';
 
@@ -45,6 +49,25 @@ export class ClaimingService implements OnModuleInit {
 
   onModuleInit(): void {
     this.dataSource = this.moduleRef.get<DataSource>(getDataSourceToken(this.options.dataSource), { strict: false });
+  }
+
+  /**
+   * The claim of one delivery to the handler `options` describes; `defaultInFlight` is the
+   * transport's policy for handlers that set none.
+   */
+  claimFor(
+    options: ResolvedHandlerOptions,
+    defaultInFlight: InFlightPolicy,
+    delivery: { key: string; sender: string; payload: unknown },
+  ): Claim {
+    return {
+      consumer: options.consumer,
+      key: delivery.key,
+      sender: delivery.sender,
+      fingerprint: fingerprint(delivery.payload),
+      retentionMs: options.retentionMs,
+      lockTimeoutMs: (options.inFlight ?? defaultInFlight) === 'wait' ? this.options.inFlightWaitTimeoutMs : REJECT_LOCK_TIMEOUT_MS,
+    };
   }
 
   /**

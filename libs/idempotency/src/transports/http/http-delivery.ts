@@ -1,14 +1,10 @@
-import { type CallHandler, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { type CallHandler, type ExecutionContext, Injectable } from '@nestjs/common';
 import { HTTP_CODE_METADATA } from '@nestjs/common/constants.js';
 import { HttpAdapterHost, Reflector } from '@nestjs/core';
 import { lastValueFrom } from 'rxjs';
-import type { Claim } from '../../claiming/claim.js';
 import { ClaimingService } from '../../claiming/claiming.service.js';
 import { IdempotencyMetadataAccessor, type ResolvedHandlerOptions } from '../../decorators/idempotency-metadata.accessor.js';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from '../../idempotency.constants.js';
-import { REJECT_LOCK_TIMEOUT_MS, RESOLVED_OPTIONS } from '../../idempotency.internal-constants.js';
-import type { ResolvedIdempotencyOptions } from '../../idempotency.options.js';
-import { fingerprint } from '../../keys/fingerprint.js';
 import { readPath, toMessageKey } from '../../keys/message-key.js';
 import { IdempotencyMetricsService } from '../../metrics/idempotency-metrics.service.js';
 
@@ -27,7 +23,6 @@ export class HttpDelivery {
     private readonly accessor: IdempotencyMetadataAccessor,
     private readonly reflector: Reflector,
     private readonly adapterHost: HttpAdapterHost,
-    @Inject(RESOLVED_OPTIONS) private readonly moduleOptions: ResolvedIdempotencyOptions,
     private readonly metrics: IdempotencyMetricsService,
   ) {}
 
@@ -36,14 +31,11 @@ export class HttpDelivery {
     const http = context.switchToHttp();
     const request = http.getRequest<HttpRequestLike>();
     const sender = typeof options.sender === 'function' ? options.sender(context) : options.sender;
-    const claim: Claim = {
-      consumer: options.consumer,
+    const claim = this.claims.claimFor(options, 'reject', {
       key: this.readKeyOrReject(options, context, request, sender),
       sender,
-      fingerprint: fingerprint({ url: request.url, body: request.body }),
-      retentionMs: options.retentionMs,
-      lockTimeoutMs: (options.inFlight ?? 'reject') === 'wait' ? this.moduleOptions.inFlightWaitTimeoutMs : REJECT_LOCK_TIMEOUT_MS,
-    };
+      payload: { url: request.url, body: request.body },
+    });
     const status = this.successStatus(context, request.method);
     const outcome = await this.claims.process(
       claim,

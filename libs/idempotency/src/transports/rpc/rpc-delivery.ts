@@ -1,4 +1,4 @@
-import { type CallHandler, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { type CallHandler, type ExecutionContext, Injectable } from '@nestjs/common';
 import { NatsContext, RmqContext } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
 import type { Claim } from '../../claiming/claim.js';
@@ -6,10 +6,7 @@ import { ClaimingService } from '../../claiming/claiming.service.js';
 import { IdempotencyMetadataAccessor, type ResolvedHandlerOptions } from '../../decorators/idempotency-metadata.accessor.js';
 import { IdempotencyKeyReusedError } from '../../errors/idempotency-key-reused.error.js';
 import { IdempotencyKeyError } from '../../errors/idempotency-key.error.js';
-import { REJECT_LOCK_TIMEOUT_MS, RESOLVED_OPTIONS } from '../../idempotency.internal-constants.js';
 import { messages } from '../../idempotency.messages.js';
-import type { ResolvedIdempotencyOptions } from '../../idempotency.options.js';
-import { fingerprint } from '../../keys/fingerprint.js';
 import { readPath, toMessageKey } from '../../keys/message-key.js';
 import { RmqAcknowledgements, type Verdict } from './rmq-acknowledgements.js';
 
@@ -26,7 +23,6 @@ export class RpcDelivery {
     private readonly claims: ClaimingService,
     private readonly accessor: IdempotencyMetadataAccessor,
     private readonly acknowledgements: RmqAcknowledgements,
-    @Inject(RESOLVED_OPTIONS) private readonly moduleOptions: ResolvedIdempotencyOptions,
   ) {}
 
   async handle(context: ExecutionContext, next: CallHandler): Promise<unknown> {
@@ -37,14 +33,11 @@ export class RpcDelivery {
     const settle = transportContext instanceof RmqContext ? this.acknowledgements.join(transportContext) : undefined;
     let claim: Claim | undefined;
     try {
-      claim = {
-        consumer: options.consumer,
+      claim = this.claims.claimFor(options, 'wait', {
         key: readKey(options, context, payload, transportContext),
         sender: typeof options.sender === 'function' ? options.sender(context) : options.sender,
-        fingerprint: fingerprint(payload),
-        retentionMs: options.retentionMs,
-        lockTimeoutMs: (options.inFlight ?? 'wait') === 'wait' ? this.moduleOptions.inFlightWaitTimeoutMs : REJECT_LOCK_TIMEOUT_MS,
-      };
+        payload,
+      });
       const outcome = await this.claims.process(
         claim,
         () => lastValueFrom(next.handle(), { defaultValue: undefined }),
