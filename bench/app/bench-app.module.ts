@@ -18,7 +18,7 @@ export class BenchAppModule {
       module: BenchAppModule,
       imports: [
         TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl, entities: [LedgerEntry], extra: { max: POOL_SIZE } }),
-        IdempotencyModule.forRoot({ retention: '7d' }),
+        IdempotencyModule.forRoot({ retention: '7d', purge: { interval: false } }),
       ],
       controllers: [BenchController],
     };
