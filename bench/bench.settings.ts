@@ -1,12 +1,16 @@
 import type { BenchSettings } from './cases/bench-case.js';
 
-/** The published method: 3 rounds of 6 s per arm, 20 connections, RSS at 20,000 and 200,000. */
+/**
+ * The published method: 3 rounds of 6 s per arm, 20 connections, RSS at 20,000 and 200,000,
+ * 20,000 RabbitMQ messages per arm.
+ */
 const FULL: BenchSettings = {
   rounds: 3,
   roundSeconds: 6,
   warmupSeconds: 3,
   connections: 20,
   memoryCheckpoints: [20_000, 200_000],
+  consumerMessages: 20_000,
   quick: false,
 };
 
@@ -17,6 +21,7 @@ const QUICK: BenchSettings = {
   roundSeconds: 3,
   warmupSeconds: 1,
   memoryCheckpoints: [2_000, 20_000],
+  consumerMessages: 6_000,
   quick: true,
 };
 

@@ -69,11 +69,14 @@ async function main(): Promise<void> {
       warmupSeconds: settings.warmupSeconds,
       connections: settings.connections,
       memoryCheckpoints: settings.memoryCheckpoints,
+      consumerMessages: settings.consumerMessages,
       description:
         'Each case runs its variants in turn (A/B/A/B) after an unmeasured warm-up of each, and reports the median of the rounds ' +
         'for throughput, p50 and p99 separately; ratios are of the medians. The bench app runs in child processes (case 1: one ' +
         'per platform and variant), Nest logger off; autocannon runs in the runner process; every HTTP request carries a new ' +
-        'Idempotency-Key unless replayed. App CPU is the app process\'s user + system time per request. See docs/benchmarks.md.',
+        'Idempotency-Key unless replayed. Case 4 fills a RabbitMQ queue per variant with consumerMessages messages over the ' +
+        'rounds, then times a consumer process draining it until the database holds every effect. App CPU is the app ' +
+        'process\'s user + system time per request (or message). See docs/benchmarks.md.',
     },
     cases: results,
     totalSeconds: round((Date.now() - started) / 1000, 1),

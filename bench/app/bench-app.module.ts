@@ -2,14 +2,18 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { IdempotencyModule } from '@app/idempotency';
 import { LedgerEntry } from '../../apps/demo-api/src/credits/ledger-entry.entity.js';
+import { BenchMessagesController } from './bench-messages.controller.js';
 import { BenchController } from './bench.controller.js';
 
-/** Connections in the app's pool: one per load connection, as the demo configures it. */
+/** Connections in the app's pool: one per load connection (or message in flight), as the demo configures it. */
 export const POOL_SIZE = 20;
 
+/** RabbitMQ deliveries a consumer holds unacked at once: one per connection of the pool. */
+export const PREFETCH = POOL_SIZE;
+
 /**
- * The bench app: the bench controller on the demo's credit tables. The schema is created by the
- * runner before any app starts (see `support/bench-database.ts`).
+ * The bench app: the bench controllers (HTTP routes and RabbitMQ patterns) on the demo's credit
+ * tables. The schema is created by the runner before any app starts (see `support/bench-database.ts`).
  */
 @Module({})
 export class BenchAppModule {
@@ -18,9 +22,10 @@ export class BenchAppModule {
       module: BenchAppModule,
       imports: [
         TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl, entities: [LedgerEntry], extra: { max: POOL_SIZE } }),
+        // No purge timer: nothing expires within a run, and a timer would weigh on the measurements.
         IdempotencyModule.forRoot({ retention: '7d', purge: { interval: false } }),
       ],
-      controllers: [BenchController],
+      controllers: [BenchController, BenchMessagesController],
     };
   }
 }

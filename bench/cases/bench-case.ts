@@ -13,6 +13,8 @@ export interface BenchSettings {
   readonly connections: number;
   /** The request counts after which the memory case reads the RSS. */
   readonly memoryCheckpoints: readonly [number, number];
+  /** Messages each arm of the RabbitMQ case consumes, over all its rounds (its warm-up not counted). */
+  readonly consumerMessages: number;
   /** A short trial run: fewer, shorter rounds; its figures are not the published ones. */
   readonly quick: boolean;
 }

@@ -19,13 +19,41 @@ export interface BenchAppProcess {
 
 /**
  * Starts the bench app on `platform` in a process of its own, so the load generator (this
- * process) and the app do not share an event loop. It is started with `--expose-gc` for the
- * memory readings; only those call the collector. `BENCH_APP_NODE_ARGS` adds Node options, for
- * looking into a figure: `BENCH_APP_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof'`.
+ * process) and the app do not share an event loop.
  */
 export async function startBenchApp(platform: Platform, databaseUrl: string): Promise<BenchAppProcess> {
-  const child = fork(APP_ENTRY, [], {
-    env: { ...process.env, BENCH_DATABASE_URL: databaseUrl, BENCH_PLATFORM: platform },
+  const app = await forkBenchProcess<{ port: number }>(`the bench app (${platform})`, APP_ENTRY, {
+    BENCH_DATABASE_URL: databaseUrl,
+    BENCH_PLATFORM: platform,
+  });
+  const baseUrl = `http://127.0.0.1:${app.ready.port}`;
+  return {
+    platform,
+    baseUrl,
+    usage: async (options) => (await (await fetch(`${baseUrl}/usage?gc=${options?.gc === true}`)).json()) as ProcessUsage,
+    stop: app.stop,
+  };
+}
+
+/** A bench process forked by the runner, once it has said it is ready. */
+export interface ForkedBenchProcess<Ready> {
+  readonly child: ChildProcess;
+  /** The first IPC message the process sent: it is ready, and how to reach it. */
+  readonly ready: Ready;
+  /** What the process has printed so far, for error messages. */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Forks the bench process `entry` (named `name` in errors) with `env` added to the runner's, and
+ * waits for its first IPC message. It is started with `--expose-gc` for the memory readings; only
+ * those call the collector. `BENCH_APP_NODE_ARGS` adds Node options, for looking into a figure:
+ * `BENCH_APP_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof'`.
+ */
+export async function forkBenchProcess<Ready>(name: string, entry: string, env: Record<string, string>): Promise<ForkedBenchProcess<Ready>> {
+  const child = fork(entry, [], {
+    env: { ...process.env, ...env },
     execArgv: ['--expose-gc', ...(process.env.BENCH_APP_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
@@ -33,17 +61,11 @@ export async function startBenchApp(platform: Platform, databaseUrl: string): Pr
   child.stdout?.on('data', (chunk) => (output += chunk));
   child.stderr?.on('data', (chunk) => (output += chunk));
   const exited = new Promise<void>((done) => child.once('exit', () => done()));
-  const port = await new Promise<number>((done, fail) => {
-    child.once('message', (message: { port: number }) => done(message.port));
-    child.once('exit', (code) => fail(new Error(`the bench app (${platform}) exited with ${code} before listening:\n${output}`)));
+  const ready = await new Promise<Ready>((done, fail) => {
+    child.once('message', (message: Ready) => done(message));
+    child.once('exit', (code) => fail(new Error(`${name} exited with ${code} before it was ready:\n${output}`)));
   });
-  const baseUrl = `http://127.0.0.1:${port}`;
-  return {
-    platform,
-    baseUrl,
-    usage: async (options) => (await (await fetch(`${baseUrl}/usage?gc=${options?.gc === true}`)).json()) as ProcessUsage,
-    stop: () => stop(child, exited),
-  };
+  return { child, ready, output: () => output, stop: () => stop(child, exited) };
 }
 
 async function stop(child: ChildProcess, exited: Promise<void>): Promise<void> {

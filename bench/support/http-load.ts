@@ -1,4 +1,5 @@
 import autocannon from 'autocannon';
+import type { CreditRequest } from '../../apps/demo-api/src/credits/credit-request.js';
 import type { BenchAppProcess } from './bench-app.process.js';
 import type { Measurement } from './measurement.js';
 
@@ -55,9 +56,14 @@ export async function runAppLoad(app: BenchAppProcess, path: string, load: Omit<
   return { ...measurement, appCpuMicros: (after.cpuMicros - before.cpuMicros) / measurement.count };
 }
 
-/** The JSON body of the n-th credit of a load: 1,000 accounts in turn, so no row is a hot spot. */
+/** The n-th credit of a load: 1,000 accounts in turn, so no row is a hot spot. */
+export function nthCredit(n: number): CreditRequest {
+  return { account: `a${n % 1000}`, cents: 1 + (n % 100) };
+}
+
+/** The JSON body of the n-th credit of a load. */
 export function creditBody(n: number): string {
-  return JSON.stringify({ account: `a${n % 1000}`, cents: 1 + (n % 100) });
+  return JSON.stringify(nthCredit(n));
 }
 
 /** Requests with keys never sent before (`<label>-<n>`): every one is a first delivery. */

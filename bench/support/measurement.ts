@@ -2,12 +2,12 @@ import { median, round } from './stats.js';
 
 /** One timed run of a load against one variant. */
 export interface Measurement {
-  /** Completed requests (or transactions) per second. */
+  /** Completed requests (or transactions, or messages) per second. */
   throughput: number;
-  /** Latency percentiles, in milliseconds. */
-  p50: number;
-  p99: number;
-  /** Completed requests (or transactions). */
+  /** Latency percentiles, in milliseconds, where measured. */
+  p50?: number;
+  p99?: number;
+  /** Completed requests (or transactions, or messages). */
   count: number;
   seconds: number;
   /** The app process's CPU time per request (user + system), in microseconds, where measured. */
@@ -17,8 +17,8 @@ export interface Measurement {
 /** The medians of a variant's rounds. */
 export interface Summary {
   throughput: number;
-  p50: number;
-  p99: number;
+  p50?: number;
+  p99?: number;
   appCpuMicros?: number;
 }
 
@@ -57,19 +57,22 @@ export async function interleave(arms: Arm[], how: Interleaving): Promise<Record
   return results;
 }
 
-/** The medians of throughput, p50 and p99 over the rounds (each taken on its own). */
+/** The medians of throughput, p50, p99 and app CPU over the rounds (each taken on its own), where measured. */
 export function summarize(rounds: Measurement[]): Summary {
-  const cpu = rounds.flatMap((m) => (m.appCpuMicros === undefined ? [] : [m.appCpuMicros]));
+  const p50 = rounds.flatMap((m) => m.p50 ?? []);
+  const p99 = rounds.flatMap((m) => m.p99 ?? []);
+  const cpu = rounds.flatMap((m) => m.appCpuMicros ?? []);
   return {
     throughput: round(median(rounds.map((m) => m.throughput)), 1),
-    p50: round(median(rounds.map((m) => m.p50))),
-    p99: round(median(rounds.map((m) => m.p99))),
+    ...(p50.length > 0 ? { p50: round(median(p50)) } : {}),
+    ...(p99.length > 0 ? { p99: round(median(p99)) } : {}),
     ...(cpu.length > 0 ? { appCpuMicros: Math.round(median(cpu)) } : {}),
   };
 }
 
 /** One line for the progress log. */
 export function describe(m: Measurement): string {
+  const latency = m.p50 === undefined || m.p99 === undefined ? '' : `  p50 ${m.p50.toFixed(2)} ms  p99 ${m.p99.toFixed(2)} ms`;
   const cpu = m.appCpuMicros === undefined ? '' : `  app CPU ${m.appCpuMicros.toFixed(0)} µs/req`;
-  return `${m.throughput.toFixed(0).padStart(6)}/s  p50 ${m.p50.toFixed(2)} ms  p99 ${m.p99.toFixed(2)} ms${cpu}  (${m.count} in ${m.seconds.toFixed(1)} s)`;
+  return `${m.throughput.toFixed(0).padStart(6)}/s${latency}${cpu}  (${m.count} in ${m.seconds.toFixed(1)} s)`;
 }

@@ -33,6 +33,7 @@ export interface BenchResults {
     warmupSeconds: number;
     connections: number;
     memoryCheckpoints: readonly number[];
+    consumerMessages: number;
     description: string;
   };
   cases: CaseResult[];

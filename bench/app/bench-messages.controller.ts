@@ -1,0 +1,42 @@
+import { Controller } from '@nestjs/common';
+import { Ctx, EventPattern, Payload, RmqContext } from '@nestjs/microservices';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { IdempotencyContext, IdempotentHandler } from '@app/idempotency';
+import type { Channel, Message } from 'amqplib';
+import type { DataSource } from 'typeorm';
+import { toCreditRequest } from '../../apps/demo-api/src/credits/credit-request.js';
+import { grantCredit } from './credit-grant.js';
+
+/** The two variants of the RabbitMQ consumer, and the pattern of each one's messages. */
+export type ConsumerArm = 'plain' | 'idempotent';
+export const CREDIT_PATTERNS: Record<ConsumerArm, string> = { plain: 'bench.credit.plain', idempotent: 'bench.credit.idempotent' };
+
+/**
+ * The bench controller's credit handler as RabbitMQ consumers (`noAck: false`): as a plain
+ * transaction that acks its message itself, and as an idempotent handler whose message the
+ * module acks. Both run the very same `grantCredit` statements.
+ */
+@Controller()
+export class BenchMessagesController {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly idempotency: IdempotencyContext,
+  ) {}
+
+  /** The handler without the module: its own transaction, then the ack once it has committed. */
+  // `<string>` picks the untyped overload, whose handler may take the `RmqContext` after the payload.
+  @EventPattern<string>(CREDIT_PATTERNS.plain)
+  async plain(@Payload() payload: unknown, @Ctx() context: RmqContext): Promise<void> {
+    const { account, cents } = toCreditRequest(payload);
+    await this.dataSource.transaction((manager) => grantCredit(manager, account, cents));
+    (context.getChannelRef() as Channel).ack(context.getMessage() as Message);
+  }
+
+  /** The same handler, exactly once per AMQP `messageId`. */
+  @EventPattern(CREDIT_PATTERNS.idempotent)
+  @IdempotentHandler()
+  async idempotent(@Payload() payload: unknown): Promise<void> {
+    const { account, cents } = toCreditRequest(payload);
+    await grantCredit(this.idempotency.manager, account, cents);
+  }
+}

@@ -1,0 +1,157 @@
+import { PREFETCH } from '../app/bench-app.module.js';
+import { type ConsumerArm, CREDIT_PATTERNS } from '../app/bench-messages.controller.js';
+import { type BenchBroker, openBenchBroker, RABBITMQ_URL } from '../support/bench-broker.js';
+import { type BenchConsumerProcess, startBenchConsumer } from '../support/bench-consumer.process.js';
+import type { BenchDatabase } from '../support/bench-database.js';
+import { nthCredit } from '../support/http-load.js';
+import { type Arm, interleave, type Measurement, summarize } from '../support/measurement.js';
+import { round } from '../support/stats.js';
+import { type BenchCase, type CaseReport, CaseSkipped, checkFloor, emptyReport } from './bench-case.js';
+
+const FLOOR = 0.9;
+/** How often a round counts its effects in the database: the resolution of its end. */
+const POLL_MS = 25;
+/** A round fails when its effects have not grown for this long. */
+const STALL_MS = 30_000;
+
+/**
+ * Case 4: the credit handler as an idempotent `@EventPattern` (the module acks) against the very
+ * same handler and transaction without it (acking itself), same prefetch. Each round fills the
+ * arm's queue first, then lets its consumer drain it: messages per second from the start of
+ * consumption until the database holds every message's effect.
+ */
+export const rabbitmqConsumer: BenchCase = {
+  id: 4,
+  title: 'RabbitMQ consumer',
+  async run({ settings, database, log }): Promise<CaseReport> {
+    const broker = await openBenchBroker().catch((error: unknown) => {
+      throw new CaseSkipped(`RabbitMQ is not reachable at ${RABBITMQ_URL} (${(error as Error).message}); set RABBITMQ_URL`);
+    });
+    const report = emptyReport();
+    const runQueue = `bench-c4-${process.pid}-${Date.now().toString(36)}`;
+    const messagesPerRound = Math.round(settings.consumerMessages / settings.rounds);
+    // The warm-up is to a round what it is in the HTTP cases (3 s to 6 s in a full run).
+    const warmupMessages = Math.round((messagesPerRound * settings.warmupSeconds) / settings.roundSeconds);
+    const consumers: BenchConsumerProcess[] = [];
+    const queues: string[] = [];
+    try {
+      const arm = async (variant: ConsumerArm): Promise<Arm> => {
+        // One process per variant, as in case 1: the plain one never pays for what the module
+        // switches on once used. A queue per variant, so the two never share a backlog.
+        const consumer = await startBenchConsumer(database.url, broker.url);
+        consumers.push(consumer);
+        const queue = `${runQueue}-${variant}`;
+        await broker.declareQueue(queue);
+        queues.push(queue);
+        return {
+          name: variant,
+          measure: (r) => drainRound({ database, broker, consumer, queue, variant, round: r, messages: r === 0 ? warmupMessages : messagesPerRound }),
+        };
+      };
+      const arms = [await arm('plain'), await arm('idempotent')];
+      const rounds = await interleave(arms, { ...settings, log });
+      const plain = summarize(rounds.plain);
+      const idempotent = summarize(rounds.idempotent);
+      const ratio = round(idempotent.throughput / plain.throughput, 3);
+      report.details = { prefetch: PREFETCH, persistent: false, messagesPerRound, warmupMessages, rounds, medians: { plain, idempotent }, ratio };
+      report.rows.push(
+        { variant: `prefetch ${PREFETCH}, plain`, ...plain },
+        { variant: `prefetch ${PREFETCH}, idempotent`, ...idempotent, figure: `${ratio.toFixed(3)} × plain` },
+      );
+      const floor = checkFloor('idempotent / plain messages per second', ratio, 'at least', FLOOR);
+      report.floors.push(floor);
+      report.chart.push({
+        title: `4 · RabbitMQ consumer · prefetch ${PREFETCH}`,
+        unit: 'msg/s',
+        bars: [
+          { label: 'plain', value: plain.throughput },
+          { label: 'idempotent', value: idempotent.throughput },
+        ],
+        note: `idempotent / plain = ${ratio.toFixed(3)} (floor ≥ ${FLOOR.toFixed(2)})`,
+        met: floor.met,
+      });
+    } finally {
+      await Promise.all(consumers.map((consumer) => consumer.stop()));
+      for (const queue of queues) {
+        await broker.deleteQueue(queue);
+      }
+      await broker.close();
+    }
+    return report;
+  },
+};
+
+/** One round of one arm: `messages` credits for `variant`'s consumer to drain from `queue`. */
+interface DrainRound {
+  database: BenchDatabase;
+  broker: BenchBroker;
+  consumer: BenchConsumerProcess;
+  queue: string;
+  variant: ConsumerArm;
+  round: number;
+  messages: number;
+}
+
+/**
+ * Fills the queue with the round's messages (each a new `messageId`), then times the consumer from
+ * the command to consume until the database holds one ledger row per message, and pauses it.
+ * Fails unless every message was acked and had exactly one effect: as many new ledger rows as
+ * messages and, for the idempotent arm, a claim of each message id (none for the plain arm).
+ */
+async function drainRound({ database, broker, consumer, queue, variant, round: r, messages }: DrainRound): Promise<Measurement> {
+  const idPrefix = `c4-${variant}-${r}-`;
+  await broker.publish(
+    queue,
+    Array.from({ length: messages }, (_, n) => ({ messageId: `${idPrefix}${n}`, pattern: CREDIT_PATTERNS[variant], data: nthCredit(n) })),
+  );
+  const ready = await broker.readyMessages(queue);
+  if (ready !== messages) {
+    throw new Error(`queue ${queue} holds ${ready} messages where the round published ${messages}`);
+  }
+  const [{ last }] = await database.query<{ last: string }>('SELECT coalesce(max(id), 0) AS last FROM ledger_entries');
+  const started = performance.now();
+  const cpuBefore = await consumer.consume(queue);
+  await waitForEffects(database, last, messages);
+  const seconds = (performance.now() - started) / 1000;
+  const cpuAfter = await consumer.pause();
+
+  const left = await broker.readyMessages(queue);
+  const effects = await ledgerRowsAfter(database, last);
+  const [{ claims }] = await database.query<{ claims: string }>(
+    `SELECT count(*) AS claims FROM processed_messages WHERE message_id LIKE '${idPrefix}%'`,
+  );
+  const expectedClaims = variant === 'idempotent' ? messages : 0;
+  if (left !== 0 || effects !== messages || Number(claims) !== expectedClaims) {
+    throw new Error(
+      `${variant} round ${r}: ${messages} messages left ${left} in the queue unacked, ${effects} ledger rows ` +
+        `and ${claims} claims (expected 0, ${messages} and ${expectedClaims})`,
+    );
+  }
+  return { throughput: messages / seconds, count: messages, seconds, appCpuMicros: (cpuAfter - cpuBefore) / messages };
+}
+
+/** Polls the ledger until it has `count` rows after id `last`; fails on more, or when they stop coming. */
+async function waitForEffects(database: BenchDatabase, last: string, count: number): Promise<void> {
+  let seen = -1;
+  let grewAt = performance.now();
+  for (;;) {
+    const effects = await ledgerRowsAfter(database, last);
+    if (effects === count) {
+      return;
+    }
+    if (effects > count) {
+      throw new Error(`${effects} ledger rows for ${count} messages: a message was handled twice`);
+    }
+    if (effects > seen) {
+      seen = effects;
+      grewAt = performance.now();
+    } else if (performance.now() - grewAt > STALL_MS) {
+      throw new Error(`the consumer stalled at ${effects} of ${count} messages for ${STALL_MS / 1000} s`);
+    }
+    await new Promise((done) => setTimeout(done, POLL_MS));
+  }
+}
+
+async function ledgerRowsAfter(database: BenchDatabase, last: string): Promise<number> {
+  return Number((await database.query<{ n: string }>(`SELECT count(*) AS n FROM ledger_entries WHERE id > ${Number(last)}`))[0].n);
+}

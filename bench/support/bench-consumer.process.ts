@@ -1,0 +1,40 @@
+import { fileURLToPath } from 'node:url';
+import type { ConsumerCommand, ConsumerReply } from '../app/consumer.main.js';
+import { forkBenchProcess } from './bench-app.process.js';
+
+const CONSUMER_ENTRY = fileURLToPath(new URL('../app/consumer.main.js', import.meta.url));
+
+/** The bench app running as a RabbitMQ consumer in a child process, told over IPC which queue to consume. */
+export interface BenchConsumerProcess {
+  /** Starts consuming `queue`; resolves once it is on it, with its CPU time (µs) from before it connected. */
+  consume(queue: string): Promise<number>;
+  /** Stops consuming (unacked deliveries go back to the queue); resolves with its CPU time (µs) from before it stopped. */
+  pause(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the bench consumer in a process of its own, on the bench database and the broker at
+ * `brokerUrl`. It consumes nothing until asked to; `BENCH_APP_NODE_ARGS` applies to it too.
+ */
+export async function startBenchConsumer(databaseUrl: string, brokerUrl: string): Promise<BenchConsumerProcess> {
+  const consumer = await forkBenchProcess('the bench consumer', CONSUMER_ENTRY, {
+    BENCH_DATABASE_URL: databaseUrl,
+    BENCH_RABBITMQ_URL: brokerUrl,
+  });
+  const ask = (command: ConsumerCommand) =>
+    new Promise<number>((done, fail) => {
+      const exited = (code: number | null) => fail(new Error(`the bench consumer exited with ${code}:\n${consumer.output()}`));
+      consumer.child.once('exit', exited);
+      consumer.child.once('message', (reply: ConsumerReply) => {
+        consumer.child.off('exit', exited);
+        if ('error' in reply) {
+          fail(new Error(`the bench consumer could not ${'consume' in command ? 'consume' : 'pause'}: ${reply.error}`));
+        } else {
+          done(reply.cpuMicros);
+        }
+      });
+      consumer.child.send(command);
+    });
+  return { consume: (queue) => ask({ consume: queue }), pause: () => ask({ pause: true }), stop: consumer.stop };
+}
