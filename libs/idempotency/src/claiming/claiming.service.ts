@@ -95,7 +95,7 @@ export class ClaimingService implements OnModuleInit {
         sender: claim.sender,
       };
       const result = await this.storage.run(active, handle);
-      await transaction.commit([this.recordSql(transaction, claim, record(result))]);
+      await transaction.commit(this.recordStatements(transaction, claim, record(result)));
       this.metrics.recordDelivery(claim, 'processed');
       return { kind: 'processed', result };
     } catch (error) {
@@ -148,13 +148,21 @@ export class ClaimingService implements OnModuleInit {
     return { status: twin.response_status, body: twin.response_body };
   }
 
-  private recordSql(transaction: ClaimTransaction, claim: Claim, response: RecordedResponse): string {
+  /**
+   * The UPDATE that records `response` on the claim row; none when the response is empty (an
+   * event handler's), since the claim row already holds NULLs and rewriting it would cost the
+   * database a second row version for nothing.
+   */
+  private recordStatements(transaction: ClaimTransaction, claim: Claim, response: RecordedResponse): string[] {
     const body = JSON.stringify(response.body);
-    return (
-      `UPDATE ${this.table} SET response_status = ${response.status ?? 'NULL'}, ` +
-      `response_body = ${body === undefined ? 'NULL' : `${transaction.literal(body)}::json`} ` +
-      `WHERE consumer = ${transaction.literal(claim.consumer)} AND message_id = ${transaction.literal(claim.key)}`
-    );
+    const bodySql = body === undefined || body === 'null' ? 'NULL' : `${transaction.literal(body)}::json`;
+    if (response.status === null && bodySql === 'NULL') {
+      return [];
+    }
+    return [
+      `UPDATE ${this.table} SET response_status = ${response.status ?? 'NULL'}, response_body = ${bodySql} ` +
+        `WHERE consumer = ${transaction.literal(claim.consumer)} AND message_id = ${transaction.literal(claim.key)}`,
+    ];
   }
 
   /** Database errors a retry cures become typed errors; anything else passes through unchanged. */

@@ -1,11 +1,11 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * A SHA-256 of the payload in canonical JSON (object keys sorted at every depth), so a retry that
  * serialises the same payload in another key order still matches, and any other change does not.
  */
 export function fingerprint(payload: unknown): string {
-  return createHash('sha256').update(canonicalJson(payload)).digest('hex');
+  return hash('sha256', canonicalJson(payload), 'hex');
 }
 
 function canonicalJson(value: unknown): string {
