@@ -44,6 +44,8 @@ export interface TableRow {
   readonly p99?: number;
   /** The app process's CPU time per request, in microseconds. */
   readonly appCpuMicros?: number;
+  /** The database server's CPU time per request, in microseconds. */
+  readonly databaseCpuMicros?: number;
   /** The case's headline figure for this line: a ratio, a fraction, a size. */
   readonly figure?: string;
 }

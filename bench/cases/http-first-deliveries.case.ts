@@ -1,6 +1,6 @@
 import { PLATFORMS } from '../support/bench-app.process.js';
 import { runAppLoad, uniqueCredits } from '../support/http-load.js';
-import { type Arm, interleave, summarize } from '../support/measurement.js';
+import { type Arm, interleave, summarize, withDatabaseCpu } from '../support/measurement.js';
 import { round } from '../support/stats.js';
 import { type BenchCase, type CaseReport, checkFloor, emptyReport } from './bench-case.js';
 
@@ -13,7 +13,7 @@ const FLOOR = 0.9;
 export const httpFirstDeliveries: BenchCase = {
   id: 1,
   title: 'HTTP, first deliveries',
-  async run({ settings, startApp, log }): Promise<CaseReport> {
+  async run({ settings, database, startApp, log }): Promise<CaseReport> {
     const report = emptyReport();
     for (const platform of PLATFORMS) {
       // One process per variant: the plain one never runs an idempotent request, so it never
@@ -24,11 +24,13 @@ export const httpFirstDeliveries: BenchCase = {
         const arm = (variant: keyof typeof apps): Arm => ({
           name: `${platform} ${variant}`,
           measure: (r, seconds) =>
-            runAppLoad(apps[variant], `/${variant}/credits`, {
-              connections: settings.connections,
-              seconds,
-              request: uniqueCredits(`c1-${platform}-${variant}-${r}`),
-            }),
+            withDatabaseCpu(database, () =>
+              runAppLoad(apps[variant], `/${variant}/credits`, {
+                connections: settings.connections,
+                seconds,
+                request: uniqueCredits(`c1-${platform}-${variant}-${r}`),
+              }),
+            ),
         });
         const rounds = await interleave([arm('plain'), arm('idempotent')], { ...settings, log });
         const plain = summarize(rounds[`${platform} plain`]);

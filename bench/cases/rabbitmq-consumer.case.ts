@@ -109,11 +109,13 @@ async function drainRound({ database, broker, consumer, queue, variant, round: r
     throw new Error(`queue ${queue} holds ${ready} messages where the round published ${messages}`);
   }
   const [{ last }] = await database.query<{ last: string }>('SELECT coalesce(max(id), 0) AS last FROM ledger_entries');
+  const readDatabaseCpu = await database.startCpuReading();
   const started = performance.now();
   const cpuBefore = await consumer.consume(queue);
   await waitForEffects(database, last, messages);
   const seconds = (performance.now() - started) / 1000;
   const cpuAfter = await consumer.pause();
+  const databaseCpu = await readDatabaseCpu();
 
   const left = await broker.readyMessages(queue);
   const effects = await ledgerRowsAfter(database, last);
@@ -127,7 +129,13 @@ async function drainRound({ database, broker, consumer, queue, variant, round: r
         `and ${claims} claims (expected 0, ${messages} and ${expectedClaims})`,
     );
   }
-  return { throughput: messages / seconds, count: messages, seconds, appCpuMicros: (cpuAfter - cpuBefore) / messages };
+  return {
+    throughput: messages / seconds,
+    count: messages,
+    seconds,
+    appCpuMicros: (cpuAfter - cpuBefore) / messages,
+    ...(databaseCpu === undefined ? {} : { databaseCpuMicros: databaseCpu / messages }),
+  };
 }
 
 /** Polls the ledger until it has `count` rows after id `last`; fails on more, or when they stop coming. */

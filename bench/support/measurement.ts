@@ -1,3 +1,4 @@
+import type { BenchDatabase } from './bench-database.js';
 import { median, round } from './stats.js';
 
 /** One timed run of a load against one variant. */
@@ -12,6 +13,8 @@ export interface Measurement {
   seconds: number;
   /** The app process's CPU time per request (user + system), in microseconds, where measured. */
   appCpuMicros?: number;
+  /** The database server's CPU time per request (its backends on the bench database), in microseconds, where measured. */
+  databaseCpuMicros?: number;
 }
 
 /** The medians of a variant's rounds. */
@@ -20,6 +23,7 @@ export interface Summary {
   p50?: number;
   p99?: number;
   appCpuMicros?: number;
+  databaseCpuMicros?: number;
 }
 
 /** A variant of a case: how to measure it once. */
@@ -62,11 +66,13 @@ export function summarize(rounds: Measurement[]): Summary {
   const p50 = rounds.flatMap((m) => m.p50 ?? []);
   const p99 = rounds.flatMap((m) => m.p99 ?? []);
   const cpu = rounds.flatMap((m) => m.appCpuMicros ?? []);
+  const databaseCpu = rounds.flatMap((m) => m.databaseCpuMicros ?? []);
   return {
     throughput: round(median(rounds.map((m) => m.throughput)), 1),
     ...(p50.length > 0 ? { p50: round(median(p50)) } : {}),
     ...(p99.length > 0 ? { p99: round(median(p99)) } : {}),
     ...(cpu.length > 0 ? { appCpuMicros: Math.round(median(cpu)) } : {}),
+    ...(databaseCpu.length > 0 ? { databaseCpuMicros: Math.round(median(databaseCpu)) } : {}),
   };
 }
 
@@ -74,5 +80,17 @@ export function summarize(rounds: Measurement[]): Summary {
 export function describe(m: Measurement): string {
   const latency = m.p50 === undefined || m.p99 === undefined ? '' : `  p50 ${m.p50.toFixed(2)} ms  p99 ${m.p99.toFixed(2)} ms`;
   const cpu = m.appCpuMicros === undefined ? '' : `  app CPU ${m.appCpuMicros.toFixed(0)} µs/req`;
-  return `${m.throughput.toFixed(0).padStart(6)}/s${latency}${cpu}  (${m.count} in ${m.seconds.toFixed(1)} s)`;
+  const databaseCpu = m.databaseCpuMicros === undefined ? '' : `  DB CPU ${m.databaseCpuMicros.toFixed(0)} µs/req`;
+  return `${m.throughput.toFixed(0).padStart(6)}/s${latency}${cpu}${databaseCpu}  (${m.count} in ${m.seconds.toFixed(1)} s)`;
+}
+
+/**
+ * Runs `measure` and adds the database server's CPU time per request to its measurement, where
+ * the server runs on this machine.
+ */
+export async function withDatabaseCpu(database: BenchDatabase, measure: () => Promise<Measurement>): Promise<Measurement> {
+  const readCpu = await database.startCpuReading();
+  const measurement = await measure();
+  const micros = await readCpu();
+  return micros === undefined ? measurement : { ...measurement, databaseCpuMicros: micros / measurement.count };
 }

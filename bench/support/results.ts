@@ -45,19 +45,19 @@ export function markdownTable(results: BenchResults): string {
   const number = (value: number | undefined, digits: number) =>
     value === undefined ? '' : value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
   const lines = [
-    '| Case | Variant | Throughput (/s) | p50 (ms) | p99 (ms) | App CPU (µs/req) | Figure |',
-    '| --- | --- | ---: | ---: | ---: | ---: | --- |',
+    '| Case | Variant | Throughput (/s) | p50 (ms) | p99 (ms) | App CPU (µs/req) | DB CPU (µs/req) | Figure |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |',
   ];
   const floors: string[] = [];
   for (const result of results.cases) {
     const name = `${result.id}. ${result.title}`;
     if (result.status !== 'measured') {
-      lines.push(`| ${name} | ${result.status}${result.reason ? `: ${result.reason.split('\n')[0]}` : ''} | | | | | |`);
+      lines.push(`| ${name} | ${result.status}${result.reason ? `: ${result.reason.split('\n')[0]}` : ''} | | | | | | |`);
       continue;
     }
     for (const row of result.rows ?? []) {
       lines.push(
-        `| ${name} | ${row.variant} | ${number(row.throughput, 0)} | ${number(row.p50, 2)} | ${number(row.p99, 2)} | ${number(row.appCpuMicros, 0)} | ${row.figure ?? ''} |`,
+        `| ${name} | ${row.variant} | ${number(row.throughput, 0)} | ${number(row.p50, 2)} | ${number(row.p99, 2)} | ${number(row.appCpuMicros, 0)} | ${number(row.databaseCpuMicros, 0)} | ${row.figure ?? ''} |`,
       );
     }
     for (const floor of result.floors ?? []) {
