@@ -9,7 +9,8 @@ export const POOL_SIZE = 20;
 
 /**
  * The bench app: the bench controller on the demo's credit tables. The schema is created by the
- * runner before any app starts (see `support/bench-database.ts`).
+ * runner before any app starts (see `support/bench-database.ts`). No purge timer: the app purges
+ * only when a case asks it to, never during another case's rounds.
  */
 @Module({})
 export class BenchAppModule {
@@ -18,7 +19,7 @@ export class BenchAppModule {
       module: BenchAppModule,
       imports: [
         TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl, entities: [LedgerEntry], extra: { max: POOL_SIZE } }),
-        IdempotencyModule.forRoot({ retention: '7d' }),
+        IdempotencyModule.forRoot({ retention: '7d', purge: { interval: false } }),
       ],
       controllers: [BenchController],
     };
