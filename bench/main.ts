@@ -6,7 +6,7 @@ import { cpus, loadavg, release, totalmem, type } from 'node:os';
 import { join } from 'node:path';
 import { parseArguments } from './bench.settings.js';
 import { type BenchContext, CaseSkipped } from './cases/bench-case.js';
-import { CASES, PENDING_CASES } from './cases/index.js';
+import { CASES } from './cases/index.js';
 import { startBenchApp } from './support/bench-app.process.js';
 import { openBenchDatabase } from './support/bench-database.js';
 import { renderChart } from './support/chart.js';
@@ -44,9 +44,6 @@ async function main(): Promise<void> {
     }
   } finally {
     await database.close();
-  }
-  for (const pending of PENDING_CASES) {
-    results.push({ id: pending.id, title: pending.title, status: 'not yet measured', reason: `waits for ${pending.waitingFor}` });
   }
   results.sort((a, b) => a.id - b.id);
 

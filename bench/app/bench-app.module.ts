@@ -14,6 +14,7 @@ export const PREFETCH = POOL_SIZE;
 /**
  * The bench app: the bench controllers (HTTP routes and RabbitMQ patterns) on the demo's credit
  * tables. The schema is created by the runner before any app starts (see `support/bench-database.ts`).
+ * No purge timer: the app purges only when a case asks it to, never during another case's rounds.
  */
 @Module({})
 export class BenchAppModule {
@@ -22,7 +23,6 @@ export class BenchAppModule {
       module: BenchAppModule,
       imports: [
         TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl, entities: [LedgerEntry], extra: { max: POOL_SIZE } }),
-        // No purge timer: nothing expires within a run, and a timer would weigh on the measurements.
         IdempotencyModule.forRoot({ retention: '7d', purge: { interval: false } }),
       ],
       controllers: [BenchController, BenchMessagesController],

@@ -1,6 +1,12 @@
 import { Body, Controller, Get, Post, Query } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { IdempotencyContext, IdempotentHandler } from '@app/idempotency';
+import {
+  IdempotencyContext,
+  IdempotencyHealthIndicator,
+  IdempotencyPurgeService,
+  IdempotentHandler,
+  type PurgeRun,
+} from '@app/idempotency';
 import type { DataSource } from 'typeorm';
 import { toCreditRequest } from '../../apps/demo-api/src/credits/credit-request.js';
 import { grantCredit } from './credit-grant.js';
@@ -16,6 +22,14 @@ export interface ProcessUsage {
   collected: boolean;
 }
 
+/** One check of the idempotency health indicator, timed in the app process. */
+export interface HealthTiming {
+  /** The indicator's status: `up` or `down`. */
+  status: string;
+  /** How long `isHealthy()` took, in milliseconds. */
+  ms: number;
+}
+
 /**
  * One credit handler twice: as a plain transaction and as an idempotent handler. Both run the very
  * same `grantCredit` statements, so the difference between them is what exactly-once costs.
@@ -25,6 +39,8 @@ export class BenchController {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly idempotency: IdempotencyContext,
+    private readonly purgeService: IdempotencyPurgeService,
+    private readonly healthIndicator: IdempotencyHealthIndicator,
   ) {}
 
   /** The handler without the module: its own transaction through `DataSource.transaction`. */
@@ -53,5 +69,19 @@ export class BenchController {
     const { rss, heapUsed } = process.memoryUsage();
     const { user, system } = process.cpuUsage();
     return { rss, heapUsed, cpuMicros: user + system, collected: collect !== undefined };
+  }
+
+  /** For case 5: one purge of every expired id, now, in this process, as the purge timer runs it. */
+  @Post('purge')
+  purge(): Promise<PurgeRun> {
+    return this.purgeService.purgeNow();
+  }
+
+  /** For case 6: the check a `GET /health` makes of the idempotency indicator, timed here. */
+  @Get('health')
+  async health(): Promise<HealthTiming> {
+    const started = performance.now();
+    const result = await this.healthIndicator.isHealthy();
+    return { status: result.idempotency.status, ms: performance.now() - started };
   }
 }

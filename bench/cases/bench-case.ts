@@ -82,13 +82,6 @@ export interface BenchCase {
   run(context: BenchContext): Promise<CaseReport>;
 }
 
-/** A case of the issue that cannot be measured yet, and what it waits for. */
-export interface PendingCase {
-  readonly id: number;
-  readonly title: string;
-  readonly waitingFor: string;
-}
-
 /** Checks `value` against a floor of the issue. */
 export function checkFloor(label: string, value: number, bound: FloorCheck['bound'], floor: number): FloorCheck {
   return { label, value, bound, floor, met: bound === 'at least' ? value >= floor : value <= floor };

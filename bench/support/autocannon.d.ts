@@ -15,6 +15,8 @@ declare module 'autocannon' {
     method?: string;
     headers?: Record<string, string>;
     requests?: { setupRequest?: (request: RawRequest) => RawRequest }[];
+    /** Milliseconds between samples; a `stop()` takes effect at the next one. */
+    sampleInt?: number;
   }
 
   interface Histogram {
@@ -32,6 +34,11 @@ declare module 'autocannon' {
     statusCodeStats: Record<string, { count: number }>;
   }
 
-  function autocannon(options: Options): Promise<Result>;
+  /** A running load: a promise of its result, which `stop()` ends early. */
+  interface Run extends Promise<Result> {
+    stop(): void;
+  }
+
+  function autocannon(options: Options): Run;
   export default autocannon;
 }

@@ -1,6 +1,7 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { ProcessUsage } from '../app/bench.controller.js';
+import type { PurgeRun } from '@app/idempotency';
+import type { HealthTiming, ProcessUsage } from '../app/bench.controller.js';
 
 /** The HTTP platforms the cases run on. */
 export type Platform = 'express' | 'fastify';
@@ -14,6 +15,10 @@ export interface BenchAppProcess {
   readonly baseUrl: string;
   /** The process's CPU time and memory so far; with `gc`, the memory after a full garbage collection. */
   usage(options?: { gc: boolean }): Promise<ProcessUsage>;
+  /** Runs one purge of every expired id in the app (`purgeNow()`) and says what it did. */
+  purge(): Promise<Omit<PurgeRun, 'startedAt'>>;
+  /** One check of the idempotency health indicator, timed in the app. */
+  health(): Promise<HealthTiming>;
   stop(): Promise<void>;
 }
 
@@ -30,9 +35,20 @@ export async function startBenchApp(platform: Platform, databaseUrl: string): Pr
   return {
     platform,
     baseUrl,
-    usage: async (options) => (await (await fetch(`${baseUrl}/usage?gc=${options?.gc === true}`)).json()) as ProcessUsage,
+    usage: (options) => answer<ProcessUsage>(`${baseUrl}/usage?gc=${options?.gc === true}`),
+    purge: () => answer<PurgeRun>(`${baseUrl}/purge`, 'POST'),
+    health: () => answer<HealthTiming>(`${baseUrl}/health`),
     stop: app.stop,
   };
+}
+
+/** The JSON the app answers; an error when it answers anything but a 2xx. */
+async function answer<T>(url: string, method = 'GET'): Promise<T> {
+  const response = await fetch(url, { method });
+  if (!response.ok) {
+    throw new Error(`${method} ${url} answered ${response.status}: ${await response.text()}`);
+  }
+  return (await response.json()) as T;
 }
 
 /** A bench process forked by the runner, once it has said it is ready. */

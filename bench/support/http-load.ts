@@ -11,6 +11,8 @@ export interface HttpLoad {
   /** Run for this many seconds, or else until `amount` requests are done. */
   seconds?: number;
   amount?: number;
+  /** Stop as soon as this settles (within 0.1 s), if before `seconds` are up. */
+  until?: Promise<unknown>;
   /** The key and JSON body of the load's n-th request. */
   request(n: number): { key: string; body: string };
 }
@@ -22,7 +24,7 @@ export interface HttpLoad {
 export async function runHttpLoad(load: HttpLoad): Promise<Measurement> {
   let n = 0;
   const started = performance.now();
-  const result = await autocannon({
+  const run = autocannon({
     url: load.url,
     connections: load.connections,
     ...(load.amount === undefined ? { duration: load.seconds } : { amount: load.amount }),
@@ -36,7 +38,12 @@ export async function runHttpLoad(load: HttpLoad): Promise<Measurement> {
         },
       },
     ],
+    // autocannon looks at a stop() only when it takes a sample: every second by default.
+    ...(load.until ? { sampleInt: 100 } : {}),
   });
+  const stop = () => run.stop();
+  load.until?.then(stop, stop);
+  const result = await run;
   if (result.errors > 0 || result.non2xx > 0) {
     throw new Error(
       `${load.url}: ${result.errors} connection errors (${result.timeouts} timeouts), ${result.non2xx} non-2xx answers; ` +

@@ -94,3 +94,11 @@ export async function withDatabaseCpu(database: BenchDatabase, measure: () => Pr
   const micros = await readCpu();
   return micros === undefined ? measurement : { ...measurement, databaseCpuMicros: micros / measurement.count };
 }
+
+/** The p99 of a summary of loads that measure latencies (the HTTP loads do). */
+export function p99Of(summary: Summary): number {
+  if (summary.p99 === undefined) {
+    throw new Error('this load measured no latencies');
+  }
+  return summary.p99;
+}

@@ -1,7 +1,7 @@
 import type { ChartGroup, FloorCheck, TableRow } from '../cases/bench-case.js';
 
 /** What became of a case in this run. */
-export type CaseStatus = 'measured' | 'failed' | 'skipped' | 'not run' | 'not yet measured';
+export type CaseStatus = 'measured' | 'failed' | 'skipped' | 'not run';
 
 /** One case in the results file. */
 export interface CaseResult {
