@@ -62,9 +62,14 @@ export function markdownTable(results: BenchResults): string {
     }
     for (const floor of result.floors ?? []) {
       floors.push(
-        `- Case ${result.id}, ${floor.label}: ${floor.value.toFixed(3)}, floor ${floor.bound} ${floor.floor.toFixed(2)}: ${floor.met ? 'met' : '**not met**'}`,
+        `- Case ${result.id}, ${floor.label}: ${figure(floor.value, 3)}, floor ${floor.bound} ${figure(floor.floor, 2)}: ${floor.met ? 'met' : '**not met**'}`,
       );
     }
   }
   return [...lines, '', ...floors].join('\n');
+}
+
+/** A floor's figure: a rate in whole units, a ratio or a time to `digits` decimals. */
+function figure(value: number, digits: number): string {
+  return value >= 1000 ? value.toLocaleString('en-US', { maximumFractionDigits: 0 }) : value.toFixed(digits);
 }
