@@ -1,5 +1,7 @@
 import type { BenchAppProcess, Platform } from '../support/bench-app.process.js';
 import type { BenchDatabase } from '../support/bench-database.js';
+import type { Summary } from '../support/measurement.js';
+import { round } from '../support/stats.js';
 
 /** How long and how hard the cases measure; see `bench.settings.ts`. */
 export interface BenchSettings {
@@ -90,4 +92,44 @@ export function checkFloor(label: string, value: number, bound: FloorCheck['boun
 /** Thrown by a case that cannot run on this machine (a missing tool); the runner records why. */
 export class CaseSkipped extends Error {
   override readonly name = 'CaseSkipped';
+}
+
+/** The issue's floor for the idempotent variant's throughput against the plain one's (cases 1 and 4). */
+const AGAINST_PLAIN_FLOOR = 0.9;
+
+/** A comparison of the idempotent variant with the very same handler without the module. */
+export interface AgainstPlain {
+  /** What the rows' variant names start with: a platform, a prefetch. */
+  readonly variant: string;
+  readonly floorLabel: string;
+  readonly chartTitle: string;
+  readonly unit: string;
+  readonly plain: Summary;
+  readonly idempotent: Summary;
+}
+
+/**
+ * Adds a comparison's two table rows, its floor (≥ 0.90 of the plain throughput) and its chart
+ * group to `report`, and returns the throughput ratio.
+ */
+export function reportAgainstPlain(report: CaseReport, comparison: AgainstPlain): number {
+  const { variant, plain, idempotent } = comparison;
+  const ratio = round(idempotent.throughput / plain.throughput, 3);
+  report.rows.push(
+    { variant: `${variant}, plain`, ...plain },
+    { variant: `${variant}, idempotent`, ...idempotent, figure: `${ratio.toFixed(3)} × plain` },
+  );
+  const floor = checkFloor(comparison.floorLabel, ratio, 'at least', AGAINST_PLAIN_FLOOR);
+  report.floors.push(floor);
+  report.chart.push({
+    title: comparison.chartTitle,
+    unit: comparison.unit,
+    bars: [
+      { label: 'plain', value: plain.throughput },
+      { label: 'idempotent', value: idempotent.throughput },
+    ],
+    note: `idempotent / plain = ${ratio.toFixed(3)} (floor ≥ ${AGAINST_PLAIN_FLOOR.toFixed(2)})`,
+    met: floor.met,
+  });
+  return ratio;
 }

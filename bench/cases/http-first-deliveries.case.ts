@@ -1,10 +1,7 @@
 import { PLATFORMS } from '../support/bench-app.process.js';
 import { runAppLoad, uniqueCredits } from '../support/http-load.js';
 import { type Arm, interleave, summarize, withDatabaseCpu } from '../support/measurement.js';
-import { round } from '../support/stats.js';
-import { type BenchCase, type CaseReport, checkFloor, emptyReport } from './bench-case.js';
-
-const FLOOR = 0.9;
+import { type BenchCase, type CaseReport, emptyReport, reportAgainstPlain } from './bench-case.js';
 
 /**
  * Case 1: the credit handler with `@IdempotentHandler()` against the very same handler and
@@ -35,24 +32,15 @@ export const httpFirstDeliveries: BenchCase = {
         const rounds = await interleave([arm('plain'), arm('idempotent')], { ...settings, log });
         const plain = summarize(rounds[`${platform} plain`]);
         const idempotent = summarize(rounds[`${platform} idempotent`]);
-        const ratio = round(idempotent.throughput / plain.throughput, 3);
-        report.details[platform] = { rounds, medians: { plain, idempotent }, ratio };
-        report.rows.push(
-          { variant: `${platform}, plain`, ...plain },
-          { variant: `${platform}, idempotent`, ...idempotent, figure: `${ratio.toFixed(3)} × plain` },
-        );
-        const floor = checkFloor(`${platform}: idempotent / plain throughput`, ratio, 'at least', FLOOR);
-        report.floors.push(floor);
-        report.chart.push({
-          title: `1 · first deliveries · ${platform}`,
+        const ratio = reportAgainstPlain(report, {
+          variant: platform,
+          floorLabel: `${platform}: idempotent / plain throughput`,
+          chartTitle: `1 · first deliveries · ${platform}`,
           unit: 'req/s',
-          bars: [
-            { label: 'plain', value: plain.throughput },
-            { label: 'idempotent', value: idempotent.throughput },
-          ],
-          note: `idempotent / plain = ${ratio.toFixed(3)} (floor ≥ ${FLOOR.toFixed(2)})`,
-          met: floor.met,
+          plain,
+          idempotent,
         });
+        report.details[platform] = { rounds, medians: { plain, idempotent }, ratio };
       } finally {
         await Promise.all([apps.plain.stop(), apps.idempotent.stop()]);
       }

@@ -5,10 +5,8 @@ import { type BenchConsumerProcess, startBenchConsumer } from '../support/bench-
 import type { BenchDatabase } from '../support/bench-database.js';
 import { nthCredit } from '../support/http-load.js';
 import { type Arm, interleave, type Measurement, summarize } from '../support/measurement.js';
-import { round } from '../support/stats.js';
-import { type BenchCase, type CaseReport, CaseSkipped, checkFloor, emptyReport } from './bench-case.js';
+import { type BenchCase, type CaseReport, CaseSkipped, emptyReport, reportAgainstPlain } from './bench-case.js';
 
-const FLOOR = 0.9;
 /** How often a round counts its effects in the database: the resolution of its end. */
 const POLL_MS = 25;
 /** A round fails when its effects have not grown for this long. */
@@ -52,24 +50,15 @@ export const rabbitmqConsumer: BenchCase = {
       const rounds = await interleave(arms, { ...settings, log });
       const plain = summarize(rounds.plain);
       const idempotent = summarize(rounds.idempotent);
-      const ratio = round(idempotent.throughput / plain.throughput, 3);
-      report.details = { prefetch: PREFETCH, persistent: false, messagesPerRound, warmupMessages, rounds, medians: { plain, idempotent }, ratio };
-      report.rows.push(
-        { variant: `prefetch ${PREFETCH}, plain`, ...plain },
-        { variant: `prefetch ${PREFETCH}, idempotent`, ...idempotent, figure: `${ratio.toFixed(3)} × plain` },
-      );
-      const floor = checkFloor('idempotent / plain messages per second', ratio, 'at least', FLOOR);
-      report.floors.push(floor);
-      report.chart.push({
-        title: `4 · RabbitMQ consumer · prefetch ${PREFETCH}`,
+      const ratio = reportAgainstPlain(report, {
+        variant: `prefetch ${PREFETCH}`,
+        floorLabel: 'idempotent / plain messages per second',
+        chartTitle: `4 · RabbitMQ consumer · prefetch ${PREFETCH}`,
         unit: 'msg/s',
-        bars: [
-          { label: 'plain', value: plain.throughput },
-          { label: 'idempotent', value: idempotent.throughput },
-        ],
-        note: `idempotent / plain = ${ratio.toFixed(3)} (floor ≥ ${FLOOR.toFixed(2)})`,
-        met: floor.met,
+        plain,
+        idempotent,
       });
+      report.details = { prefetch: PREFETCH, persistent: false, messagesPerRound, warmupMessages, rounds, medians: { plain, idempotent }, ratio };
     } finally {
       await Promise.all(consumers.map((consumer) => consumer.stop()));
       for (const queue of queues) {
