@@ -4,7 +4,7 @@ import { type BenchBroker, openBenchBroker, RABBITMQ_URL } from '../support/benc
 import { type BenchConsumerProcess, startBenchConsumer } from '../support/bench-consumer.process.js';
 import type { BenchDatabase } from '../support/bench-database.js';
 import { nthCredit } from '../support/http-load.js';
-import { type Arm, interleave, type Measurement, summarize } from '../support/measurement.js';
+import { type Arm, interleave, type Measurement, summarize, withDatabaseCpu } from '../support/measurement.js';
 import { type BenchCase, type CaseReport, CaseSkipped, emptyReport, reportAgainstPlain } from './bench-case.js';
 
 /** How often a round counts its effects in the database: the resolution of its end. */
@@ -43,7 +43,10 @@ export const rabbitmqConsumer: BenchCase = {
         queues.push(queue);
         return {
           name: variant,
-          measure: (r) => drainRound({ database, broker, consumer, queue, variant, round: r, messages: r === 0 ? warmupMessages : messagesPerRound }),
+          measure: (r) =>
+            withDatabaseCpu(database, () =>
+              drainRound({ database, broker, consumer, queue, variant, round: r, messages: r === 0 ? warmupMessages : messagesPerRound }),
+            ),
         };
       };
       const arms = [await arm('plain'), await arm('idempotent')];
@@ -98,13 +101,11 @@ async function drainRound({ database, broker, consumer, queue, variant, round: r
     throw new Error(`queue ${queue} holds ${ready} messages where the round published ${messages}`);
   }
   const [{ last }] = await database.query<{ last: string }>('SELECT coalesce(max(id), 0) AS last FROM ledger_entries');
-  const readDatabaseCpu = await database.startCpuReading();
   const started = performance.now();
   const cpuBefore = await consumer.consume(queue);
   await waitForEffects(database, last, messages);
   const seconds = (performance.now() - started) / 1000;
   const cpuAfter = await consumer.pause();
-  const databaseCpu = await readDatabaseCpu();
 
   const left = await broker.readyMessages(queue);
   const effects = await ledgerRowsAfter(database, last);
@@ -118,13 +119,7 @@ async function drainRound({ database, broker, consumer, queue, variant, round: r
         `and ${claims} claims (expected 0, ${messages} and ${expectedClaims})`,
     );
   }
-  return {
-    throughput: messages / seconds,
-    count: messages,
-    seconds,
-    appCpuMicros: (cpuAfter - cpuBefore) / messages,
-    ...(databaseCpu === undefined ? {} : { databaseCpuMicros: databaseCpu / messages }),
-  };
+  return { throughput: messages / seconds, count: messages, seconds, appCpuMicros: (cpuAfter - cpuBefore) / messages };
 }
 
 /** Polls the ledger until it has `count` rows after id `last`; fails on more, or when they stop coming. */

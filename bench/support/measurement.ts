@@ -61,7 +61,7 @@ export async function interleave(arms: Arm[], how: Interleaving): Promise<Record
   return results;
 }
 
-/** The medians of throughput, p50, p99 and app CPU over the rounds (each taken on its own), where measured. */
+/** The medians of throughput, p50, p99, app CPU and database CPU over the rounds (each taken on its own), where measured. */
 export function summarize(rounds: Measurement[]): Summary {
   const p50 = rounds.flatMap((m) => m.p50 ?? []);
   const p99 = rounds.flatMap((m) => m.p99 ?? []);
