@@ -6,7 +6,6 @@
 const shared = {
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: {
-    '^@app/idempotency$': '<rootDir>/libs/idempotency/src/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {

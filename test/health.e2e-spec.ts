@@ -1,5 +1,5 @@
 import type { INestApplication } from '@nestjs/common';
-import { IdempotencyHealthIndicator, IdempotencyPurgeService } from '@app/idempotency';
+import { IdempotencyHealthIndicator, IdempotencyPurgeService } from 'nestjs-idempotent-consumer';
 import { post, startDemoApp } from './support/demo-app.js';
 import { seedProcessedMessages } from './support/processed-messages.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';

@@ -1,5 +1,5 @@
 import type { INestApplication } from '@nestjs/common';
-import { IdempotencyMetricsService } from '@app/idempotency';
+import { IdempotencyMetricsService } from 'nestjs-idempotent-consumer';
 import { FixtureController, FixtureModule } from './fixtures/fixture.module.js';
 import { PLATFORMS, post, startDemoApp } from './support/demo-app.js';
 import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';

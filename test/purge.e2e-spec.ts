@@ -6,7 +6,7 @@ import {
   IdempotencyPurgeError,
   IdempotencyPurgeService,
   type PurgeRun,
-} from '@app/idempotency';
+} from 'nestjs-idempotent-consumer';
 import { purgeBatchSql } from '../libs/idempotency/src/purge/purge.queries.js';
 import { post, startDemoApp } from './support/demo-app.js';
 import { measureUntil, summarize } from './support/latency.js';

@@ -1,6 +1,6 @@
 import type { Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { IdempotencyConsumerConflictError, IdempotencyRetentionError } from '@app/idempotency';
+import { IdempotencyConsumerConflictError, IdempotencyRetentionError } from 'nestjs-idempotent-consumer';
 import { AppModule } from '../apps/demo-api/src/app.module.js';
 import { ConsumerClashModule, ShortRetentionModule } from './fixtures/misconfigured.module.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';

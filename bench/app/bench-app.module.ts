@@ -1,6 +1,6 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { IdempotencyModule } from '@app/idempotency';
+import { IdempotencyModule } from 'nestjs-idempotent-consumer';
 import { LedgerEntry } from '../../apps/demo-api/src/credits/ledger-entry.entity.js';
 import { BenchMessagesController } from './bench-messages.controller.js';
 import { BenchController } from './bench.controller.js';

@@ -1,7 +1,7 @@
 import { Controller } from '@nestjs/common';
 import { Ctx, EventPattern, Payload, RmqContext } from '@nestjs/microservices';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { IdempotencyContext, IdempotentHandler } from '@app/idempotency';
+import { IdempotencyContext, IdempotentHandler } from 'nestjs-idempotent-consumer';
 import type { Channel, Message } from 'amqplib';
 import type { DataSource } from 'typeorm';
 import { toCreditRequest } from '../../apps/demo-api/src/credits/credit-request.js';

@@ -6,7 +6,7 @@ import {
   IdempotencyPurgeService,
   IdempotentHandler,
   type PurgeRun,
-} from '@app/idempotency';
+} from 'nestjs-idempotent-consumer';
 import type { DataSource } from 'typeorm';
 import { toCreditRequest } from '../../apps/demo-api/src/credits/credit-request.js';
 import { grantCredit } from './credit-grant.js';

@@ -1,4 +1,4 @@
-import type { PurgeRun } from '@app/idempotency';
+import type { PurgeRun } from 'nestjs-idempotent-consumer';
 import type { BenchDatabase } from '../support/bench-database.js';
 import { runAppLoad, uniqueCredits } from '../support/http-load.js';
 import { describe, type Measurement, p99Of, summarize } from '../support/measurement.js';

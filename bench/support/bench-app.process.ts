@@ -1,6 +1,6 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { PurgeRun } from '@app/idempotency';
+import type { PurgeRun } from 'nestjs-idempotent-consumer';
 import type { HealthTiming, ProcessUsage } from '../app/bench.controller.js';
 
 /** The HTTP platforms the cases run on. */

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
-import { CreateProcessedMessagesTable1764633600000 } from '@app/idempotency';
+import { CreateProcessedMessagesTable1764633600000 } from 'nestjs-idempotent-consumer';
 import { CreateCreditTables1764633600001 } from '../../apps/demo-api/src/database/1764633600001-create-credit-tables.js';
 
 /** The database a bench run works in, created for the run and dropped after it. */

@@ -1,7 +1,7 @@
 import type { INestApplication, LoggerService, Type } from '@nestjs/common';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
-import type { IdempotencyModuleOptions } from '@app/idempotency';
+import type { IdempotencyModuleOptions } from 'nestjs-idempotent-consumer';
 import { AppModule } from '../../apps/demo-api/src/app.module.js';
 
 export type Platform = 'express' | 'fastify';

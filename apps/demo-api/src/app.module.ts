@@ -1,7 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { CreateProcessedMessagesTable1764633600000, IdempotencyModule, type IdempotencyModuleOptions } from '@app/idempotency';
+import { CreateProcessedMessagesTable1764633600000, IdempotencyModule, type IdempotencyModuleOptions } from 'nestjs-idempotent-consumer';
 import { Account } from './credits/account.entity.js';
 import { CreditsModule } from './credits/credits.module.js';
 import { LedgerEntry } from './credits/ledger-entry.entity.js';

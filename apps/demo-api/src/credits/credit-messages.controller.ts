@@ -1,6 +1,6 @@
 import { Controller } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
-import { IdempotentHandler } from '@app/idempotency';
+import { IdempotentHandler } from 'nestjs-idempotent-consumer';
 import { toCreditRequest } from './credit-request.js';
 import { CreditsService } from './credits.service.js';
 

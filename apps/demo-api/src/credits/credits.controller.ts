@@ -1,5 +1,5 @@
 import { Body, Controller, Get, Param, Post } from '@nestjs/common';
-import { IdempotentHandler } from '@app/idempotency';
+import { IdempotentHandler } from 'nestjs-idempotent-consumer';
 import { toCreditRequest } from './credit-request.js';
 import { CreditsService } from './credits.service.js';
 

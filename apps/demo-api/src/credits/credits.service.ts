@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { IdempotencyContext } from '@app/idempotency';
+import { IdempotencyContext } from 'nestjs-idempotent-consumer';
 import type { DataSource } from 'typeorm';
 import { Account } from './account.entity.js';
 import { LedgerEntry } from './ledger-entry.entity.js';

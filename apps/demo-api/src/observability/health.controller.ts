@@ -1,6 +1,6 @@
 import { Controller, Get } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
-import { IdempotencyHealthIndicator } from '@app/idempotency';
+import { IdempotencyHealthIndicator } from 'nestjs-idempotent-consumer';
 
 @Controller('health')
 export class HealthController {

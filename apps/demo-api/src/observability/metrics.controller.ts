@@ -1,5 +1,5 @@
 import { Controller, Get, Header } from '@nestjs/common';
-import { IdempotencyMetricsService, PROMETHEUS_CONTENT_TYPE } from '@app/idempotency';
+import { IdempotencyMetricsService, PROMETHEUS_CONTENT_TYPE } from 'nestjs-idempotent-consumer';
 
 @Controller('metrics')
 export class MetricsController {
