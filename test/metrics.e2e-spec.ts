@@ -4,12 +4,12 @@ import { FixtureController, FixtureModule } from './fixtures/fixture.module.js';
 import { PLATFORMS, post, startDemoApp } from './support/demo-app.js';
 import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
 
-/** The samples of a Prometheus text exposition, by series (`name{labels}`). */
+/** The idempotency samples of a Prometheus text exposition, by series (`name{labels}`). */
 function parseSamples(text: string): Map<string, number> {
   return new Map(
     text
       .split('\n')
-      .filter((line) => line !== '' && !line.startsWith('#'))
+      .filter((line) => line.startsWith('idempotency_'))
       .map((line) => {
         const separator = line.lastIndexOf(' ');
         return [line.slice(0, separator), Number(line.slice(separator + 1))];
@@ -35,7 +35,7 @@ describe.each(PLATFORMS)('delivery metrics end to end on %s', (platform) => {
     await db?.drop();
   });
 
-  it('counts processed, duplicate, failed and rejected deliveries exactly, per consumer and sender', async () => {
+  it('counts processed, duplicate, rejected and failed deliveries exactly, per consumer and sender', async () => {
     const credit = (key: string | undefined, cents = 100) =>
       post(`${baseUrl}/credits`, { account: `acc-metrics-${platform}`, cents }, key ? { 'Idempotency-Key': key } : {});
     for (const key of ['m-1', 'm-2', 'm-3']) {
@@ -45,6 +45,8 @@ describe.each(PLATFORMS)('delivery metrics end to end on %s', (platform) => {
     expect((await credit('m-2')).headers.get('idempotent-replayed')).toBe('true');
     expect((await credit('m-3', 999)).status).toBe(422);
     expect((await credit(undefined)).status).toBe(400);
+    // The handler refuses the body (400): the sender's mistake, rejected, never failed.
+    expect((await credit('m-invalid', -1)).status).toBe(400);
 
     // A twin that arrives while the first delivery is still in its transaction: 409, rejected.
     const holder = await db.connect();
@@ -76,26 +78,32 @@ describe.each(PLATFORMS)('delivery metrics end to end on %s', (platform) => {
     const expected = {
       [series('CreditsController.grant', 'default', 'processed')]: 4,
       [series('CreditsController.grant', 'default', 'duplicate')]: 2,
+      [series('CreditsController.grant', 'default', 'rejected')]: 4,
+      [series('CreditsController.grant', 'default', 'unavailable')]: 0,
       [series('CreditsController.grant', 'default', 'failed')]: 0,
-      [series('CreditsController.grant', 'default', 'rejected')]: 3,
       [series('FixtureController.flaky', 'default', 'processed')]: 1,
       [series('FixtureController.flaky', 'default', 'duplicate')]: 0,
-      [series('FixtureController.flaky', 'default', 'failed')]: 1,
       [series('FixtureController.flaky', 'default', 'rejected')]: 0,
+      [series('FixtureController.flaky', 'default', 'unavailable')]: 0,
+      [series('FixtureController.flaky', 'default', 'failed')]: 1,
       [series('PaymentWebhooksController.onEvent', 'payments', 'processed')]: 2,
       [series('PaymentWebhooksController.onEvent', 'payments', 'duplicate')]: 1,
-      [series('PaymentWebhooksController.onEvent', 'payments', 'failed')]: 0,
       [series('PaymentWebhooksController.onEvent', 'payments', 'rejected')]: 0,
+      [series('PaymentWebhooksController.onEvent', 'payments', 'unavailable')]: 0,
+      [series('PaymentWebhooksController.onEvent', 'payments', 'failed')]: 0,
       'idempotency_purge_runs_total{outcome="purged"}': 0,
       'idempotency_purge_runs_total{outcome="skipped"}': 0,
       'idempotency_purge_runs_total{outcome="failed"}': 0,
       idempotency_purged_rows_total: 0,
+      // 0 until this instance's first purge run.
+      idempotency_purge_last_duration_seconds: 0,
+      idempotency_purge_last_success_timestamp_seconds: 0,
     };
     expect(Object.fromEntries(samples)).toEqual(expected);
     expect(app.get(IdempotencyMetricsService).deliveries()).toEqual([
-      { consumer: 'CreditsController.grant', sender: 'default', processed: 4, duplicate: 2, failed: 0, rejected: 3 },
-      { consumer: 'FixtureController.flaky', sender: 'default', processed: 1, duplicate: 0, failed: 1, rejected: 0 },
-      { consumer: 'PaymentWebhooksController.onEvent', sender: 'payments', processed: 2, duplicate: 1, failed: 0, rejected: 0 },
+      { consumer: 'CreditsController.grant', sender: 'default', processed: 4, duplicate: 2, rejected: 4, unavailable: 0, failed: 0 },
+      { consumer: 'FixtureController.flaky', sender: 'default', processed: 1, duplicate: 0, rejected: 0, unavailable: 0, failed: 1 },
+      { consumer: 'PaymentWebhooksController.onEvent', sender: 'payments', processed: 2, duplicate: 1, rejected: 0, unavailable: 0, failed: 0 },
     ]);
   });
 });

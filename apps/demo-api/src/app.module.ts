@@ -1,5 +1,4 @@
 import { type DynamicModule, Module } from '@nestjs/common';
-import { ScheduleModule } from '@nestjs/schedule';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { CreateProcessedMessagesTable1764633600000, IdempotencyModule, type IdempotencyModuleOptions } from 'nestjs-idempotent-consumer';
 import { Account } from './credits/account.entity.js';
@@ -29,7 +28,6 @@ export class AppModule {
           migrationsRun: true,
           extra: { max: 20 },
         }),
-        ScheduleModule.forRoot(),
         IdempotencyModule.forRoot({
           retention: '7d',
           senders: { payments: { redeliveryHorizon: '3d' } },

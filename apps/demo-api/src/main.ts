@@ -8,6 +8,8 @@ import { consumeCredits } from './messaging/rabbitmq.js';
 async function bootstrap(): Promise<void> {
   const database = await openDatabase();
   const app = await NestFactory.create(AppModule.register({ databaseUrl: database.url }));
+  // Initialised first, so the idempotency module is ready (and has checked the consumer) before a message arrives.
+  await app.init();
   if (process.env.RABBITMQ_URL) {
     const queue = process.env.RABBITMQ_QUEUE ?? 'credits';
     await consumeCredits(app, process.env.RABBITMQ_URL, queue);

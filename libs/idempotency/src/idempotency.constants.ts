@@ -9,6 +9,3 @@ export const DEFAULT_TABLE_NAME = 'processed_messages';
 
 /** The longest accepted idempotency key, in characters. */
 export const MAX_KEY_LENGTH = 255;
-
-/** The content type of `IdempotencyMetricsService.toPrometheusText()`: Prometheus text format 0.0.4. */
-export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';

@@ -2,15 +2,42 @@ import { MAX_KEY_LENGTH } from './idempotency.constants.js';
 
 /** Every message text the library produces, in one place. */
 export const messages = {
-  keyMissing: (source: string) => `The message has no idempotency key: ${source} is missing.`,
-  keyNotString: (source: string) => `The idempotency key (${source}) must be a string or a number.`,
-  keyEmpty: (source: string) => `The idempotency key (${source}) is empty.`,
-  keyTooLong: (source: string, length: number) =>
-    `The idempotency key (${source}) is ${length} characters long; at most ${MAX_KEY_LENGTH} are accepted.`,
-  keyHasControlCharacters: (source: string) =>
-    `The idempotency key (${source}) contains control characters.`,
+  textMissing: (what: string, source: string) => `The message has no ${what}: ${source} is missing.`,
+  textNotString: (what: string, source: string) => `The ${what} (${source}) must be a string or a number.`,
+  textEmpty: (what: string, source: string) => `The ${what} (${source}) is empty.`,
+  textTooLong: (what: string, source: string, length: number) =>
+    `The ${what} (${source}) is ${length} characters long; at most ${MAX_KEY_LENGTH} are accepted.`,
+  textHasControlCharacters: (what: string, source: string) => `The ${what} (${source}) contains control characters.`,
   keyReused: (key: string) =>
     `The idempotency key '${key}' was already used for a different payload; use a new key for a new operation.`,
+  transactionAborted: (consumer: string, key: string) =>
+    `PostgreSQL aborted the transaction of '${key}' for ${consumer}: a statement in the handler failed and the handler ` +
+    'carried on, so nothing could be committed, the claim included. Run statements that may fail in a savepoint ' +
+    '(manager.transaction(...)) to carry on after their failure.',
+  noConnection: (consumer: string, key: string, timeoutMs: number, pool: { size?: number; waiting?: number }) =>
+    `No database connection came within ${timeoutMs} ms for '${key}' (${consumer})` +
+    (pool.size === undefined ? '' : `: all ${pool.size} connections of the pool were busy, ${pool.waiting ?? 0} requests waiting`) +
+    '. Nothing was claimed; retry. Size the pool for the handlers that run at once, or raise connectionTimeout.',
+  connectFailed: (consumer: string, key: string, reason: string) =>
+    `The database could not be reached for '${key}' (${consumer}): ${reason}. Nothing was claimed; retry.`,
+  claimTransactionEnded: (consumer: string) =>
+    `${consumer} ended the claim's transaction itself (a COMMIT or ROLLBACK sent as SQL), so its work did not commit ` +
+    'with the claim. The transaction belongs to @IdempotentHandler(): return from the handler to commit, throw to roll back.',
+  claimTransactionControlled: (consumer: string, call: string) =>
+    `${consumer} called ${call} on the claim's transaction, which belongs to @IdempotentHandler(): return from the ` +
+    'handler to commit it, throw to roll it back. Nested transactions (manager.transaction()) are savepoints and are fine.',
+  strongerIsolationRequested: (consumer: string, requested: string, claim: string) =>
+    `${consumer} asked for a ${requested} transaction inside the claim's ${claim} transaction, which cannot be raised. ` +
+    `Run the handler at that level: @IdempotentHandler({ isolationLevel: '${requested}' }).`,
+  responseTooLarge: (consumer: string, key: string, maxBodyBytes: number) =>
+    `The response of ${consumer} to '${key}' is larger than replay.maxBodyBytes (${maxBodyBytes} bytes), so it cannot be ` +
+    'recorded for its duplicates; nothing was committed. Raise replay.maxBodyBytes, or answer with less (an id and a link).',
+  commitUnsettled: (key: string, reason: string) =>
+    `The commit of '${key}' did not complete (${reason}). Retry: if it did commit, the retry is answered with its response.`,
+  otherDataSourceUsed: (consumer: string, dataSource: string) =>
+    `${consumer} used the data source ${dataSource} inside its idempotent handler. Its writes commit on their own, not ` +
+    "with the claim: a crash between them and the claim's commit applies them again on redelivery. Write through the " +
+    "claims' data source, or make those writes idempotent themselves.",
   inFlight: (key: string) =>
     `A message with the idempotency key '${key}' is still being processed; retry after it completes.`,
   transient: (key: string, code: string) =>
@@ -21,6 +48,28 @@ export const messages = {
     'IdempotencyContext was used outside an @IdempotentHandler(): there is no idempotent transaction here.',
   invalidDuration: (name: string, value: unknown) =>
     `${name} must be a duration such as '500ms', '30s', '15m', '72h' or '7d'; got ${JSON.stringify(value)}.`,
+  durationTooLong: (name: string, value: unknown, max: string) => `${name} must be at most '${max}'; got ${JSON.stringify(value)}.`,
+  invalidChoice: (name: string, value: unknown, allowed: readonly string[]) =>
+    `${name} must be one of ${allowed.map((choice) => `'${choice}'`).join(', ')}; got ${JSON.stringify(value)}.`,
+  invalidFingerprint: (handler: string, value: unknown) =>
+    `fingerprint of ${handler} must be a function of the execution context or false; got ${JSON.stringify(value)}.`,
+  invalidBodyLimit: (value: unknown, max: number) =>
+    `replay.maxBodyBytes must be a whole number of bytes from 1 to ${max}; got ${JSON.stringify(value)}.`,
+  invalidExcludedHeaders: (value: unknown) =>
+    `replay.excludeHeaders must be a list of header names, e.g. ['x-request-id']; got ${JSON.stringify(value)}.`,
+  invalidMetricsRegistry: () =>
+    "metrics.registry must be a prom-client Registry (e.g. `new Registry()` or prom-client's `register`), or false for none.",
+  metricsRegisteredTwice: (name: string) =>
+    `The metrics registry already holds ${name}: another IdempotencyModule registered its counters there. ` +
+    'Give each application its own registry (metrics: { registry }), or close the other one first.',
+  metricsAlreadyInDefaultRegistry: () =>
+    "prom-client's default registry already holds the idempotency counters of another IdempotencyModule in this process; " +
+    "this one's are not registered (pass metrics: { registry } to register them elsewhere).",
+  tooManySenders: (max: number, other: string) =>
+    `More than ${max} sender names were counted; further ones are counted together as '${other}'. ` +
+    'A sender function should answer one of a few known names (the provider, the upstream service), not an id.',
+  packageMissing: (packageName: string, feature: string) =>
+    `The "${packageName}" package is missing: install it to use ${feature} (npm install ${packageName}).`,
   invalidTableName: (value: unknown) =>
     `tableName must be a plain PostgreSQL identifier (letters, digits, underscores); got ${JSON.stringify(value)}.`,
   invalidDataSource: (value: unknown) => `dataSource must be a data source name; got ${JSON.stringify(value)}.`,
@@ -28,8 +77,12 @@ export const messages = {
     `${name} must be a whole number of at least 1; got ${JSON.stringify(value)}.`,
   unsupportedTransport: (transport: string) =>
     `Messages of ${transport} carry no default idempotency key: set \`key\` to a payload path or a function.`,
-  requeued: (pattern: string, attempt: number, maxAttempts: number, reason: string) =>
-    `Message on '${pattern}' failed (attempt ${attempt} of ${maxAttempts}) and was requeued: ${reason}`,
+  requeued: (pattern: string, attempt: number, maxAttempts: number, delayMs: number, reason: string) =>
+    `Message on '${pattern}' failed (attempt ${attempt} of ${maxAttempts}) and is requeued in ${delayMs} ms: ${reason}`,
+  autoAcknowledgedQueue: (queue: string, handler: string) =>
+    `The RabbitMQ consumer of queue '${queue}' acknowledges messages on delivery (noAck: true, Nest's default), but ` +
+    `${handler} is idempotent and the module acknowledges each message itself once it committed. Set noAck: false ` +
+    'in the microservice options.',
   deadLettered: (pattern: string, reason: string) =>
     `Message on '${pattern}' was rejected to the dead-letter path: ${reason}`,
   settleFailed: (pattern: string, reason: string) =>
@@ -60,9 +113,13 @@ export const messages = {
     `Purged ${rows} expired message ids from ${table} in ${batches} batches, ${durationMs} ms.`,
   purgeFailed: (table: string, rows: number) =>
     `The purge of expired message ids from ${table} failed after deleting ${rows}; the next run carries on.`,
-  scheduleModuleMissing: () =>
-    'The idempotency purge runs through @nestjs/schedule: import ScheduleModule.forRoot() in your application module, ' +
-    'or set purge: { interval: false } to run no purge timer on this instance.',
+  serverSentEventsUnsupported: (handler: string) =>
+    `${handler} is an @Sse() stream, which cannot be recorded and replayed to duplicates: remove @IdempotentHandler() from it.`,
+  notInController: (handler: string) =>
+    `${handler} has @IdempotentHandler() but is not a controller's method: it supports HTTP controllers and ` +
+    'microservice message handlers, not GraphQL resolvers, WebSocket gateways or providers.',
+  unsupportedContext: (handler: string, type: string) =>
+    `${handler} has @IdempotentHandler() and was called in a '${type}' context; it supports 'http' and 'rpc' only.`,
   storeTooLarge: (estimatedRows: number, max: number) =>
     `The store holds about ${estimatedRows} message ids, more than health.maxEstimatedRows (${max}).`,
   purgeLagging: (lag: string, max: string) =>

@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { TerminusModule } from '@nestjs/terminus';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { ClaimingService } from './claiming/claiming.service.js';
 import { IdempotencyContext } from './context/idempotency.context.js';
@@ -10,25 +9,25 @@ import { IdempotencyHealthIndicator } from './health/idempotency.health.js';
 import { CLAIM_STORAGE, MODULE_OPTIONS_TOKEN, RESOLVED_OPTIONS } from './idempotency.internal-constants.js';
 import { ConfigurableModuleClass } from './idempotency.module-definition.js';
 import { type IdempotencyModuleOptions, resolveModuleOptions } from './idempotency.options.js';
+import { DataSourceJoin } from './joining/data-source-join.js';
 import { IdempotencyMetricsService } from './metrics/idempotency-metrics.service.js';
+import { PrometheusExporter } from './metrics/prometheus.exporter.js';
 import { IdempotencyPurgeService } from './purge/idempotency-purge.service.js';
 import { PurgeScheduler } from './purge/purge.scheduler.js';
 import { HttpDelivery } from './transports/http/http-delivery.js';
-import { IdempotencyInterceptor } from './transports/idempotency.interceptor.js';
 import { RmqAcknowledgements } from './transports/rpc/rmq-acknowledgements.js';
+import { RmqConsumerCheck } from './transports/rpc/rmq-consumer.check.js';
 import { RpcDelivery } from './transports/rpc/rpc-delivery.js';
 
 /**
  * Exactly-once handlers on PostgreSQL through TypeORM. Import it once, after `TypeOrmModule`;
- * it is global unless `isGlobal: false`. The purge timer runs through `@nestjs/schedule`: import
- * `ScheduleModule.forRoot()` too, or set `purge: { interval: false }`.
+ * it is global unless `isGlobal: false`.
  *
  * @example
  * ```ts
  * @Module({
  *   imports: [
  *     TypeOrmModule.forRoot({ type: 'postgres', url, migrations: [CreateProcessedMessagesTable1764633600000] }),
- *     ScheduleModule.forRoot(),
  *     IdempotencyModule.forRoot({ retention: '7d', senders: { payments: { redeliveryHorizon: '3d' } } }),
  *   ],
  * })
@@ -36,7 +35,7 @@ import { RpcDelivery } from './transports/rpc/rpc-delivery.js';
  * ```
  */
 @Module({
-  imports: [DiscoveryModule, TerminusModule],
+  imports: [DiscoveryModule],
   providers: [
     {
       provide: RESOLVED_OPTIONS,
@@ -46,29 +45,20 @@ import { RpcDelivery } from './transports/rpc/rpc-delivery.js';
     { provide: CLAIM_STORAGE, useFactory: () => new AsyncLocalStorage() },
     IdempotencyContext,
     IdempotencyMetadataAccessor,
+    IdempotencyExplorer,
+    DataSourceJoin,
     ClaimingService,
     HttpDelivery,
     RmqAcknowledgements,
+    RmqConsumerCheck,
     RpcDelivery,
-    IdempotencyInterceptor,
     IdempotencyMetricsService,
+    PrometheusExporter,
     IdempotencyPurgeService,
     PurgeScheduler,
-    IdempotencyExplorer,
     IdempotencyHealthIndicator,
   ],
-  exports: [
-    IdempotencyContext,
-    IdempotencyMetadataAccessor,
-    ClaimingService,
-    HttpDelivery,
-    RmqAcknowledgements,
-    RpcDelivery,
-    IdempotencyInterceptor,
-    RESOLVED_OPTIONS,
-    IdempotencyMetricsService,
-    IdempotencyPurgeService,
-    IdempotencyHealthIndicator,
-  ],
+  // HttpDelivery and RpcDelivery: what @IdempotentHandler()'s interceptor needs in the controllers' modules.
+  exports: [IdempotencyContext, IdempotencyMetricsService, IdempotencyPurgeService, IdempotencyHealthIndicator, HttpDelivery, RpcDelivery],
 })
 export class IdempotencyModule extends ConfigurableModuleClass {}

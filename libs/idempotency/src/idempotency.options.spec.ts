@@ -8,7 +8,12 @@ describe('resolveModuleOptions', () => {
       tableName: 'processed_messages',
       retentionMs: 7 * 86_400_000,
       inFlightWaitTimeoutMs: 30_000,
+      connectionTimeoutMs: 5_000,
       senderHorizonsMs: {},
+      replay: {
+        maxBodyBytes: 1_048_576,
+        excludedHeaders: new Set(['set-cookie', 'date', 'connection', 'keep-alive', 'transfer-encoding', 'content-length']),
+      },
       purge: { intervalMs: 60_000, batchSize: 5000 },
       health: {
         maxPurgeLagMs: 3_600_000,
@@ -18,6 +23,7 @@ describe('resolveModuleOptions', () => {
         duplicateRateMinDeliveries: 20,
         maxEstimatedRows: null,
       },
+      metricsRegistry: undefined,
     });
   });
 
@@ -52,6 +58,12 @@ describe('resolveModuleOptions', () => {
     });
   });
 
+  it('adds the headers to exclude from replays to those never recorded, in lower case', () => {
+    const { replay } = resolveModuleOptions({ replay: { maxBodyBytes: 4096, excludeHeaders: ['X-Request-Id'] } });
+    expect(replay.maxBodyBytes).toBe(4096);
+    expect([...replay.excludedHeaders]).toEqual(expect.arrayContaining(['set-cookie', 'x-request-id']));
+  });
+
   it('with the purge timer off, does not check the time since the last purge', () => {
     const resolved = resolveModuleOptions({ purge: { interval: false }, health: { maxTimeSincePurge: '1s' } });
     expect(resolved.purge.intervalMs).toBeNull();
@@ -64,6 +76,13 @@ describe('resolveModuleOptions', () => {
     [{ dataSource: '' }, /dataSource must be a data source name/],
     [{ retention: '7 days' }, /retention must be a duration/],
     [{ inFlightWaitTimeout: '0s' }, /inFlightWaitTimeout must be a duration/],
+    [{ inFlightWaitTimeout: '25d' }, /inFlightWaitTimeout must be at most '24d'/],
+    [{ connectionTimeout: '100d' }, /connectionTimeout must be at most '24d'/],
+    [{ purge: { interval: '30d' } }, /purge\.interval must be at most '24d'/],
+    [{ retention: '40000d' }, /retention must be at most '36500d'/],
+    [{ replay: { maxBodyBytes: 0 } }, /replay\.maxBodyBytes must be a whole number of bytes from 1 to 67108864/],
+    [{ replay: { excludeHeaders: 'x-request-id' } }, /replay\.excludeHeaders must be a list of header names/],
+    [{ metrics: { registry: {} } }, /metrics\.registry must be a prom-client Registry/],
     [{ senders: { payments: {} } }, /senders\.payments\.redeliveryHorizon must be a duration/],
     [{ senders: ['payments'] }, /senders must map sender names to \{ redeliveryHorizon \}/],
     [{ purge: { interval: 'often' } }, /purge\.interval must be a duration/],

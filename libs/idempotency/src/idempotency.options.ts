@@ -1,5 +1,5 @@
 import { DEFAULT_TABLE_NAME } from './idempotency.constants.js';
-import { type Duration, formatDuration, toMilliseconds } from './duration/duration.js';
+import { type Duration, formatDuration, MAX_RETENTION_MS, MAX_TIMER_MS, toMilliseconds } from './duration/duration.js';
 import { IdempotencyOptionsError } from './errors/idempotency-options.error.js';
 import { messages } from './idempotency.messages.js';
 
@@ -24,11 +24,19 @@ export interface IdempotencyModuleOptions {
    */
   retention?: Duration;
   /**
-   * How long a delivery whose handler uses `inFlight: 'wait'` waits for its twin to commit before
-   * it is answered as in flight (409) after all.
+   * How long a delivery whose handler uses `inFlight: 'wait'` waits for its twin to finish before
+   * it is answered as in flight (409) or requeued after all. It waits without holding a pooled
+   * connection.
    * @default '30s'
    */
   inFlightWaitTimeout?: Duration;
+  /**
+   * How long a delivery waits for a connection from the data source's pool. Past it the delivery
+   * is answered 503 with `Retry-After` (HTTP) or retried after a delay (RabbitMQ), and counted as
+   * `unavailable`.
+   * @default '5s'
+   */
+  connectionTimeout?: Duration;
   /**
    * The senders whose redelivery horizon is known, by the name handlers give in `sender`. At
    * start-up the module refuses to start when a handler of a declared sender keeps its ids for less
@@ -37,10 +45,14 @@ export interface IdempotencyModuleOptions {
    * @example `{ payments: { redeliveryHorizon: '3d' } }`
    */
   senders?: Record<string, SenderOptions>;
+  /** What of an HTTP response is recorded and replayed to its duplicates. */
+  replay?: ReplayOptions;
   /** The scheduled purge of expired ids. */
   purge?: PurgeOptions;
   /** Thresholds of `IdempotencyHealthIndicator`; each one crossed turns the indicator down. */
   health?: HealthOptions;
+  /** Where the delivery and purge counters are registered for Prometheus. */
+  metrics?: MetricsOptions;
 }
 
 /** What the module knows about one sender. */
@@ -52,12 +64,34 @@ export interface SenderOptions {
   redeliveryHorizon: Duration;
 }
 
+/**
+ * What is recorded of a successful HTTP response, to replay it to duplicates: its status, its body
+ * as the client received it (after serializers and interceptors), and the headers set while the
+ * request was handled (by the handler, its interceptors and Nest), without `Set-Cookie`, `Date`,
+ * `Connection`, `Keep-Alive`, `Transfer-Encoding` and `Content-Length`, and without those listed in
+ * `excludeHeaders`. Headers set before the handler (by middleware, such as CORS) are set anew for
+ * each request, duplicates included.
+ */
+export interface ReplayOptions {
+  /**
+   * The largest response body recorded, in bytes. A larger response is not sent: the claim and the
+   * work roll back and the request is answered 500, naming this option.
+   * @default 1048576 (1 MiB)
+   */
+  maxBodyBytes?: number;
+  /**
+   * Response headers never recorded nor replayed, besides the ones above (case-insensitive), for
+   * headers that describe one request rather than the operation, e.g. `['x-request-id']`.
+   * @default []
+   */
+  excludeHeaders?: string[];
+}
+
 /** Options of the scheduled purge. */
 export interface PurgeOptions {
   /**
-   * How often this instance purges expired ids (through `@nestjs/schedule`'s `SchedulerRegistry`:
-   * import `ScheduleModule.forRoot()`). `false` turns the timer off, for instances that should never
-   * purge; `IdempotencyPurgeService.purgeNow()` still works.
+   * How often this instance purges expired ids. `false` turns the timer off, for instances that
+   * should never purge; `IdempotencyPurgeService.purgeNow()` still works.
    * @default '1m'
    */
   interval?: Duration | false;
@@ -107,16 +141,48 @@ export interface HealthOptions {
   maxEstimatedRows?: number;
 }
 
+/**
+ * A `prom-client` registry: the module's counters are registered in it (collected from
+ * `IdempotencyMetricsService` at each scrape), so they show on the `/metrics` the application
+ * already serves.
+ */
+export interface MetricsRegistry {
+  registerMetric(metric: never): void;
+  getSingleMetric(name: string): unknown;
+  removeSingleMetric(name: string): void;
+}
+
+/** Where the module's counters go. */
+export interface MetricsOptions {
+  /**
+   * The `prom-client` registry to register the counters in, or `false` for none (they stay
+   * readable through `IdempotencyMetricsService`).
+   * @default prom-client's default registry (`register`) when `prom-client` is installed; none otherwise
+   */
+  registry?: MetricsRegistry | false;
+}
+
 /** The module's options with defaults applied and durations in milliseconds. */
 export interface ResolvedIdempotencyOptions {
   dataSource: string | undefined;
   tableName: string;
   retentionMs: number;
   inFlightWaitTimeoutMs: number;
+  connectionTimeoutMs: number;
   /** Redelivery horizon of each declared sender, in milliseconds. */
   senderHorizonsMs: Record<string, number>;
+  replay: ResolvedReplayOptions;
   purge: ResolvedPurgeOptions;
   health: ResolvedHealthOptions;
+  /** undefined: prom-client's default registry if it is installed. */
+  metricsRegistry: MetricsRegistry | false | undefined;
+}
+
+/** `replay` with its defaults applied. */
+export interface ResolvedReplayOptions {
+  maxBodyBytes: number;
+  /** Lower-cased names of the headers never recorded, the fixed ones included. */
+  excludedHeaders: ReadonlySet<string>;
 }
 
 /** `purge` with its defaults applied. */
@@ -140,6 +206,14 @@ export interface ResolvedHealthOptions {
 
 const PLAIN_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,58}$/;
 
+/** Headers that describe one response on one connection, or one client: never recorded. */
+const NEVER_RECORDED_HEADERS = ['set-cookie', 'date', 'connection', 'keep-alive', 'transfer-encoding', 'content-length'];
+
+const MAX_PURGE_BATCH_SIZE = 100_000;
+
+/** The largest `replay.maxBodyBytes`: 64 MiB, far below PostgreSQL's 1 GB per value. */
+const MAX_REPLAY_BODY_BYTES = 64 * 1024 * 1024;
+
 /** Applies the defaults and validates; the one place where defaults live. */
 export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): ResolvedIdempotencyOptions {
   const tableName = options.tableName ?? DEFAULT_TABLE_NAME;
@@ -153,15 +227,16 @@ export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): Re
   return {
     dataSource: options.dataSource,
     tableName,
-    retentionMs: toMilliseconds('retention', options.retention ?? '7d'),
-    inFlightWaitTimeoutMs: toMilliseconds('inFlightWaitTimeout', options.inFlightWaitTimeout ?? '30s'),
+    retentionMs: toMilliseconds('retention', options.retention ?? '7d', MAX_RETENTION_MS),
+    inFlightWaitTimeoutMs: toMilliseconds('inFlightWaitTimeout', options.inFlightWaitTimeout ?? '30s', MAX_TIMER_MS),
+    connectionTimeoutMs: toMilliseconds('connectionTimeout', options.connectionTimeout ?? '5s', MAX_TIMER_MS),
     senderHorizonsMs: resolveSenders(options.senders ?? {}),
+    replay: resolveReplay(options.replay ?? {}),
     purge,
     health: resolveHealth(options.health ?? {}, purge),
+    metricsRegistry: resolveMetricsRegistry(options.metrics ?? {}),
   };
 }
-
-const MAX_PURGE_BATCH_SIZE = 100_000;
 
 function resolveSenders(senders: Record<string, SenderOptions>): Record<string, number> {
   if (typeof senders !== 'object' || senders === null || Array.isArray(senders)) {
@@ -170,9 +245,24 @@ function resolveSenders(senders: Record<string, SenderOptions>): Record<string, 
   return Object.fromEntries(
     Object.entries(senders).map(([sender, declared]) => [
       sender,
-      toMilliseconds(`senders.${sender}.redeliveryHorizon`, declared?.redeliveryHorizon),
+      toMilliseconds(`senders.${sender}.redeliveryHorizon`, declared?.redeliveryHorizon, MAX_RETENTION_MS),
     ]),
   );
+}
+
+function resolveReplay(replay: ReplayOptions): ResolvedReplayOptions {
+  const maxBodyBytes = replay.maxBodyBytes ?? 1024 * 1024;
+  if (!isPositiveInteger(maxBodyBytes) || maxBodyBytes > MAX_REPLAY_BODY_BYTES) {
+    throw new IdempotencyOptionsError(messages.invalidBodyLimit(maxBodyBytes, MAX_REPLAY_BODY_BYTES));
+  }
+  const excludeHeaders = replay.excludeHeaders ?? [];
+  if (!Array.isArray(excludeHeaders) || !excludeHeaders.every((name) => typeof name === 'string' && name !== '')) {
+    throw new IdempotencyOptionsError(messages.invalidExcludedHeaders(excludeHeaders));
+  }
+  return {
+    maxBodyBytes,
+    excludedHeaders: new Set([...NEVER_RECORDED_HEADERS, ...excludeHeaders.map((name) => name.toLowerCase())]),
+  };
 }
 
 function resolvePurge(purge: PurgeOptions): ResolvedPurgeOptions {
@@ -181,7 +271,7 @@ function resolvePurge(purge: PurgeOptions): ResolvedPurgeOptions {
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_PURGE_BATCH_SIZE) {
     throw new IdempotencyOptionsError(messages.invalidBatchSize(batchSize, MAX_PURGE_BATCH_SIZE));
   }
-  return { intervalMs: interval === false ? null : toMilliseconds('purge.interval', interval), batchSize };
+  return { intervalMs: interval === false ? null : toMilliseconds('purge.interval', interval, MAX_TIMER_MS), batchSize };
 }
 
 function resolveHealth(health: HealthOptions, purge: ResolvedPurgeOptions): ResolvedHealthOptions {
@@ -197,8 +287,8 @@ function resolveHealth(health: HealthOptions, purge: ResolvedPurgeOptions): Reso
   if (maxEstimatedRows !== null && !isPositiveInteger(maxEstimatedRows)) {
     throw new IdempotencyOptionsError(messages.invalidCount('health.maxEstimatedRows', maxEstimatedRows));
   }
-  const maxPurgeLagMs = toMilliseconds('health.maxPurgeLag', health.maxPurgeLag ?? '1h');
-  const maxTimeSincePurgeMs = toMilliseconds('health.maxTimeSincePurge', health.maxTimeSincePurge ?? '10m');
+  const maxPurgeLagMs = toMilliseconds('health.maxPurgeLag', health.maxPurgeLag ?? '1h', MAX_RETENTION_MS);
+  const maxTimeSincePurgeMs = toMilliseconds('health.maxTimeSincePurge', health.maxTimeSincePurge ?? '10m', MAX_RETENTION_MS);
   for (const [name, thresholdMs] of [['maxPurgeLag', maxPurgeLagMs], ['maxTimeSincePurge', maxTimeSincePurgeMs]] as const) {
     if (purge.intervalMs !== null && thresholdMs <= purge.intervalMs) {
       throw new IdempotencyOptionsError(messages.thresholdWithinPurgeInterval(name, formatDuration(thresholdMs), formatDuration(purge.intervalMs)));
@@ -208,10 +298,18 @@ function resolveHealth(health: HealthOptions, purge: ResolvedPurgeOptions): Reso
     maxPurgeLagMs,
     maxTimeSincePurgeMs: purge.intervalMs === null ? null : maxTimeSincePurgeMs,
     maxDuplicateRate,
-    duplicateRateWindowMs: toMilliseconds('health.duplicateRateWindow', health.duplicateRateWindow ?? '5m'),
+    duplicateRateWindowMs: toMilliseconds('health.duplicateRateWindow', health.duplicateRateWindow ?? '5m', MAX_TIMER_MS),
     duplicateRateMinDeliveries,
     maxEstimatedRows,
   };
+}
+
+function resolveMetricsRegistry(metrics: MetricsOptions): MetricsRegistry | false | undefined {
+  const { registry } = metrics;
+  if (registry !== undefined && registry !== false && typeof (registry as MetricsRegistry)?.registerMetric !== 'function') {
+    throw new IdempotencyOptionsError(messages.invalidMetricsRegistry());
+  }
+  return registry;
 }
 
 function isPositiveInteger(value: unknown): value is number {

@@ -1,18 +1,20 @@
 export { IdempotencyModule } from './idempotency.module.js';
-export type { HealthOptions, IdempotencyModuleOptions, PurgeOptions, SenderOptions } from './idempotency.options.js';
+export type {
+  HealthOptions,
+  IdempotencyModuleOptions,
+  MetricsOptions,
+  MetricsRegistry,
+  PurgeOptions,
+  ReplayOptions,
+  SenderOptions,
+} from './idempotency.options.js';
 export { IdempotentHandler } from './decorators/idempotent-handler.decorator.js';
-export type { IdempotentHandlerOptions, InFlightPolicy, KeySource } from './decorators/idempotent-handler.options.js';
+export type { IdempotentHandlerOptions, InFlightPolicy, IsolationLevel, KeySource } from './decorators/idempotent-handler.options.js';
 export { IdempotencyContext } from './context/idempotency.context.js';
 export { ProcessedMessage } from './claiming/processed-message.entity.js';
 export { CreateProcessedMessagesTable1764633600000 } from './migrations/create-processed-messages-table.migration.js';
 export type { Duration } from './duration/duration.js';
-export {
-  DEFAULT_TABLE_NAME,
-  IDEMPOTENCY_KEY_HEADER,
-  IDEMPOTENT_REPLAYED_HEADER,
-  MAX_KEY_LENGTH,
-  PROMETHEUS_CONTENT_TYPE,
-} from './idempotency.constants.js';
+export { DEFAULT_TABLE_NAME, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, MAX_KEY_LENGTH } from './idempotency.constants.js';
 export { IdempotencyError } from './errors/idempotency.error.js';
 export { IdempotencyOptionsError } from './errors/idempotency-options.error.js';
 export { IdempotencyContextError } from './errors/idempotency-context.error.js';
@@ -20,12 +22,18 @@ export { IdempotencyKeyError } from './errors/idempotency-key.error.js';
 export { IdempotencyKeyReusedError } from './errors/idempotency-key-reused.error.js';
 export { IdempotencyInFlightError } from './errors/idempotency-in-flight.error.js';
 export { IdempotencyTransientError } from './errors/idempotency-transient.error.js';
+export { IdempotencyUnavailableError } from './errors/idempotency-unavailable.error.js';
+export { IdempotencyTransactionAbortedError } from './errors/idempotency-transaction-aborted.error.js';
+export { IdempotencyClaimTransactionError } from './errors/idempotency-claim-transaction.error.js';
+export { IdempotencyResponseTooLargeError } from './errors/idempotency-response-too-large.error.js';
+export { IdempotencyUnsupportedHandlerError } from './errors/idempotency-unsupported-handler.error.js';
 export { IdempotencyRetentionError } from './errors/idempotency-retention.error.js';
 export { IdempotencyConsumerConflictError } from './errors/idempotency-consumer-conflict.error.js';
 export { IdempotencyPurgeError } from './errors/idempotency-purge.error.js';
 export { IdempotencyPurgeService } from './purge/idempotency-purge.service.js';
 export type { PurgeOutcome, PurgeRun } from './purge/purge-run.js';
 export { IdempotencyHealthIndicator } from './health/idempotency.health.js';
+export type { IdempotencyHealthResult } from './health/idempotency.health.js';
 export { IdempotencyMetricsService } from './metrics/idempotency-metrics.service.js';
 export type {
   DeliveryCounts,

@@ -1,14 +1,12 @@
 import { Controller, Get, Header } from '@nestjs/common';
-import { IdempotencyMetricsService, PROMETHEUS_CONTENT_TYPE } from 'nestjs-idempotent-consumer';
+import { register } from 'prom-client';
 
 @Controller('metrics')
 export class MetricsController {
-  constructor(private readonly metrics: IdempotencyMetricsService) {}
-
-  /** The idempotency counters, for Prometheus to scrape. */
+  /** Every metric of prom-client's default registry, the idempotency counters among them, for Prometheus to scrape. */
   @Get()
-  @Header('Content-Type', PROMETHEUS_CONTENT_TYPE)
-  scrape(): string {
-    return this.metrics.toPrometheusText();
+  @Header('Content-Type', register.contentType)
+  scrape(): Promise<string> {
+    return register.metrics();
   }
 }

@@ -1,34 +1,126 @@
 import type { PoolClient, QueryResult } from 'pg';
 import type { DataSource, QueryRunner } from 'typeorm';
+import type { IsolationLevel } from '../decorators/idempotent-handler.options.js';
+import { IdempotencyClaimTransactionError } from '../errors/idempotency-claim-transaction.error.js';
+import { IdempotencyTransactionAbortedError } from '../errors/idempotency-transaction-aborted.error.js';
+import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
+import { messages } from '../idempotency.messages.js';
 
-/** The fields by which TypeORM's query runner knows a transaction is open (BaseQueryRunner). */
+/**
+ * The fields by which TypeORM's query runner knows a transaction is open (BaseQueryRunner of
+ * TypeORM 1.1; `test/typeorm-internals.e2e-spec.ts` fails when they change).
+ */
 interface TransactionState {
   isTransactionActive: boolean;
   transactionDepth: number;
 }
 
+/** The methods of TypeORM's query runner that the claim's transaction guards, as TypeORM defines them. */
+type GuardedMethods = Pick<QueryRunner, 'startTransaction' | 'commitTransaction' | 'rollbackTransaction' | 'release'>;
+
+/** Who the transaction claims for, for error messages. */
+interface Claimant {
+  readonly consumer: string;
+  readonly key: string;
+}
+
+const ISOLATION_STRENGTH: Record<IsolationLevel, number> = {
+  'READ UNCOMMITTED': 0,
+  'READ COMMITTED': 0,
+  'REPEATABLE READ': 1,
+  SERIALIZABLE: 2,
+};
+
 /**
- * A READ COMMITTED transaction on one TypeORM `QueryRunner` whose BEGIN travels with the claim and
- * whose COMMIT travels with the recorded response: each pair is one multi-statement simple query,
- * so idempotency adds no round trip to the handler's transaction. The query runner is marked as in
- * a transaction, exactly as `startTransaction()` would, so the handler's `manager.save()` joins it
- * and a nested `manager.transaction()` becomes a savepoint.
+ * The claim's transaction on one TypeORM `QueryRunner`. Its BEGIN travels with the claim and its
+ * COMMIT with the recorded response, each pair as one multi-statement simple query, so the claim
+ * adds no round trip to the handler's transaction. The query runner is marked as in a
+ * transaction, as `startTransaction()` would, so the handler's `manager.save()` joins it and a
+ * nested `manager.transaction()` becomes a savepoint. The transaction belongs to the claim: the
+ * handler cannot commit, roll back or release it, nor raise its isolation level.
  */
 export class ClaimTransaction {
+  private open = false;
+  private isolationLevel: IsolationLevel = 'READ COMMITTED';
+
   private constructor(
+    readonly dataSource: DataSource,
     readonly queryRunner: QueryRunner,
     private readonly client: PoolClient,
+    private readonly claimant: Claimant,
+    private readonly own: GuardedMethods,
   ) {}
 
-  /** Takes a connection from the data source's pool. */
-  static async connect(dataSource: DataSource): Promise<ClaimTransaction> {
-    const queryRunner = dataSource.createQueryRunner();
+  /**
+   * Takes a connection from the data source's pool, waiting at most `timeoutMs`.
+   * @throws IdempotencyUnavailableError when none comes in time or the server cannot be reached.
+   */
+  static async connect(dataSource: DataSource, timeoutMs: number, claimant: Claimant): Promise<ClaimTransaction> {
+    // Not dataSource.createQueryRunner(): inside a handler that one hands out the claim's own runner.
+    const queryRunner = dataSource.driver.createQueryRunner('master');
+    Object.assign(queryRunner, { manager: dataSource.createEntityManager(queryRunner) });
+    const connecting = queryRunner.connect() as Promise<PoolClient>;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)));
     try {
-      return new ClaimTransaction(queryRunner, (await queryRunner.connect()) as PoolClient);
+      const client = await Promise.race([connecting, timedOut]);
+      if (!client) {
+        // The pool still hands the connection over later; give it straight back then.
+        connecting.then(() => queryRunner.release(), () => undefined);
+        throw new IdempotencyUnavailableError(
+          messages.noConnection(claimant.consumer, claimant.key, timeoutMs, poolFigures(dataSource)),
+          claimant.consumer,
+          claimant.key,
+        );
+      }
+      return ClaimTransaction.guard(dataSource, queryRunner, client, claimant);
     } catch (error) {
+      if (error instanceof IdempotencyUnavailableError) {
+        throw error;
+      }
       await queryRunner.release();
-      throw error;
+      throw new IdempotencyUnavailableError(
+        messages.connectFailed(claimant.consumer, claimant.key, (error as Error).message),
+        claimant.consumer,
+        claimant.key,
+        { cause: error },
+      );
+    } finally {
+      clearTimeout(timer);
     }
+  }
+
+  private static guard(dataSource: DataSource, queryRunner: QueryRunner, client: PoolClient, claimant: Claimant): ClaimTransaction {
+    const own: GuardedMethods = {
+      startTransaction: queryRunner.startTransaction.bind(queryRunner),
+      commitTransaction: queryRunner.commitTransaction.bind(queryRunner),
+      rollbackTransaction: queryRunner.rollbackTransaction.bind(queryRunner),
+      release: queryRunner.release.bind(queryRunner),
+    };
+    const transaction = new ClaimTransaction(dataSource, queryRunner, client, claimant, own);
+    const depth = () => (queryRunner as unknown as TransactionState).transactionDepth;
+    Object.assign(queryRunner, {
+      startTransaction: async (isolationLevel?: IsolationLevel) => {
+        transaction.refuseStrongerIsolation(isolationLevel ?? (dataSource.options.isolationLevel as IsolationLevel | undefined));
+        return own.startTransaction(isolationLevel);
+      },
+      commitTransaction: async () => {
+        transaction.refuseAtClaimLevel(depth(), 'commitTransaction()');
+        return own.commitTransaction();
+      },
+      rollbackTransaction: async () => {
+        transaction.refuseAtClaimLevel(depth(), 'rollbackTransaction()');
+        return own.rollbackTransaction();
+      },
+      // TypeORM releases a runner it took from createQueryRunner(); the claim's runner stays with the claim.
+      release: async () => undefined,
+    } satisfies GuardedMethods);
+    return transaction;
+  }
+
+  /** True from BEGIN until COMMIT or ROLLBACK. */
+  get isOpen(): boolean {
+    return this.open;
   }
 
   /** A value as a PostgreSQL string literal. */
@@ -36,18 +128,37 @@ export class ClaimTransaction {
     return this.client.escapeLiteral(value);
   }
 
-  /** BEGIN, then `statements`, in one round trip; returns the statements' results. */
-  async begin(statements: string[]): Promise<QueryResult[]> {
+  /**
+   * BEGIN at `isolationLevel` (unset: the data source's default, else READ COMMITTED), then
+   * `statements`, in one round trip; returns the statements' results.
+   */
+  async begin(isolationLevel: IsolationLevel | undefined, statements: string[]): Promise<QueryResult[]> {
+    this.isolationLevel = isolationLevel ?? (this.dataSource.options.isolationLevel as IsolationLevel | undefined) ?? 'READ COMMITTED';
     this.markTransaction(true);
-    const results = await this.send(['BEGIN ISOLATION LEVEL READ COMMITTED', ...statements]);
+    const results = await this.send([`BEGIN ISOLATION LEVEL ${this.isolationLevel}`, ...statements]);
     return results.slice(1);
   }
 
-  /** `statements`, then COMMIT, in one round trip. */
-  async commit(statements: string[]): Promise<QueryResult[]> {
+  /**
+   * `statements`, then COMMIT, in one round trip, after checking that the transaction is still
+   * the claim's and still alive.
+   * @throws IdempotencyTransactionAbortedError when PostgreSQL aborted it (a failed statement the
+   * handler carried on after); nothing is committed.
+   * @throws IdempotencyClaimTransactionError when the handler ended it with a bare COMMIT or ROLLBACK.
+   */
+  async commit(statements: string[]): Promise<void> {
+    const status = this.client.getTransactionStatus();
+    if (status === 'E') {
+      throw new IdempotencyTransactionAbortedError(this.claimant.consumer, this.claimant.key);
+    }
+    if (status !== 'T') {
+      throw this.claimError(messages.claimTransactionEnded(this.claimant.consumer));
+    }
     const results = await this.send([...statements, 'COMMIT']);
     this.markTransaction(false);
-    return results.slice(0, -1);
+    if (results[results.length - 1].command !== 'COMMIT') {
+      throw new IdempotencyTransactionAbortedError(this.claimant.consumer, this.claimant.key);
+    }
   }
 
   /** `statements`, then ROLLBACK, in one round trip. */
@@ -62,11 +173,27 @@ export class ClaimTransaction {
    * is discarded by the pool instead of being reused.
    */
   async close(): Promise<void> {
-    if (this.queryRunner.isTransactionActive && !this.queryRunner.isReleased) {
+    if (this.open && !this.queryRunner.isReleased) {
       await this.rollback().catch(() => undefined);
-      this.markTransaction(false);
     }
-    await this.queryRunner.release();
+    this.markTransaction(false);
+    await this.own.release();
+  }
+
+  private refuseAtClaimLevel(depth: number, call: string): void {
+    if (depth <= 1) {
+      throw this.claimError(messages.claimTransactionControlled(this.claimant.consumer, call));
+    }
+  }
+
+  private refuseStrongerIsolation(requested: IsolationLevel | undefined): void {
+    if (this.open && requested && ISOLATION_STRENGTH[requested] > ISOLATION_STRENGTH[this.isolationLevel]) {
+      throw this.claimError(messages.strongerIsolationRequested(this.claimant.consumer, requested, this.isolationLevel));
+    }
+  }
+
+  private claimError(message: string): IdempotencyClaimTransactionError {
+    return new IdempotencyClaimTransactionError(message, this.claimant.consumer, this.claimant.key);
   }
 
   private async send(statements: string[]): Promise<QueryResult[]> {
@@ -75,8 +202,15 @@ export class ClaimTransaction {
   }
 
   private markTransaction(active: boolean): void {
+    this.open = active;
     const state = this.queryRunner as unknown as TransactionState;
     state.isTransactionActive = active;
     state.transactionDepth = active ? 1 : 0;
   }
+}
+
+/** The pool's size and queue, for the message of a connection that did not come. */
+function poolFigures(dataSource: DataSource): { size?: number; waiting?: number } {
+  const pool = (dataSource.driver as { master?: { options?: { max?: number }; waitingCount?: number } }).master;
+  return { size: pool?.options?.max, waiting: pool?.waitingCount };
 }

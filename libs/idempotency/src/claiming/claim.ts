@@ -1,24 +1,25 @@
-/** What is claimed: one message for one consumer. */
-export interface Claim {
+import type { IsolationLevel } from '../decorators/idempotent-handler.options.js';
+
+/** What is claimed: one message for one consumer, and how to wait for a twin of it. */
+export interface ClaimRequest {
   readonly consumer: string;
   readonly key: string;
   readonly sender: string;
-  /** SHA-256 of the payload; a duplicate with another fingerprint is a reused key. */
-  readonly fingerprint: string;
+  /** SHA-256 of what identifies the operation; a duplicate with another fingerprint is a reused key. Null: not compared. */
+  readonly fingerprint: string | null;
   readonly retentionMs: number;
-  /** How long to wait for an uncommitted twin before the delivery counts as in flight. */
-  readonly lockTimeoutMs: number;
+  /** `wait`: a delivery whose twin is in flight waits for it, up to the module's `inFlightWaitTimeout`. */
+  readonly waitForTwin: boolean;
+  /** Unset: the data source's default, else READ COMMITTED. */
+  readonly isolationLevel: IsolationLevel | undefined;
 }
 
 /** The response recorded with a processed claim and replayed to its duplicates. */
 export interface RecordedResponse {
   /** The HTTP status; null for message handlers. */
   readonly status: number | null;
-  /** The handler's result, as JSON. */
-  readonly body: unknown;
+  /** The HTTP headers the handler's pipeline set, by lower-case name; null for message handlers. */
+  readonly headers: Readonly<Record<string, string | string[]>> | null;
+  /** The body's bytes as sent (HTTP), or the reply as JSON (messages); null for none. */
+  readonly body: Buffer | null;
 }
-
-/** How a delivery ended: the handler ran and committed, or a twin had already done so. */
-export type ClaimOutcome<T> =
-  | { readonly kind: 'processed'; readonly result: T }
-  | { readonly kind: 'duplicate'; readonly response: RecordedResponse };

@@ -1,8 +1,6 @@
-import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
-import { ModuleRef } from '@nestjs/core';
-import { getDataSourceToken } from '@nestjs/typeorm';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { AsyncLocalStorage } from 'node:async_hooks';
-import type { DataSource } from 'typeorm';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ActiveClaim } from '../context/idempotency.context.js';
 import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.js';
 import { IdempotencyKeyReusedError } from '../errors/idempotency-key-reused.error.js';
@@ -10,182 +8,134 @@ import { IdempotencyTransientError } from '../errors/idempotency-transient.error
 import {
   CLAIM_STORAGE,
   PG_LOCK_NOT_AVAILABLE,
-  PG_TRANSIENT_ERROR_CODES,
   REJECT_LOCK_TIMEOUT_MS,
   RESOLVED_OPTIONS,
+  TWIN_POLL_FIRST_MS,
+  TWIN_POLL_MAX_MS,
 } from '../idempotency.internal-constants.js';
 import { messages } from '../idempotency.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { DataSourceJoin } from '../joining/data-source-join.js';
 import { failureOutcome } from '../metrics/delivery-outcome.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
-import type { ResolvedHandlerOptions } from '../decorators/idempotency-metadata.accessor.js';
-import type { InFlightPolicy } from '../decorators/idempotent-handler.options.js';
-import { fingerprint } from '../keys/fingerprint.js';
+import { postgresErrorCode, translateDatabaseError } from './claim-errors.js';
+import type { ClaimRequest, RecordedResponse } from './claim.js';
+import { type ClaimSql, claimStatements, type StoredClaim, twinStatement } from './claim.queries.js';
 import { ClaimTransaction } from './claim-transaction.js';
-import type { Claim, ClaimOutcome, RecordedResponse } from './claim.js';
+import { InFlightTwins, settlesWithin } from './in-flight-twins.js';
+import { OpenClaim } from './open-claim.js';
 
-interface StoredClaim {
-  fingerprint: string;
-  response_status: number | null;
-  response_body: unknown;
-}
+/** How a claim ended: this delivery won it and must now run the handler, or a twin had processed the message. */
+export type ClaimOutcome =
+  | { readonly kind: 'claimed'; readonly claim: OpenClaim }
+  | { readonly kind: 'duplicate'; readonly response: RecordedResponse };
 
 /**
- * The claiming core every transport shares: claim the message in a new transaction, run the
- * handler in it, record the response and commit; or, when a twin already claimed it, return the
- * twin's recorded response without running the handler.
+ * The claiming core every transport shares: claim the message in a new transaction on the data
+ * source, or find that a twin processed it and return the twin's recorded response. A delivery
+ * whose twin is in flight waits for it without holding a pooled connection (`wait`), or is
+ * answered as in flight (`reject`). Every ending is counted in the metrics.
  */
 @Injectable()
-export class ClaimingService implements OnModuleInit {
+export class ClaimingService {
   private readonly logger = new Logger('Idempotency');
-  private dataSource: DataSource;
+  private readonly twins = new InFlightTwins();
 
   constructor(
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     @Inject(CLAIM_STORAGE) private readonly storage: AsyncLocalStorage<ActiveClaim>,
-    private readonly moduleRef: ModuleRef,
+    private readonly join: DataSourceJoin,
     private readonly metrics: IdempotencyMetricsService,
   ) {}
 
-  onModuleInit(): void {
-    this.dataSource = this.moduleRef.get<DataSource>(getDataSourceToken(this.options.dataSource), { strict: false });
-  }
-
   /**
-   * The claim of one delivery to the handler `options` describes; `defaultInFlight` is the
-   * transport's policy for handlers that set none.
+   * Claims `request`'s message for its consumer.
+   * @throws IdempotencyKeyReusedError when a twin with another fingerprint was processed.
+   * @throws IdempotencyInFlightError when a twin is still in flight past the policy's wait.
+   * @throws IdempotencyUnavailableError when no pooled connection came within `connectionTimeout`.
+   * @throws IdempotencyTransientError on a serialization failure or deadlock.
    */
-  claimFor(
-    options: ResolvedHandlerOptions,
-    defaultInFlight: InFlightPolicy,
-    delivery: { key: string; sender: string; payload: unknown },
-  ): Claim {
-    return {
-      consumer: options.consumer,
-      key: delivery.key,
-      sender: delivery.sender,
-      fingerprint: fingerprint(delivery.payload),
-      retentionMs: options.retentionMs,
-      lockTimeoutMs: (options.inFlight ?? defaultInFlight) === 'wait' ? this.options.inFlightWaitTimeoutMs : REJECT_LOCK_TIMEOUT_MS,
-    };
-  }
-
-  /**
-   * Processes `claim` exactly once.
-   * @param handle Runs the handler; it sees the transaction through `IdempotencyContext`.
-   * @param record What of the handler's result to store for replays.
-   * @throws IdempotencyKeyReusedError when a twin with another payload fingerprint was processed.
-   * @throws IdempotencyInFlightError when a twin holds the claim past `claim.lockTimeoutMs`.
-   * @throws IdempotencyTransientError on a serialization failure or deadlock (nothing committed).
-   * @throws the handler's own error, unchanged, after rolling back the claim with the work.
-   */
-  async process<T>(claim: Claim, handle: () => Promise<T>, record: (result: T) => RecordedResponse): Promise<ClaimOutcome<T>> {
-    const transaction = await ClaimTransaction.connect(this.dataSource);
+  async claim(request: ClaimRequest): Promise<ClaimOutcome> {
+    const id = `${request.consumer}\u0000${request.key}`;
+    const deadline = performance.now() + (request.waitForTwin ? this.options.inFlightWaitTimeoutMs : REJECT_LOCK_TIMEOUT_MS);
+    let pause = TWIN_POLL_FIRST_MS;
     try {
-      if (!(await this.claimOrReportInFlight(transaction, claim))) {
-        const response = await this.readTwin(transaction, claim);
-        this.logger.log(messages.duplicate(claim.consumer, claim.key, claim.sender));
-        this.metrics.recordDelivery(claim, 'duplicate');
-        return { kind: 'duplicate', response };
+      for (;;) {
+        const entered = this.twins.enter(id);
+        if ('twin' in entered) {
+          if (!(await settlesWithin(entered.twin, deadline - performance.now()))) {
+            throw new IdempotencyInFlightError(request.consumer, request.key);
+          }
+          continue;
+        }
+        const outcome = await this.attempt(request, entered.settle);
+        if (outcome) {
+          return outcome;
+        }
+        const left = deadline - performance.now();
+        if (!request.waitForTwin || left <= 0) {
+          throw new IdempotencyInFlightError(request.consumer, request.key);
+        }
+        await sleep(Math.min(pause, left));
+        pause = Math.min(pause * 2, TWIN_POLL_MAX_MS);
       }
-      const active: ActiveClaim = {
-        manager: transaction.queryRunner.manager,
-        consumer: claim.consumer,
-        key: claim.key,
-        sender: claim.sender,
-      };
-      const result = await this.storage.run(active, handle);
-      await transaction.commit(this.recordStatements(transaction, claim, record(result)));
-      this.metrics.recordDelivery(claim, 'processed');
-      return { kind: 'processed', result };
     } catch (error) {
-      const failure = this.translate(error, claim);
-      this.metrics.recordDelivery(claim, failureOutcome(failure));
+      const failure = translateDatabaseError(error, request);
+      this.metrics.recordDelivery(request, failureOutcome(failure));
       throw failure;
-    } finally {
-      await transaction.close();
     }
   }
 
-  private async claimOrReportInFlight(transaction: ClaimTransaction, claim: Claim): Promise<boolean> {
+  /** One try on a connection of its own: the claim, a duplicate, or undefined while a twin of another process holds it. */
+  private async attempt(request: ClaimRequest, settle: () => void): Promise<ClaimOutcome | undefined> {
+    let transaction: ClaimTransaction | undefined;
+    let claimed = false;
     try {
-      return await this.tryClaim(transaction, claim);
+      const dataSource = this.join.claimDataSource();
+      transaction = await ClaimTransaction.connect(dataSource, this.options.connectionTimeoutMs, request);
+      const sql = this.sql(transaction);
+      const [, inserted] = await transaction.begin(request.isolationLevel, claimStatements(sql, request, REJECT_LOCK_TIMEOUT_MS));
+      if (inserted.rowCount === 1) {
+        claimed = true;
+        return {
+          kind: 'claimed',
+          claim: new OpenClaim(transaction, request, sql, this.storage, (outcome) => {
+            settle();
+            this.metrics.recordDelivery(request, outcome);
+          }),
+        };
+      }
+      const response = await this.readTwin(transaction, sql, request);
+      this.logger.log(messages.duplicate(request.consumer, request.key, request.sender));
+      this.metrics.recordDelivery(request, 'duplicate');
+      return { kind: 'duplicate', response };
     } catch (error) {
-      throw postgresErrorCode(error) === PG_LOCK_NOT_AVAILABLE
-        ? new IdempotencyInFlightError(claim.consumer, claim.key)
-        : error;
+      if (postgresErrorCode(error) === PG_LOCK_NOT_AVAILABLE) {
+        return undefined;
+      }
+      throw error;
+    } finally {
+      if (!claimed) {
+        await transaction?.close();
+        settle();
+      }
     }
-  }
-
-  /** True when this delivery won the claim; false when a committed twin holds it. */
-  private async tryClaim(transaction: ClaimTransaction, claim: Claim): Promise<boolean> {
-    const table = this.table;
-    const [, inserted] = await transaction.begin([
-      `SET LOCAL lock_timeout = ${claim.lockTimeoutMs}`,
-      `INSERT INTO ${table} (consumer, message_id, sender, fingerprint, expires_at) ` +
-        `VALUES (${transaction.literal(claim.consumer)}, ${transaction.literal(claim.key)}, ` +
-        `${transaction.literal(claim.sender)}, ${transaction.literal(claim.fingerprint)}, ` +
-        `now() + ${claim.retentionMs} * interval '1 millisecond') ` +
-        `ON CONFLICT ON CONSTRAINT ${this.primaryKey} DO NOTHING RETURNING true AS claimed`,
-      'SET LOCAL lock_timeout TO DEFAULT',
-    ]);
-    return inserted.rowCount === 1;
   }
 
   /** Reads the committed twin's response and ends this delivery's transaction. */
-  private async readTwin(transaction: ClaimTransaction, claim: Claim): Promise<RecordedResponse> {
-    const [found] = await transaction.rollback([
-      `SELECT fingerprint, response_status, response_body FROM ${this.table} ` +
-        `WHERE consumer = ${transaction.literal(claim.consumer)} AND message_id = ${transaction.literal(claim.key)}`,
-    ]);
+  private async readTwin(transaction: ClaimTransaction, sql: ClaimSql, request: ClaimRequest): Promise<RecordedResponse> {
+    const [found] = await transaction.rollback([twinStatement(sql, request)]);
     const twin = found.rows[0] as StoredClaim | undefined;
     if (!twin) {
-      throw new IdempotencyTransientError(messages.claimVanished(claim.key), claim.consumer, claim.key);
+      throw new IdempotencyTransientError(messages.claimVanished(request.key), request.consumer, request.key);
     }
-    if (twin.fingerprint !== claim.fingerprint) {
-      throw new IdempotencyKeyReusedError(claim.consumer, claim.key);
+    if (request.fingerprint !== null && twin.fingerprint !== null && twin.fingerprint !== request.fingerprint) {
+      throw new IdempotencyKeyReusedError(request.consumer, request.key);
     }
-    return { status: twin.response_status, body: twin.response_body };
+    return { status: twin.response_status, headers: twin.response_headers, body: twin.response_body };
   }
 
-  /**
-   * The UPDATE that records `response` on the claim row; none when the response is empty (an
-   * event handler's), since the claim row already holds NULLs and rewriting it would cost the
-   * database a second row version for nothing.
-   */
-  private recordStatements(transaction: ClaimTransaction, claim: Claim, response: RecordedResponse): string[] {
-    const body = JSON.stringify(response.body);
-    const bodySql = body === undefined || body === 'null' ? 'NULL' : `${transaction.literal(body)}::json`;
-    if (response.status === null && bodySql === 'NULL') {
-      return [];
-    }
-    return [
-      `UPDATE ${this.table} SET response_status = ${response.status ?? 'NULL'}, response_body = ${bodySql} ` +
-        `WHERE consumer = ${transaction.literal(claim.consumer)} AND message_id = ${transaction.literal(claim.key)}`,
-    ];
+  private sql(transaction: ClaimTransaction): ClaimSql {
+    return { table: this.options.tableName, literal: (value) => transaction.literal(value) };
   }
-
-  /** Database errors a retry cures become typed errors; anything else passes through unchanged. */
-  private translate(error: unknown, claim: Claim): unknown {
-    const code = postgresErrorCode(error);
-    if (code && PG_TRANSIENT_ERROR_CODES.has(code)) {
-      return new IdempotencyTransientError(messages.transient(claim.key, code), claim.consumer, claim.key, { cause: error });
-    }
-    return error;
-  }
-
-  private get table(): string {
-    return `"${this.options.tableName}"`;
-  }
-
-  private get primaryKey(): string {
-    return `"${this.options.tableName}_pkey"`;
-  }
-}
-
-/** The SQLSTATE of a pg error, also when TypeORM wrapped it in a QueryFailedError. */
-function postgresErrorCode(error: unknown): string | undefined {
-  const candidate = error as { code?: unknown; driverError?: { code?: unknown } } | undefined;
-  const code = candidate?.driverError?.code ?? candidate?.code;
-  return typeof code === 'string' ? code : undefined;
 }

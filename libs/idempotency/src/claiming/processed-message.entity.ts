@@ -20,17 +20,21 @@ export class ProcessedMessage {
   @Column({ type: 'text' })
   sender: string;
 
-  /** SHA-256 (hex) of the payload, to refuse a reused key with another payload. */
-  @Column({ type: 'char', length: 64 })
-  fingerprint: string;
+  /** SHA-256 (hex) of what identifies the operation, to refuse a reused key with another payload; null when not compared. */
+  @Column({ type: 'char', length: 64, nullable: true })
+  fingerprint: string | null;
 
   /** The HTTP status replayed to duplicates; null for message handlers. */
   @Column({ name: 'response_status', type: 'smallint', nullable: true })
   responseStatus: number | null;
 
-  /** The handler's result, replayed to duplicates. */
-  @Column({ name: 'response_body', type: 'json', nullable: true })
-  responseBody: unknown;
+  /** The HTTP headers replayed to duplicates, by lower-case name; null for message handlers. */
+  @Column({ name: 'response_headers', type: 'json', nullable: true })
+  responseHeaders: Record<string, string | string[]> | null;
+
+  /** The body replayed to duplicates, as the client received it; a message handler's reply as JSON. */
+  @Column({ name: 'response_body', type: 'bytea', nullable: true })
+  responseBody: Buffer | null;
 
   /** When the claim was made, by the database's clock. */
   @CreateDateColumn({ name: 'processed_at', type: 'timestamptz' })

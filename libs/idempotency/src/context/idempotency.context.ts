@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { EntityManager } from 'typeorm';
+import type { ClaimTransaction } from '../claiming/claim-transaction.js';
 import { IdempotencyContextError } from '../errors/idempotency-context.error.js';
 import { CLAIM_STORAGE } from '../idempotency.internal-constants.js';
 
@@ -10,11 +11,15 @@ export interface ActiveClaim {
   readonly consumer: string;
   readonly key: string;
   readonly sender: string;
+  /** The claim's transaction: the data sources hand out its query runner while it is open. */
+  readonly transaction: ClaimTransaction;
 }
 
 /**
- * The idempotent handler's transaction, reachable from any provider the handler calls. Inject it
- * and do the handler's writes through `manager`: they commit together with the claim.
+ * The idempotent handler's transaction, reachable from any provider the handler calls. Writes
+ * through `manager` commit together with the claim, as do those through the claims' data source
+ * (injected repositories, `dataSource.manager`, `dataSource.transaction()`, transaction helpers),
+ * which joins the claim while the handler runs.
  *
  * @example
  * ```ts

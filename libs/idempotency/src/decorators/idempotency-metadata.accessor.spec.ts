@@ -1,3 +1,4 @@
+import { Controller, Next, Post, Res } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
 import { resolveModuleOptions } from '../idempotency.options.js';
@@ -8,7 +9,17 @@ class PaymentsController {
   @IdempotentHandler()
   plain() {}
 
-  @IdempotentHandler({ consumer: 'ledger', sender: 'stripe', retention: '72h', inFlight: 'wait', maxAttempts: 2, key: { body: 'id' } })
+  @IdempotentHandler({
+    consumer: 'ledger',
+    sender: 'stripe',
+    retention: '72h',
+    inFlight: 'wait',
+    maxAttempts: 2,
+    retryDelay: '250ms',
+    isolationLevel: 'SERIALIZABLE',
+    fingerprint: false,
+    key: { body: 'id' },
+  })
   configured() {}
 
   @IdempotentHandler({ retention: 'forever' as never })
@@ -16,31 +27,77 @@ class PaymentsController {
 
   @IdempotentHandler({ maxAttempts: 0 })
   badAttempts() {}
+
+  @IdempotentHandler({ inFlight: 'queue' as never })
+  badPolicy() {}
+
+  @IdempotentHandler({ sender: 'stri\u0000pe' })
+  badSender() {}
+
+  @IdempotentHandler({ retryDelay: '30d' })
+  badDelay() {}
+}
+
+abstract class WebhookBase {
+  @Post()
+  @IdempotentHandler({ key: { body: 'id' } })
+  receive() {}
+}
+@Controller('a')
+class ProviderAController extends WebhookBase {}
+@Controller('b')
+class ProviderBController extends WebhookBase {}
+
+class ResponseController {
+  @IdempotentHandler()
+  writesItself(@Res() res: unknown) {
+    return res;
+  }
+
+  @IdempotentHandler()
+  passesThrough(@Res({ passthrough: true }) res: unknown) {
+    return res;
+  }
+
+  @IdempotentHandler()
+  callsNext(@Next() next: unknown) {
+    return next;
+  }
 }
 
 describe('IdempotencyMetadataAccessor', () => {
   const accessor = new IdempotencyMetadataAccessor(new Reflector(), resolveModuleOptions({ retention: '7d' }));
-  const resolve = (method: keyof PaymentsController) => accessor.resolveFor(PaymentsController, PaymentsController.prototype[method]);
+  const resolve = (method: keyof PaymentsController) => accessor.resolveFor(PaymentsController, method);
 
   it('defaults the consumer to class and method, and the rest to the module', () => {
     expect(resolve('plain')).toEqual({
+      name: 'PaymentsController.plain',
       consumer: 'PaymentsController.plain',
       key: undefined,
       sender: 'default',
       retentionMs: 7 * 86_400_000,
       inFlight: undefined,
+      fingerprint: undefined,
+      isolationLevel: undefined,
       maxAttempts: 5,
+      retryDelayMs: 1_000,
+      respondsItself: false,
     });
   });
 
   it('keeps what the decorator says', () => {
     expect(resolve('configured')).toEqual({
+      name: 'PaymentsController.configured',
       consumer: 'ledger',
       key: { body: 'id' },
       sender: 'stripe',
       retentionMs: 72 * 3_600_000,
       inFlight: 'wait',
+      fingerprint: false,
+      isolationLevel: 'SERIALIZABLE',
       maxAttempts: 2,
+      retryDelayMs: 250,
+      respondsItself: false,
     });
   });
 
@@ -48,6 +105,23 @@ describe('IdempotencyMetadataAccessor', () => {
     expect(() => resolve('badRetention')).toThrow(IdempotencyOptionsError);
     expect(() => resolve('badRetention')).toThrow(/retention of PaymentsController.badRetention must be a duration/);
     expect(() => resolve('badAttempts')).toThrow(/maxAttempts of PaymentsController.badAttempts must be a whole number/);
+    expect(() => resolve('badPolicy')).toThrow("inFlight of PaymentsController.badPolicy must be one of 'reject', 'wait'; got \"queue\".");
+    expect(() => resolve('badSender')).toThrow(/the sender of PaymentsController.badSender\) contains control characters/);
+    expect(() => resolve('badDelay')).toThrow("retryDelay of PaymentsController.badDelay must be at most '24d'; got \"30d\".");
+  });
+
+  it('gives a method inherited by two controllers a consumer per controller, resolved once each', () => {
+    const a = accessor.resolveFor(ProviderAController, 'receive');
+    const b = accessor.resolveFor(ProviderBController, 'receive');
+    expect([a.consumer, b.consumer]).toEqual(['ProviderAController.receive', 'ProviderBController.receive']);
+    expect(accessor.resolveFor(ProviderAController, 'receive')).toBe(a);
+  });
+
+  it('knows which handlers write their response themselves', () => {
+    const respondsItself = (method: keyof ResponseController) => accessor.resolveFor(ResponseController, method).respondsItself;
+    expect(respondsItself('writesItself')).toBe(true);
+    expect(respondsItself('passesThrough')).toBe(false);
+    expect(respondsItself('callsNext')).toBe(true);
   });
 
   it('answers undefined for a method without the decorator', () => {

@@ -1,27 +1,61 @@
-import { Inject, Injectable, type ExecutionContext } from '@nestjs/common';
+import { Inject, Injectable, type ExecutionContext, type Type } from '@nestjs/common';
+import { RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA, SSE_METADATA } from '@nestjs/common/constants.js';
 import { Reflector } from '@nestjs/core';
-import { toMilliseconds } from '../duration/duration.js';
+import { MAX_RETENTION_MS, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
 import { messages } from '../idempotency.messages.js';
-import { HANDLER_OPTIONS_METADATA, RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
+import { toSenderName } from '../keys/message-key.js';
+import {
+  HANDLER_OPTIONS_METADATA,
+  NEXT_PARAMTYPE,
+  PATTERN_HANDLER_METADATA,
+  PATTERN_METADATA,
+  RESOLVED_OPTIONS,
+  RESPONSE_PARAMTYPE,
+  TRANSPORT_METADATA,
+} from '../idempotency.internal-constants.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
-import type { IdempotentHandlerOptions, InFlightPolicy, KeySource } from './idempotent-handler.options.js';
+import type { IdempotentHandlerOptions, InFlightPolicy, IsolationLevel, KeySource } from './idempotent-handler.options.js';
 
-/** A handler's options with the module's defaults applied. */
-export interface ResolvedHandlerOptions {
-  consumer: string;
-  key: KeySource | undefined;
-  sender: IdempotentHandlerOptions['sender'] & {};
-  retentionMs: number;
+const ISOLATION_LEVELS: readonly IsolationLevel[] = ['READ UNCOMMITTED', 'READ COMMITTED', 'REPEATABLE READ', 'SERIALIZABLE'];
+
+/** A handler's options with the module's defaults applied, and what the module needs to know of it. */
+export interface ResolvedHandler {
+  /** `Class.method`, the class being the concrete controller. */
+  readonly name: string;
+  readonly consumer: string;
+  readonly key: KeySource | undefined;
+  readonly sender: string | ((context: ExecutionContext) => string);
+  readonly retentionMs: number;
   /** Unset means the transport's default: `'reject'` for HTTP, `'wait'` for message handlers. */
-  inFlight: InFlightPolicy | undefined;
-  maxAttempts: number;
+  readonly inFlight: InFlightPolicy | undefined;
+  /** Unset means the transport's default; `false`: no fingerprint is compared. */
+  readonly fingerprint: ((context: ExecutionContext) => unknown) | false | undefined;
+  /** Unset means the data source's default isolation level. */
+  readonly isolationLevel: IsolationLevel | undefined;
+  readonly maxAttempts: number;
+  readonly retryDelayMs: number;
+  /** HTTP: the handler takes `@Res()` or `@Next()` without `passthrough`, so Nest sends nothing for it. */
+  readonly respondsItself: boolean;
 }
 
-/** The one reader of `@IdempotentHandler()` metadata; resolves each handler's options once. */
+/** A microservice pattern an idempotent handler is bound to. */
+export interface HandlerPatterns {
+  readonly patterns: readonly unknown[];
+  /** True for `@EventPattern`, false for `@MessagePattern`. */
+  readonly isEvent: boolean;
+  /** The transport it is restricted to (Nest's `Transport` value), if any. */
+  readonly transport: unknown;
+}
+
+/**
+ * The one reader of `@IdempotentHandler()` metadata and of the Nest metadata the module needs.
+ * Resolves each handler's options once per concrete class: a method inherited by two controllers
+ * resolves to two consumers. The start-up checks and the claims read the same resolutions.
+ */
 @Injectable()
 export class IdempotencyMetadataAccessor {
-  private readonly resolved = new WeakMap<object, ResolvedHandlerOptions>();
+  private readonly resolved = new WeakMap<Type, Map<string, ResolvedHandler>>();
 
   constructor(
     private readonly reflector: Reflector,
@@ -33,31 +67,101 @@ export class IdempotencyMetadataAccessor {
     return this.reflector.get<IdempotentHandlerOptions | undefined>(HANDLER_OPTIONS_METADATA, handler as never);
   }
 
-  /** The options of the handler that `context` is about to run. */
-  resolve(context: ExecutionContext): ResolvedHandlerOptions {
-    const handler = context.getHandler();
-    let options = this.resolved.get(handler);
-    if (!options) {
-      options = this.resolveFor(context.getClass(), handler);
-      this.resolved.set(handler, options);
-    }
-    return options;
+  /** The handler that `context` is about to run. */
+  resolve(context: ExecutionContext): ResolvedHandler {
+    return this.resolveFor(context.getClass(), context.getHandler().name);
   }
 
-  /** Resolves the options of `handler`, a method of `target`; throws IdempotencyOptionsError. */
-  resolveFor(target: { name: string }, handler: { name: string }): ResolvedHandlerOptions {
-    const options = this.getOptions(handler) ?? {};
+  /**
+   * The handler `methodName` of the concrete class `target`, resolved once.
+   * @throws IdempotencyOptionsError naming the handler when its options cannot work.
+   */
+  resolveFor(target: Type, methodName: string): ResolvedHandler {
+    let byMethod = this.resolved.get(target);
+    if (!byMethod) {
+      byMethod = new Map();
+      this.resolved.set(target, byMethod);
+    }
+    let handler = byMethod.get(methodName);
+    if (!handler) {
+      handler = this.resolveNew(target, methodName);
+      byMethod.set(methodName, handler);
+    }
+    return handler;
+  }
+
+  /** True for an `@Sse()` handler, whose stream cannot be recorded. */
+  isServerSentEvents(handler: object): boolean {
+    return this.reflector.get(SSE_METADATA, handler as never) !== undefined;
+  }
+
+  /** The microservice patterns of a handler; undefined for an HTTP route. */
+  getPatterns(handler: object): HandlerPatterns | undefined {
+    const patterns = this.reflector.get<unknown[] | undefined>(PATTERN_METADATA, handler as never);
+    if (!patterns) {
+      return undefined;
+    }
     return {
-      consumer: options.consumer ?? `${target.name}.${handler.name}`,
-      key: options.key,
-      sender: options.sender ?? 'default',
-      retentionMs: options.retention
-        ? toMilliseconds(`retention of ${target.name}.${handler.name}`, options.retention)
-        : this.moduleOptions.retentionMs,
-      inFlight: options.inFlight,
-      maxAttempts: toAttemptLimit(`maxAttempts of ${target.name}.${handler.name}`, options.maxAttempts ?? 5),
+      patterns,
+      isEvent: this.reflector.get(PATTERN_HANDLER_METADATA, handler as never) === 2,
+      transport: this.reflector.get(TRANSPORT_METADATA, handler as never),
     };
   }
+
+  private resolveNew(target: Type, methodName: string): ResolvedHandler {
+    const name = `${target.name}.${methodName}`;
+    const options = this.getOptions(target.prototype[methodName]) ?? {};
+    return {
+      name,
+      consumer: options.consumer ?? name,
+      key: options.key,
+      sender: toSender(name, options.sender ?? 'default'),
+      retentionMs: options.retention
+        ? toMilliseconds(`retention of ${name}`, options.retention, MAX_RETENTION_MS)
+        : this.moduleOptions.retentionMs,
+      inFlight: oneOf(`inFlight of ${name}`, options.inFlight, ['reject', 'wait']),
+      fingerprint: toFingerprint(name, options.fingerprint),
+      isolationLevel: oneOf(`isolationLevel of ${name}`, options.isolationLevel, ISOLATION_LEVELS),
+      maxAttempts: toAttemptLimit(`maxAttempts of ${name}`, options.maxAttempts ?? 5),
+      retryDelayMs: toMilliseconds(`retryDelay of ${name}`, options.retryDelay ?? '1s', MAX_TIMER_MS),
+      respondsItself: respondsItself(target, methodName),
+    };
+  }
+}
+
+/** Whether Nest leaves the response to the handler: `@Res()` or `@Next()` without `passthrough`. */
+function respondsItself(target: Type, methodName: string): boolean {
+  const parameters = (Reflect.getMetadata(ROUTE_ARGS_METADATA, target, methodName) ?? {}) as Record<string, unknown>;
+  const takesResponse = Object.keys(parameters).some((key) => {
+    const paramtype = Number(key.split(':')[0]);
+    return paramtype === RESPONSE_PARAMTYPE || paramtype === NEXT_PARAMTYPE;
+  });
+  return takesResponse && Reflect.getMetadata(RESPONSE_PASSTHROUGH_METADATA, target, methodName) !== true;
+}
+
+function oneOf<T extends string>(name: string, value: unknown, allowed: readonly T[]): T | undefined {
+  if (value !== undefined && !allowed.includes(value as T)) {
+    throw new IdempotencyOptionsError(messages.invalidChoice(name, value, allowed));
+  }
+  return value as T | undefined;
+}
+
+function toSender(name: string, value: unknown): ResolvedHandler['sender'] {
+  if (typeof value === 'function') {
+    return value as ResolvedHandler['sender'];
+  }
+  try {
+    return toSenderName(value, `the sender of ${name}`);
+  } catch (error) {
+    throw new IdempotencyOptionsError((error as Error).message);
+  }
+}
+
+function toFingerprint(name: string, value: unknown): ResolvedHandler['fingerprint'] {
+  if (value !== undefined && value !== false && typeof value !== 'function') {
+    throw new IdempotencyOptionsError(messages.invalidFingerprint(name, value));
+  }
+  return value as ResolvedHandler['fingerprint'];
 }
 
 function toAttemptLimit(name: string, value: unknown): number {

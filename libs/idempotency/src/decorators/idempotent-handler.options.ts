@@ -15,6 +15,9 @@ export type KeySource =
 /** What a delivery does while its twin (same consumer and key) is being processed and not committed. */
 export type InFlightPolicy = 'reject' | 'wait';
 
+/** A PostgreSQL transaction isolation level. */
+export type IsolationLevel = 'READ UNCOMMITTED' | 'READ COMMITTED' | 'REPEATABLE READ' | 'SERIALIZABLE';
+
 /** Options of `@IdempotentHandler()`. Every field is optional. */
 export interface IdempotentHandlerOptions {
   /**
@@ -25,14 +28,16 @@ export interface IdempotentHandlerOptions {
   key?: KeySource;
   /**
    * Who sent the message (a webhook provider, an upstream service): recorded with each claim and
-   * used to count duplicates per sender.
+   * used to count duplicates per sender. A function's answer is checked like a key (1 to 255
+   * characters, no control characters; else the delivery is refused as bad input).
    * @default 'default'
    */
   sender?: string | ((context: ExecutionContext) => string);
   /**
    * The name the claim is scoped to: a key is processed once per consumer. Each handler needs its
    * own; the module refuses to start when two handlers claim the same name.
-   * @default the class and method name, e.g. `'CreditsController.grant'`
+   * @default the concrete class and the method name, e.g. `'CreditsController.grant'`; a method
+   * inherited from a base class gets the name of each controller that extends it
    */
   consumer?: string;
   /**
@@ -42,12 +47,29 @@ export interface IdempotentHandlerOptions {
   retention?: Duration;
   /**
    * `'reject'` answers a delivery whose twin is still in flight at once (HTTP 409 with
-   * `Retry-After`; a broker message is requeued); `'wait'` waits for the twin to commit (up to
-   * the module's `inFlightWaitTimeout`) and replays its response, or processes if the twin
-   * rolled back.
+   * `Retry-After`; a broker message is retried after a delay); `'wait'` waits for the twin (up to
+   * the module's `inFlightWaitTimeout`, without holding a pooled connection) and replays its
+   * response, or processes if the twin rolled back.
    * @default 'reject' for HTTP, 'wait' for message handlers
    */
   inFlight?: InFlightPolicy;
+  /**
+   * What of a delivery must be the same for a redelivery of its key to count as a duplicate: a
+   * function of the execution context whose answer is hashed (SHA-256 of canonical JSON; bytes as
+   * bytes), or `false` to compare nothing, so any delivery of a processed key is a duplicate. A key
+   * reused with another fingerprint is refused (HTTP 422; RabbitMQ: dead-lettered).
+   * @default HTTP: the method, the URL (path and query string) and the body; messages: the payload
+   * @example Leave out a provider's attempt counter:
+   * `fingerprint: (context) => omit(context.switchToHttp().getRequest().body, 'attempt')`
+   */
+  fingerprint?: ((context: ExecutionContext) => unknown) | false;
+  /**
+   * The isolation level of the claim's transaction, in which the handler runs. A nested
+   * transaction of the handler (`manager.transaction()`, `dataSource.transaction()`, a
+   * `@Transactional()` method) that asks for a stronger level is refused.
+   * @default the data source's `isolationLevel` option, else 'READ COMMITTED'
+   */
+  isolationLevel?: IsolationLevel;
   /**
    * RabbitMQ: how many failed deliveries of a message before it is nacked without requeue, so the
    * queue's dead-letter exchange takes it. Counted by the queue's `x-delivery-count` header where
@@ -55,4 +77,11 @@ export interface IdempotentHandlerOptions {
    * @default 5
    */
   maxAttempts?: number;
+  /**
+   * RabbitMQ: how long after a failed delivery the message is requeued; the delay doubles with
+   * each further failure, up to 64 times this. The message stays unacknowledged (and counts
+   * against the consumer's prefetch) meanwhile.
+   * @default '1s'
+   */
+  retryDelay?: Duration;
 }

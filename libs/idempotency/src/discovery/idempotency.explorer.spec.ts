@@ -1,9 +1,10 @@
-import { Controller, Module, Post, type Type } from '@nestjs/common';
+import { Controller, Injectable, Module, Post, Sse, type Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import { IdempotentHandler } from '../decorators/idempotent-handler.decorator.js';
 import { IdempotencyConsumerConflictError } from '../errors/idempotency-consumer-conflict.error.js';
 import { IdempotencyRetentionError } from '../errors/idempotency-retention.error.js';
+import { IdempotencyUnsupportedHandlerError } from '../errors/idempotency-unsupported-handler.error.js';
 import { IdempotencyModule } from '../idempotency.module.js';
 import type { IdempotencyModuleOptions } from '../idempotency.options.js';
 
@@ -57,6 +58,47 @@ class WebhooksModule {}
 
 @Module({ controllers: [DynamicSenderController] })
 class DynamicSenderModule {}
+
+abstract class EventsBase {
+  @Post()
+  @IdempotentHandler({ key: { body: 'id' } })
+  receive() {}
+}
+@Controller('provider-a')
+class ProviderAController extends EventsBase {}
+@Controller('provider-b')
+class ProviderBController extends EventsBase {}
+@Module({ controllers: [ProviderAController, ProviderBController] })
+class InheritingModule {}
+
+abstract class NamedBase {
+  @Post()
+  @IdempotentHandler({ consumer: 'events' })
+  receive() {}
+}
+@Controller('named-a')
+class NamedAController extends NamedBase {}
+@Controller('named-b')
+class NamedBController extends NamedBase {}
+@Module({ controllers: [NamedAController, NamedBController] })
+class NamedInheritingModule {}
+
+@Controller('stream')
+class StreamController {
+  @Sse('events')
+  @IdempotentHandler()
+  events() {}
+}
+@Module({ controllers: [StreamController] })
+class StreamModule {}
+
+@Injectable()
+class CreditsResolver {
+  @IdempotentHandler()
+  grantCredit() {}
+}
+@Module({ providers: [CreditsResolver] })
+class ResolverModule {}
 
 /** Starts a module with `imports`, without a database: the explorer needs none. */
 async function start(options: IdempotencyModuleOptions, imports: Type[]): Promise<void> {
@@ -123,5 +165,31 @@ describe('IdempotencyExplorer', () => {
     @Module({ controllers: [FirstController] })
     class FirstAgainModule {}
     await expect(start({}, [FirstModule, FirstAgainModule])).resolves.toBeUndefined();
+  });
+
+  it('resolves a method inherited by two controllers once per controller, so each has its own consumer', async () => {
+    await expect(start({}, [InheritingModule])).resolves.toBeUndefined();
+  });
+
+  it('sees the consumer name an inherited method shares between its controllers, and refuses it', async () => {
+    const error = await start({}, [NamedInheritingModule]).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({
+      name: 'IdempotencyConsumerConflictError',
+      consumer: 'events',
+      handlers: ['NamedAController.receive (in NamedInheritingModule)', 'NamedBController.receive (in NamedInheritingModule)'],
+    });
+  });
+
+  it('refuses an @Sse() stream, which cannot be replayed, naming it', async () => {
+    const error = await start({}, [StreamModule]).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(IdempotencyUnsupportedHandlerError);
+    expect(error).toMatchObject({ handler: 'StreamController.events' });
+    expect((error as Error).message).toMatch(/cannot be recorded and replayed/);
+  });
+
+  it('refuses a decorated method of a provider (a GraphQL resolver, a gateway), naming it', async () => {
+    const error = await start({}, [ResolverModule]).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(IdempotencyUnsupportedHandlerError);
+    expect((error as Error).message).toMatch(/^CreditsResolver.grantCredit has @IdempotentHandler\(\) but is not a controller's method/);
   });
 });

@@ -1,28 +1,36 @@
-import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
-import { IdempotencyMetadataAccessor, type ResolvedHandlerOptions } from '../decorators/idempotency-metadata.accessor.js';
+import { type HandlerPatterns, IdempotencyMetadataAccessor, type ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
 import { formatDuration } from '../duration/duration.js';
 import { IdempotencyConsumerConflictError } from '../errors/idempotency-consumer-conflict.error.js';
 import { IdempotencyRetentionError } from '../errors/idempotency-retention.error.js';
+import { IdempotencyUnsupportedHandlerError } from '../errors/idempotency-unsupported-handler.error.js';
 import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
 import { messages } from '../idempotency.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { patternKey } from './pattern-key.js';
 
 /** An `@IdempotentHandler()` found in a controller, with its options resolved. */
-interface DiscoveredHandler {
-  /** `Class.method`. */
-  readonly name: string;
+export interface DiscoveredHandler {
   /** The module that declares the controller. */
   readonly moduleName: string;
-  readonly options: ResolvedHandlerOptions;
+  readonly handler: ResolvedHandler;
+  /** Its microservice patterns; undefined for an HTTP route. */
+  readonly patterns: HandlerPatterns | undefined;
 }
 
 /**
- * Finds every `@IdempotentHandler()` at start-up and refuses to start when two of them claim one
- * consumer name, or when one keeps its ids for less than its sender's redelivery horizon.
+ * Finds every `@IdempotentHandler()` at start-up, resolving each for its concrete controller as
+ * the claims will, and refuses to start when two of them claim one consumer name, when one keeps
+ * its ids for less than its sender's redelivery horizon, or when one cannot be made idempotent
+ * (an `@Sse()` stream; a method of a provider that is no controller, such as a GraphQL resolver or
+ * a WebSocket gateway).
  */
 @Injectable()
 export class IdempotencyExplorer implements OnModuleInit {
+  private handlers: DiscoveredHandler[] = [];
+  private readonly eventHandlers = new Map<string, number>();
+
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
@@ -31,63 +39,95 @@ export class IdempotencyExplorer implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    const handlers = this.findHandlers();
-    this.checkConsumersAreUnique(handlers);
-    handlers.forEach((handler) => this.checkRetention(handler));
+    this.refuseOutsideControllers();
+    this.handlers = this.findHandlers();
+    this.checkConsumersAreUnique();
+    this.handlers.forEach((found) => this.checkRetention(found.handler));
+    for (const { patterns } of this.handlers) {
+      for (const pattern of patterns?.isEvent ? patterns.patterns : []) {
+        this.eventHandlers.set(patternKey(pattern), (this.eventHandlers.get(patternKey(pattern)) ?? 0) + 1);
+      }
+    }
+  }
+
+  /** Every idempotent handler of the application. */
+  discovered(): readonly DiscoveredHandler[] {
+    return this.handlers;
+  }
+
+  /** How many idempotent `@EventPattern` handlers a message of `pattern` (as a transport names it) goes to; 0 when none is known. */
+  eventHandlersOf(pattern: string): number {
+    return this.eventHandlers.get(patternKey(pattern)) ?? 0;
   }
 
   private findHandlers(): DiscoveredHandler[] {
-    const seen = new Set<object>();
-    const handlers: DiscoveredHandler[] = [];
+    const found: DiscoveredHandler[] = [];
+    const seen = new Set<unknown>();
     for (const wrapper of this.discovery.getControllers()) {
-      const { metatype, instance } = wrapper;
-      if (!metatype || !instance || seen.has(metatype)) {
+      if (seen.has(wrapper.metatype)) {
         continue;
       }
-      seen.add(metatype);
-      const prototype = Object.getPrototypeOf(instance) as Record<string, (...args: unknown[]) => unknown>;
-      for (const method of this.scanner.getAllMethodNames(prototype)) {
-        if (!this.accessor.getOptions(prototype[method])) {
-          continue;
+      seen.add(wrapper.metatype);
+      for (const method of this.decoratedMethods(wrapper)) {
+        const target = wrapper.metatype as Type;
+        const handler = this.accessor.resolveFor(target, method);
+        const methodRef = target.prototype[method] as object;
+        if (this.accessor.isServerSentEvents(methodRef)) {
+          throw new IdempotencyUnsupportedHandlerError(messages.serverSentEventsUnsupported(handler.name), handler.name);
         }
-        handlers.push({
-          name: `${metatype.name}.${method}`,
-          moduleName: wrapper.host?.name ?? 'an unknown module',
-          options: this.accessor.resolveFor(metatype, prototype[method]),
-        });
+        found.push({ moduleName: wrapper.host?.name ?? 'an unknown module', handler, patterns: this.accessor.getPatterns(methodRef) });
       }
     }
-    return handlers;
+    return found;
   }
 
-  private checkConsumersAreUnique(handlers: DiscoveredHandler[]): void {
+  private refuseOutsideControllers(): void {
+    for (const wrapper of this.discovery.getProviders()) {
+      const [method] = this.decoratedMethods(wrapper);
+      if (method !== undefined) {
+        const name = `${(wrapper.metatype as Type).name}.${method}`;
+        throw new IdempotencyUnsupportedHandlerError(messages.notInController(name), name);
+      }
+    }
+  }
+
+  /** The names of the methods of a class wrapper that carry `@IdempotentHandler()`. */
+  private decoratedMethods(wrapper: ReturnType<DiscoveryService['getProviders']>[number]): string[] {
+    const prototype = (wrapper.metatype as Type | undefined)?.prototype as Record<string, object> | undefined;
+    if (!prototype || wrapper.isAlias || typeof wrapper.metatype !== 'function' || wrapper.inject) {
+      return [];
+    }
+    return this.scanner.getAllMethodNames(prototype).filter((method) => this.accessor.getOptions(prototype[method]) !== undefined);
+  }
+
+  private checkConsumersAreUnique(): void {
     const byConsumer = new Map<string, DiscoveredHandler>();
-    for (const handler of handlers) {
-      const twin = byConsumer.get(handler.options.consumer);
+    for (const found of this.handlers) {
+      const twin = byConsumer.get(found.handler.consumer);
       if (twin) {
-        throw new IdempotencyConsumerConflictError(handler.options.consumer, [twin, handler].map(label));
+        throw new IdempotencyConsumerConflictError(found.handler.consumer, [twin, found].map(label));
       }
-      byConsumer.set(handler.options.consumer, handler);
+      byConsumer.set(found.handler.consumer, found);
     }
   }
 
-  private checkRetention({ name, options }: DiscoveredHandler): void {
+  private checkRetention({ name, sender: handlerSender, retentionMs }: ResolvedHandler): void {
     const horizons = this.options.senderHorizonsMs;
-    const dynamic = typeof options.sender === 'function';
-    const sender = dynamic ? longestHorizonSender(horizons) : (options.sender as string);
+    const dynamic = typeof handlerSender === 'function';
+    const sender = dynamic ? longestHorizonSender(horizons) : (handlerSender as string);
     const horizonMs = sender === undefined ? undefined : horizons[sender];
-    if (sender === undefined || horizonMs === undefined || options.retentionMs >= horizonMs) {
+    if (sender === undefined || horizonMs === undefined || retentionMs >= horizonMs) {
       return;
     }
-    const retention = formatDuration(options.retentionMs);
+    const retention = formatDuration(retentionMs);
     const horizon = formatDuration(horizonMs);
     const explain = dynamic ? messages.retentionTooShortForAnySender : messages.retentionTooShort;
     throw new IdempotencyRetentionError(explain(name, retention, sender, horizon), name, retention, sender, horizon);
   }
 }
 
-function label(handler: DiscoveredHandler): string {
-  return `${handler.name} (in ${handler.moduleName})`;
+function label(found: DiscoveredHandler): string {
+  return `${found.handler.name} (in ${found.moduleName})`;
 }
 
 function longestHorizonSender(horizons: Record<string, number>): string | undefined {

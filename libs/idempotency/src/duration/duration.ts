@@ -13,15 +13,29 @@ const MILLISECONDS_PER_UNIT: Record<string, number> = {
 };
 
 /**
+ * The longest wait or interval: 24 days, within what Node.js timers (`setTimeout`) and
+ * PostgreSQL's millisecond settings (`lock_timeout`) hold (2^31 - 1 ms, 24.8 days). Beyond that a
+ * timer fires at once, in a tight loop, and PostgreSQL refuses the setting.
+ */
+export const MAX_TIMER_MS = 24 * 86_400_000;
+
+/** The longest retention or redelivery horizon: 100 years. */
+export const MAX_RETENTION_MS = 36_500 * 86_400_000;
+
+/**
  * Converts a {@link Duration} to milliseconds.
  * @param name The option's name, for the error message.
- * @throws IdempotencyOptionsError when the text is not a positive duration.
+ * @param maxMs The longest the option may be.
+ * @throws IdempotencyOptionsError when the text is not a positive duration of at most `maxMs`.
  */
-export function toMilliseconds(name: string, value: unknown): number {
+export function toMilliseconds(name: string, value: unknown, maxMs: number): number {
   const match = typeof value === 'string' ? /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(value) : null;
   const milliseconds = match ? Math.round(Number(match[1]) * MILLISECONDS_PER_UNIT[match[2]]) : 0;
   if (milliseconds <= 0) {
     throw new IdempotencyOptionsError(messages.invalidDuration(name, value));
+  }
+  if (milliseconds > maxMs) {
+    throw new IdempotencyOptionsError(messages.durationTooLong(name, value, formatDuration(maxMs)));
   }
   return milliseconds;
 }

@@ -1,11 +1,8 @@
-import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
-import { ModuleRef } from '@nestjs/core';
-import { type HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
-import { getDataSourceToken } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
+import { Inject, Injectable } from '@nestjs/common';
 import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
 import { messages } from '../idempotency.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { DataSourceJoin } from '../joining/data-source-join.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { findProblems, type HealthFigures } from './health.assessment.js';
 
@@ -18,8 +15,14 @@ interface StoreStatistics {
 }
 
 /**
- * A `@nestjs/terminus` health indicator of the processed-messages store. It reports the store's
- * estimated size (from the catalog statistics, never a `count(*)`; `'unknown'` until the table is
+ * What `isHealthy()` answers: the shape of a `@nestjs/terminus` indicator's result, so it goes
+ * straight into `HealthCheckService.check()`.
+ */
+export type IdempotencyHealthResult<Key extends string> = Record<Key, { status: 'up' | 'down'; [detail: string]: unknown }>;
+
+/**
+ * A health indicator of the processed-messages store, for `@nestjs/terminus` (which the module
+ * itself does not need) or any health endpoint. It reports the store's estimated size (from the catalog statistics, never a `count(*)`; `'unknown'` until the table is
  * first analysed), the purge lag (how long ago the oldest expired, not yet purged id expired), the
  * time since this instance's last successful purge, and each sender's duplicate rate over the
  * recent window (this instance's deliveries). It is down when any of them crosses its threshold in
@@ -35,32 +38,25 @@ interface StoreStatistics {
  * ```
  */
 @Injectable()
-export class IdempotencyHealthIndicator implements OnModuleInit {
-  private dataSource: DataSource;
-
+export class IdempotencyHealthIndicator {
   constructor(
-    private readonly health: HealthIndicatorService,
     private readonly metrics: IdempotencyMetricsService,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
-    private readonly moduleRef: ModuleRef,
+    private readonly join: DataSourceJoin,
   ) {}
-
-  onModuleInit(): void {
-    this.dataSource = this.moduleRef.get<DataSource>(getDataSourceToken(this.options.dataSource), { strict: false });
-  }
 
   /**
    * Measures the store and compares each figure with its threshold; down (never a throw) when one
    * is crossed or the store cannot be read.
    * @param key The indicator's key in the health check's output, `'idempotency'` unless given.
    */
-  async isHealthy<const Key extends string = 'idempotency'>(key: Key = 'idempotency' as Key): Promise<HealthIndicatorResult<Key>> {
-    const indicator = this.health.check(key);
+  async isHealthy<const Key extends string = 'idempotency'>(key: Key = 'idempotency' as Key): Promise<IdempotencyHealthResult<Key>> {
+    const answer = (status: 'up' | 'down', details: object) => ({ [key]: { status, ...details } }) as IdempotencyHealthResult<Key>;
     let statistics: StoreStatistics;
     try {
       statistics = await this.readStore();
     } catch (error) {
-      return indicator.down({ message: messages.storeUnreadable(this.options.tableName, (error as Error).message) });
+      return answer('down', { message: messages.storeUnreadable(this.options.tableName, (error as Error).message) });
     }
     const figures = this.measure(statistics);
     const problems = findProblems(figures, this.options.health);
@@ -73,7 +69,7 @@ export class IdempotencyHealthIndicator implements OnModuleInit {
       },
       duplicateRates: Object.fromEntries(figures.duplicateRates.map(({ sender, ...counts }) => [sender, counts])),
     };
-    return problems.length > 0 ? indicator.down({ ...report, problems }) : indicator.up(report);
+    return problems.length > 0 ? answer('down', { ...report, problems }) : answer('up', report);
   }
 
   private measure(statistics: StoreStatistics): HealthFigures {
@@ -89,7 +85,7 @@ export class IdempotencyHealthIndicator implements OnModuleInit {
   /** One round trip: the catalog's statistics and the oldest expired row, through the expiry index. */
   private async readStore(): Promise<StoreStatistics> {
     const table = `"${this.options.tableName}"`;
-    const [statistics] = (await this.dataSource.query(
+    const [statistics] = (await this.join.claimDataSource().query(
       `SELECT c.reltuples::float8 AS reltuples, c.relpages::float8 AS relpages,
               (pg_relation_size(c.oid) / current_setting('block_size')::int)::float8 AS pages,
               pg_total_relation_size(c.oid)::float8 AS total_bytes,

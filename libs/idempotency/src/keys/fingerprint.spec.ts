@@ -18,4 +18,31 @@ describe('fingerprint', () => {
     expect(fingerprint(undefined)).toBe(fingerprint(null));
     expect(fingerprint(undefined)).toMatch(/^[0-9a-f]{64}$/);
   });
+
+  it('hashes bytes as bytes, fast, and tells byte strings apart', () => {
+    const megabyte = Buffer.alloc(1024 * 1024, 7);
+    const started = performance.now();
+    const hashed = fingerprint({ url: '/upload', body: megabyte });
+    const elapsedMs = performance.now() - started;
+    console.log(`fingerprint of a 1 MiB Buffer body: ${elapsedMs.toFixed(2)} ms`);
+    expect(hashed).toBe(fingerprint({ url: '/upload', body: Buffer.alloc(1024 * 1024, 7) }));
+    expect(hashed).not.toBe(fingerprint({ url: '/upload', body: Buffer.concat([megabyte.subarray(1), Buffer.from([8])]) }));
+    expect(fingerprint(new Uint8Array([1, 2, 3]))).toBe(fingerprint(Buffer.from([1, 2, 3])));
+    expect(fingerprint(Buffer.from('ab'))).not.toBe(fingerprint('ab'));
+  });
+
+  it.each([
+    ['dates', new Date('2026-12-03T00:00:00Z'), new Date('2026-12-04T00:00:00Z')],
+    ['maps', new Map([['a', 1]]), new Map([['a', 2]])],
+    ['sets', new Set([1, 2]), new Set([1, 3])],
+    ['bigints', 1n, 2n],
+  ])('tells %s apart by their values, never as {}', (_, one, other) => {
+    expect(fingerprint({ value: one })).not.toBe(fingerprint({ value: other }));
+    expect(fingerprint({ value: one })).not.toBe(fingerprint({ value: {} }));
+  });
+
+  it('ignores the insertion order of maps and sets', () => {
+    expect(fingerprint(new Map([['a', 1], ['b', 2]]))).toBe(fingerprint(new Map([['b', 2], ['a', 1]])));
+    expect(fingerprint(new Set(['x', 'y']))).toBe(fingerprint(new Set(['y', 'x'])));
+  });
 });

@@ -12,23 +12,35 @@ const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
  * 255 characters or holds control characters.
  */
 export function toMessageKey(value: unknown, source: string): string {
+  return toBoundedText(value, 'idempotency key', source);
+}
+
+/**
+ * Checks a sender's name as a key is checked: it labels the claim and the metrics.
+ * @throws IdempotencyKeyError when it is not a printable text of 1 to 255 characters.
+ */
+export function toSenderName(value: unknown, source: string): string {
+  return toBoundedText(value, 'sender', source);
+}
+
+function toBoundedText(value: unknown, what: string, source: string): string {
   if (value === undefined || value === null) {
-    throw new IdempotencyKeyError(messages.keyMissing(source), source);
+    throw new IdempotencyKeyError(messages.textMissing(what, source), source);
   }
   if (typeof value !== 'string' && typeof value !== 'number') {
-    throw new IdempotencyKeyError(messages.keyNotString(source), source);
+    throw new IdempotencyKeyError(messages.textNotString(what, source), source);
   }
-  const key = String(value);
-  if (key.length === 0) {
-    throw new IdempotencyKeyError(messages.keyEmpty(source), source);
+  const text = String(value);
+  if (text.length === 0) {
+    throw new IdempotencyKeyError(messages.textEmpty(what, source), source);
   }
-  if (key.length > MAX_KEY_LENGTH) {
-    throw new IdempotencyKeyError(messages.keyTooLong(source, key.length), source);
+  if (text.length > MAX_KEY_LENGTH) {
+    throw new IdempotencyKeyError(messages.textTooLong(what, source, text.length), source);
   }
-  if (CONTROL_CHARACTERS.test(key)) {
-    throw new IdempotencyKeyError(messages.keyHasControlCharacters(source), source);
+  if (CONTROL_CHARACTERS.test(text)) {
+    throw new IdempotencyKeyError(messages.textHasControlCharacters(what, source), source);
   }
-  return key;
+  return text;
 }
 
 /** Reads a dotted path such as `'data.id'` out of a parsed body or payload. */

@@ -23,8 +23,8 @@ describe('IdempotencyMetricsService', () => {
     metrics.recordDelivery(webhook, 'failed');
     metrics.recordDelivery(webhook, 'rejected');
     expect(metrics.deliveries()).toEqual([
-      { ...grant, processed: 1, duplicate: 2, failed: 0, rejected: 0 },
-      { ...webhook, processed: 0, duplicate: 0, failed: 1, rejected: 1 },
+      { ...grant, processed: 1, duplicate: 2, rejected: 0, unavailable: 0, failed: 0 },
+      { ...webhook, processed: 0, duplicate: 0, rejected: 1, unavailable: 0, failed: 1 },
     ]);
   });
 
@@ -56,23 +56,13 @@ describe('IdempotencyMetricsService', () => {
     });
   });
 
-  it('writes the Prometheus text format, with label values escaped', () => {
-    metrics.recordDelivery({ consumer: 'A.b', sender: 'say "hi"\\\n' }, 'processed');
-    metrics.recordPurge({ outcome: 'purged', rows: 7, batches: 1, startedAt: new Date(), durationMs: 1500 });
-    const text = metrics.toPrometheusText();
-    expect(text).toContain('# TYPE idempotency_deliveries_total counter\n');
-    expect(text).toContain('idempotency_deliveries_total{consumer="A.b",sender="say \\"hi\\"\\\\\\n",outcome="processed"} 1\n');
-    expect(text).toContain('idempotency_deliveries_total{consumer="A.b",sender="say \\"hi\\"\\\\\\n",outcome="rejected"} 0\n');
-    expect(text).toContain('idempotency_purge_runs_total{outcome="purged"} 1\n');
-    expect(text).toContain('idempotency_purged_rows_total 7\n');
-    expect(text).toContain('idempotency_purge_last_duration_seconds 1.5\n');
-    expect(text).toContain(`idempotency_purge_last_success_timestamp_seconds ${(Date.now() + 1500) / 1000}\n`);
-    expect(text.endsWith('\n')).toBe(true);
-  });
-
-  it('leaves out the last-run samples before any purge ran', () => {
-    const text = metrics.toPrometheusText();
-    expect(text).toContain('# TYPE idempotency_purge_last_duration_seconds gauge\n');
-    expect(text).not.toMatch(/^idempotency_purge_last_/m);
+  it('counts at most 100 sender names apart, and the rest together', () => {
+    for (let i = 0; i < 150; i++) {
+      metrics.recordDelivery({ consumer: 'A.b', sender: `sender-${i}` }, 'processed');
+    }
+    const senders = new Set(metrics.deliveries().map((counts) => counts.sender));
+    expect(senders.size).toBe(101);
+    expect(metrics.deliveries().find((counts) => counts.sender === '(other)')).toMatchObject({ processed: 50 });
+    expect(metrics.duplicateRates()).toHaveLength(101);
   });
 });

@@ -1,10 +1,10 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { MAX_COUNTED_SENDERS, OTHER_SENDERS, RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
+import { messages } from '../idempotency.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import type { PurgeOutcome, PurgeRun } from '../purge/purge-run.js';
 import type { DeliveryOutcome } from './delivery-outcome.js';
 import { DuplicateRateWindow } from './duplicate-rate.window.js';
-import { toPrometheusText } from './prometheus-text.formatter.js';
 
 /** Deliveries to one consumer from one sender, by outcome, since the application started. */
 export interface DeliveryCounts extends Record<DeliveryOutcome, number> {
@@ -43,21 +43,15 @@ export interface IdempotencyMetricsSnapshot {
 
 /**
  * The module's counters, per instance and in memory: deliveries per consumer and sender by outcome,
- * each sender's duplicate rate over a recent window, and the purge's figures.
- *
- * @example
- * ```ts
- * @Get('metrics')
- * @Header('Content-Type', PROMETHEUS_CONTENT_TYPE)
- * metrics() {
- *   return this.idempotencyMetrics.toPrometheusText();
- * }
- * ```
+ * each sender's duplicate rate over a recent window, and the purge's figures. With `prom-client`
+ * installed they are also registered for Prometheus (module option `metrics`). At most 100 sender
+ * names are counted apart; further ones are counted together as `(other)`.
  */
 @Injectable()
 export class IdempotencyMetricsService {
   /** When counting started (the application's start). */
   readonly since = new Date();
+  private readonly logger = new Logger('Idempotency');
   private readonly deliveryCounts = new Map<string, DeliveryCounts>();
   private readonly windows = new Map<string, DuplicateRateWindow>();
   private readonly purgeRuns: Record<PurgeOutcome, number> = { purged: 0, skipped: 0, failed: 0 };
@@ -69,19 +63,15 @@ export class IdempotencyMetricsService {
 
   /** Counts one delivery. Called by the transports and the claiming core. */
   recordDelivery(delivery: { readonly consumer: string; readonly sender: string }, outcome: DeliveryOutcome): void {
-    const id = JSON.stringify([delivery.consumer, delivery.sender]);
+    const sender = this.counted(delivery.sender);
+    const id = `${delivery.consumer}\u0000${sender}`;
     let counts = this.deliveryCounts.get(id);
     if (!counts) {
-      counts = { consumer: delivery.consumer, sender: delivery.sender, processed: 0, duplicate: 0, failed: 0, rejected: 0 };
+      counts = { consumer: delivery.consumer, sender, processed: 0, duplicate: 0, rejected: 0, unavailable: 0, failed: 0 };
       this.deliveryCounts.set(id, counts);
     }
     counts[outcome] += 1;
-    let window = this.windows.get(delivery.sender);
-    if (!window) {
-      window = new DuplicateRateWindow(this.options.health.duplicateRateWindowMs);
-      this.windows.set(delivery.sender, window);
-    }
-    window.add(outcome === 'duplicate');
+    this.windows.get(sender)?.add(outcome === 'duplicate');
   }
 
   /** Records a purge run. Called by `IdempotencyPurgeService`. */
@@ -116,8 +106,19 @@ export class IdempotencyMetricsService {
     return { since: this.since, deliveries: this.deliveries(), duplicateRates: this.duplicateRates(), purge: this.purge() };
   }
 
-  /** The counters in the Prometheus text exposition format (serve it as `PROMETHEUS_CONTENT_TYPE`). */
-  toPrometheusText(): string {
-    return toPrometheusText(this.snapshot());
+  /** The name `sender` is counted under: itself while fewer than 100 are, else `(other)`. */
+  private counted(sender: string): string {
+    if (this.windows.has(sender)) {
+      return sender;
+    }
+    if (this.windows.size >= MAX_COUNTED_SENDERS) {
+      if (!this.windows.has(OTHER_SENDERS)) {
+        this.logger.warn(messages.tooManySenders(MAX_COUNTED_SENDERS, OTHER_SENDERS));
+        this.windows.set(OTHER_SENDERS, new DuplicateRateWindow(this.options.health.duplicateRateWindowMs));
+      }
+      return OTHER_SENDERS;
+    }
+    this.windows.set(sender, new DuplicateRateWindow(this.options.health.duplicateRateWindowMs));
+    return sender;
   }
 }

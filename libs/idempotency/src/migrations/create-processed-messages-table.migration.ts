@@ -21,9 +21,10 @@ export class CreateProcessedMessagesTable1764633600000 implements MigrationInter
         consumer text NOT NULL,
         message_id varchar(255) NOT NULL,
         sender text NOT NULL,
-        fingerprint char(64) NOT NULL,
+        fingerprint char(64),
         response_status smallint,
-        response_body json,
+        response_headers json,
+        response_body bytea,
         processed_at timestamptz NOT NULL DEFAULT now(),
         expires_at timestamptz NOT NULL,
         CONSTRAINT "${this.tableName}_pkey" PRIMARY KEY (consumer, message_id)

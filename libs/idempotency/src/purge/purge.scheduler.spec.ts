@@ -1,46 +1,54 @@
-import { ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
-import { Test } from '@nestjs/testing';
-import { getDataSourceToken } from '@nestjs/typeorm';
-import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
-import { IdempotencyModule } from '../idempotency.module.js';
-import type { PurgeOptions } from '../idempotency.options.js';
-import { purgeTimerName } from './purge.scheduler.js';
-
-/** An application module without a database: the timer is registered long before it would fire. */
-function compile(purge: PurgeOptions, withSchedule = true) {
-  return Test.createTestingModule({
-    imports: [...(withSchedule ? [ScheduleModule.forRoot()] : []), IdempotencyModule.forRoot({ purge })],
-    providers: [{ provide: getDataSourceToken(), useValue: {} }],
-  }).compile();
-}
+import { jest } from '@jest/globals';
+import { resolveModuleOptions, type PurgeOptions } from '../idempotency.options.js';
+import type { IdempotencyPurgeService } from './idempotency-purge.service.js';
+import type { PurgeRun } from './purge-run.js';
+import { PurgeScheduler } from './purge.scheduler.js';
 
 describe('PurgeScheduler', () => {
-  it('registers the purge timer in SchedulerRegistry at bootstrap and removes it at shutdown', async () => {
-    const moduleRef = await compile({ interval: '1m' });
-    const registry = moduleRef.get(SchedulerRegistry);
-    expect(registry.doesExist('interval', purgeTimerName('processed_messages'))).toBe(false);
-    await moduleRef.init();
-    expect(registry.getIntervals()).toEqual(['idempotency:purge:processed_messages']);
-    await moduleRef.close();
-    expect(registry.getIntervals()).toEqual([]);
+  const run: PurgeRun = { outcome: 'purged', rows: 0, batches: 1, startedAt: new Date(), durationMs: 1 };
+  let purgeNow: jest.Mock<() => Promise<PurgeRun>>;
+  const scheduler = (purge: PurgeOptions) =>
+    new PurgeScheduler(resolveModuleOptions({ purge }), { purgeNow } as unknown as IdempotencyPurgeService);
+
+  beforeEach(() => {
+    jest.useFakeTimers();
+    purgeNow = jest.fn(() => Promise.resolve(run));
   });
 
-  it('registers no timer when the interval is false', async () => {
-    const moduleRef = await compile({ interval: false });
-    await moduleRef.init();
-    expect(moduleRef.get(SchedulerRegistry).getIntervals()).toEqual([]);
-    await moduleRef.close();
+  afterEach(() => {
+    jest.useRealTimers();
   });
 
-  it('refuses to start a purge timer without ScheduleModule, saying how to fix it', async () => {
-    const error = await (await compile({ interval: '1m' }, false)).init().catch((caught: unknown) => caught);
-    expect(error).toBeInstanceOf(IdempotencyOptionsError);
-    expect((error as Error).message).toMatch(/import ScheduleModule\.forRoot\(\).*or set purge: \{ interval: false \}/);
+  it('purges one interval after bootstrap, then one interval after each run ended, until shutdown', async () => {
+    const purge = scheduler({ interval: '1m' });
+    purge.onApplicationBootstrap();
+    expect(purge.isScheduled).toBe(true);
+    await jest.advanceTimersByTimeAsync(59_999);
+    expect(purgeNow).toHaveBeenCalledTimes(0);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(purgeNow).toHaveBeenCalledTimes(1);
+    await jest.advanceTimersByTimeAsync(60_000);
+    expect(purgeNow).toHaveBeenCalledTimes(2);
+    purge.beforeApplicationShutdown();
+    expect(purge.isScheduled).toBe(false);
+    await jest.advanceTimersByTimeAsync(600_000);
+    expect(purgeNow).toHaveBeenCalledTimes(2);
   });
 
-  it('starts without ScheduleModule when the timer is off', async () => {
-    const moduleRef = await compile({ interval: false }, false);
-    await expect(moduleRef.init()).resolves.toBe(moduleRef);
-    await moduleRef.close();
+  it('keeps purging after a run failed', async () => {
+    purgeNow.mockImplementationOnce(() => Promise.reject(new Error('database gone')));
+    const purge = scheduler({ interval: '1s' });
+    purge.onApplicationBootstrap();
+    await jest.advanceTimersByTimeAsync(2_000);
+    expect(purgeNow).toHaveBeenCalledTimes(2);
+    purge.beforeApplicationShutdown();
+  });
+
+  it('runs no timer when the interval is false', async () => {
+    const purge = scheduler({ interval: false });
+    purge.onApplicationBootstrap();
+    expect(purge.isScheduled).toBe(false);
+    await jest.advanceTimersByTimeAsync(3_600_000);
+    expect(purgeNow).not.toHaveBeenCalled();
   });
 });

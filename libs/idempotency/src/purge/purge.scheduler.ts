@@ -1,64 +1,49 @@
-import {
-  type BeforeApplicationShutdown,
-  Inject,
-  Injectable,
-  Logger,
-  type OnApplicationBootstrap,
-  type OnModuleInit,
-  Optional,
-} from '@nestjs/common';
-import { SchedulerRegistry } from '@nestjs/schedule';
-import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
-import { messages } from '../idempotency.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { IdempotencyPurgeService } from './idempotency-purge.service.js';
 
-/** The name of the purge timer of `tableName` in `SchedulerRegistry`. */
-export function purgeTimerName(tableName: string): string {
-  return `idempotency:purge:${tableName}`;
-}
-
 /**
- * Runs the purge every `purge.interval` through `@nestjs/schedule`'s `SchedulerRegistry`, from
- * application bootstrap to shutdown; registers nothing when the interval is `false`.
+ * Runs the purge every `purge.interval`, from application bootstrap to shutdown: each run starts
+ * one interval after the previous one ended, so runs never overlap. Runs nothing when the
+ * interval is `false`. The timer does not keep the process alive.
  */
 @Injectable()
-export class PurgeScheduler implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
+export class PurgeScheduler implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Idempotency');
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
 
   constructor(
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly purge: IdempotencyPurgeService,
-    @Optional() private readonly registry?: SchedulerRegistry,
   ) {}
 
-  onModuleInit(): void {
-    if (this.options.purge.intervalMs !== null && !this.registry) {
-      throw new IdempotencyOptionsError(messages.scheduleModuleMissing());
-    }
+  /** True while the purge timer runs. */
+  get isScheduled(): boolean {
+    return this.timer !== undefined;
   }
 
   onApplicationBootstrap(): void {
-    const { intervalMs } = this.options.purge;
-    if (intervalMs === null || !this.registry) {
-      return;
-    }
-    const timer = setInterval(() => {
-      this.purge.purgeNow().catch((error: Error) => {
-        this.logger.error(error.message, error.cause instanceof Error ? error.cause.stack : undefined);
-      });
-    }, intervalMs);
-    this.registry.addInterval(this.timerName, timer);
+    this.schedule();
   }
 
   beforeApplicationShutdown(): void {
-    if (this.registry?.doesExist('interval', this.timerName)) {
-      this.registry.deleteInterval(this.timerName);
-    }
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
   }
 
-  private get timerName(): string {
-    return purgeTimerName(this.options.tableName);
+  private schedule(): void {
+    const { intervalMs } = this.options.purge;
+    if (intervalMs === null || this.stopped) {
+      return;
+    }
+    this.timer = setTimeout(() => {
+      this.purge
+        .purgeNow()
+        .catch((error: Error) => this.logger.error(error.message, error.cause instanceof Error ? error.cause.stack : undefined))
+        .finally(() => this.schedule());
+    }, intervalMs).unref();
   }
 }

@@ -1,33 +1,32 @@
-import { type ArgumentsHost, Catch, type ExceptionFilter, HttpStatus } from '@nestjs/common';
+import { type ArgumentsHost, Catch, type ExceptionFilter } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { throwError, type Observable } from 'rxjs';
+import { IdempotencyClaimTransactionError } from '../errors/idempotency-claim-transaction.error.js';
 import { IdempotencyError } from '../errors/idempotency.error.js';
 import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.js';
 import { IdempotencyKeyReusedError } from '../errors/idempotency-key-reused.error.js';
 import { IdempotencyKeyError } from '../errors/idempotency-key.error.js';
+import { IdempotencyResponseTooLargeError } from '../errors/idempotency-response-too-large.error.js';
+import { IdempotencyTransactionAbortedError } from '../errors/idempotency-transaction-aborted.error.js';
 import { IdempotencyTransientError } from '../errors/idempotency-transient.error.js';
-import { RETRY_AFTER_SECONDS } from '../idempotency.internal-constants.js';
-
-interface ProblemType {
-  readonly status: HttpStatus;
-  readonly slug: string;
-  readonly title: string;
-  readonly retryable: boolean;
-}
-
-const PROBLEM_TYPES = new Map<abstract new (...args: never[]) => IdempotencyError, ProblemType>([
-  [IdempotencyKeyError, { status: HttpStatus.BAD_REQUEST, slug: 'invalid-key', title: 'Invalid idempotency key', retryable: false }],
-  [IdempotencyKeyReusedError, { status: HttpStatus.UNPROCESSABLE_ENTITY, slug: 'key-reused', title: 'Idempotency key reused', retryable: false }],
-  [IdempotencyInFlightError, { status: HttpStatus.CONFLICT, slug: 'in-flight', title: 'Request in flight', retryable: true }],
-  [IdempotencyTransientError, { status: HttpStatus.SERVICE_UNAVAILABLE, slug: 'transient', title: 'Transaction aborted', retryable: true }],
-]);
+import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
+import { problemAnswer } from './http/problem-details.js';
 
 /**
- * Answers the library's request errors with an RFC 9457 `application/problem+json` body; 409 and
+ * Answers the library's delivery errors with an RFC 9457 `application/problem+json` body; 409 and
  * 503 carry `Retry-After`. A message handler's requester gets `{ status: 'error', name, message }`.
- * Applied by `@IdempotentHandler()`; other errors pass on untouched.
+ * Applied by `@IdempotentHandler()`; other errors pass on to the application's filters untouched.
  */
-@Catch(IdempotencyKeyError, IdempotencyKeyReusedError, IdempotencyInFlightError, IdempotencyTransientError)
+@Catch(
+  IdempotencyKeyError,
+  IdempotencyKeyReusedError,
+  IdempotencyInFlightError,
+  IdempotencyTransientError,
+  IdempotencyUnavailableError,
+  IdempotencyTransactionAbortedError,
+  IdempotencyClaimTransactionError,
+  IdempotencyResponseTooLargeError,
+)
 export class IdempotencyErrorFilter implements ExceptionFilter<IdempotencyError> {
   constructor(private readonly adapterHost: HttpAdapterHost) {}
 
@@ -35,14 +34,12 @@ export class IdempotencyErrorFilter implements ExceptionFilter<IdempotencyError>
     if (host.getType() !== 'http') {
       return throwError(() => ({ status: 'error', name: error.name, message: error.message }));
     }
-    const problem = PROBLEM_TYPES.get(error.constructor as new () => IdempotencyError) as ProblemType;
+    const answer = problemAnswer(error);
     const adapter = this.adapterHost.httpAdapter;
     const response = host.switchToHttp().getResponse();
-    adapter.setHeader(response, 'Content-Type', 'application/problem+json');
-    if (problem.retryable) {
-      adapter.setHeader(response, 'Retry-After', String(RETRY_AFTER_SECONDS));
+    for (const [name, value] of Object.entries(answer.headers)) {
+      adapter.setHeader(response, name, value);
     }
-    const body = { type: `urn:idempotency:${problem.slug}`, title: problem.title, status: problem.status, detail: error.message };
-    adapter.reply(response, body, problem.status);
+    adapter.reply(response, answer.body, answer.status);
   }
 }

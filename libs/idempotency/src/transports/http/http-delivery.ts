@@ -1,79 +1,215 @@
-import { type CallHandler, type ExecutionContext, Injectable } from '@nestjs/common';
-import { HTTP_CODE_METADATA } from '@nestjs/common/constants.js';
-import { HttpAdapterHost, Reflector } from '@nestjs/core';
+import { type CallHandler, type ExecutionContext, Inject, Injectable, Logger } from '@nestjs/common';
+import type { ServerResponse } from 'node:http';
 import { lastValueFrom } from 'rxjs';
+import type { ClaimRequest, RecordedResponse } from '../../claiming/claim.js';
+import { translateDatabaseError } from '../../claiming/claim-errors.js';
 import { ClaimingService } from '../../claiming/claiming.service.js';
-import { IdempotencyMetadataAccessor, type ResolvedHandlerOptions } from '../../decorators/idempotency-metadata.accessor.js';
+import type { OpenClaim } from '../../claiming/open-claim.js';
+import { IdempotencyMetadataAccessor, type ResolvedHandler } from '../../decorators/idempotency-metadata.accessor.js';
+import { IdempotencyError } from '../../errors/idempotency.error.js';
+import { IdempotencyResponseTooLargeError } from '../../errors/idempotency-response-too-large.error.js';
+import { IdempotencyTransientError } from '../../errors/idempotency-transient.error.js';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from '../../idempotency.constants.js';
+import { RESOLVED_OPTIONS } from '../../idempotency.internal-constants.js';
+import { messages } from '../../idempotency.messages.js';
+import type { ResolvedIdempotencyOptions } from '../../idempotency.options.js';
 import { readPath, toMessageKey } from '../../keys/message-key.js';
+import { failureOutcome, statusOutcome } from '../../metrics/delivery-outcome.js';
 import { IdempotencyMetricsService } from '../../metrics/idempotency-metrics.service.js';
+import { claimRequestFor } from '../claim-request.js';
+import { PROBLEM_TYPES, problemAnswer } from './problem-details.js';
+import { type CapturedResponse, type HeaderValues, ResponseCapture } from './response-capture.js';
 
 interface HttpRequestLike {
   method: string;
   url: string;
+  /** Express: the URL as received, before any router rewrote `url`. */
+  originalUrl?: string;
   headers: Record<string, string | string[] | undefined>;
   body?: unknown;
 }
 
-/** Runs an idempotent controller method: claim, handle, record; or replay the recorded response. */
+/** Express's response, or Fastify's reply (whose `raw` is Node's response). */
+interface HttpResponseLike {
+  raw?: ServerResponse;
+  getHeaders(): Record<string, unknown>;
+}
+
+/**
+ * Runs an idempotent controller method: claim, handle, and commit when the response is about to
+ * leave, recording the status, headers and body the client is sent; or replay a recorded
+ * response to a duplicate. Only a successful answer (2xx, 3xx but 304) commits: any other rolls
+ * the claim back with the work, so the request can be retried with the same key.
+ */
 @Injectable()
 export class HttpDelivery {
+  private readonly logger = new Logger('Idempotency');
+
   constructor(
     private readonly claims: ClaimingService,
     private readonly accessor: IdempotencyMetadataAccessor,
-    private readonly reflector: Reflector,
-    private readonly adapterHost: HttpAdapterHost,
     private readonly metrics: IdempotencyMetricsService,
+    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
   ) {}
 
   async handle(context: ExecutionContext, next: CallHandler): Promise<unknown> {
-    const options = this.accessor.resolve(context);
+    const handler = this.accessor.resolve(context);
     const http = context.switchToHttp();
     const request = http.getRequest<HttpRequestLike>();
-    const sender = typeof options.sender === 'function' ? options.sender(context) : options.sender;
-    const claim = this.claims.claimFor(options, 'reject', {
-      key: this.readKeyOrReject(options, context, request, sender),
-      sender,
-      payload: { url: request.url, body: request.body },
-    });
-    const status = this.successStatus(context, request.method);
-    const outcome = await this.claims.process(
-      claim,
-      () => lastValueFrom(next.handle(), { defaultValue: undefined }),
-      (body) => ({ status, body }),
+    const response = http.getResponse<HttpResponseLike>();
+    const raw = response.raw ?? (response as unknown as ServerResponse);
+    // Set before the handler's pipeline (by middleware: CORS, say): set anew for every request.
+    const before = headerValues(response.getHeaders());
+    const claimRequest = claimRequestFor(
+      handler,
+      context,
+      {
+        key: () => readKey(handler, context, request),
+        payload: () => ({ method: request.method, url: request.originalUrl ?? request.url, body: request.body }),
+        defaultInFlight: 'reject',
+      },
+      this.metrics,
     );
-    if (outcome.kind === 'processed') {
-      return outcome.result;
+    const outcome = await this.claims.claim(claimRequest);
+    if (outcome.kind === 'duplicate') {
+      return this.replay(handler, raw, before, outcome.response);
     }
-    const response = http.getResponse();
-    this.adapterHost.httpAdapter.status(response, outcome.response.status ?? status);
-    this.adapterHost.httpAdapter.setHeader(response, IDEMPOTENT_REPLAYED_HEADER, 'true');
-    return outcome.response.body;
+    return this.process(claimRequest, outcome.claim, next, raw, before);
   }
 
-  /** The key; a delivery without a usable one is counted as rejected (answered 400). */
-  private readKeyOrReject(options: ResolvedHandlerOptions, context: ExecutionContext, request: HttpRequestLike, sender: string): string {
+  private async process(request: ClaimRequest, claim: OpenClaim, next: CallHandler, raw: ServerResponse, before: HeaderValues): Promise<unknown> {
+    const capture = ResponseCapture.attach(raw, this.options.replay.maxBodyBytes);
+    let settleHandler!: (succeeded: boolean) => void;
+    const handled = new Promise<boolean>((resolve) => (settleHandler = resolve));
+    capture.whenEnded((captured) => void this.finish(request, claim, capture, captured, before, handled));
+    // A client gone before its answer was written: nobody will see it, so nothing is kept.
+    raw.once('close', () => {
+      void handled.then(async (succeeded) => {
+        if (succeeded) {
+          await claim.rollback('failed');
+        }
+      });
+    });
     try {
-      return this.readKey(options, context, request);
+      const result = await claim.run(() => lastValueFrom(next.handle(), { defaultValue: undefined }));
+      settleHandler(true);
+      return result;
     } catch (error) {
-      this.metrics.recordDelivery({ consumer: options.consumer, sender }, 'rejected');
-      throw error;
+      settleHandler(false);
+      const failure = translateDatabaseError(error, request);
+      await claim.rollback(failureOutcome(failure));
+      capture.discard();
+      throw failure;
     }
   }
 
-  private readKey(options: ResolvedHandlerOptions, context: ExecutionContext, request: HttpRequestLike): string {
-    const source = options.key ?? { header: IDEMPOTENCY_KEY_HEADER };
-    if (typeof source === 'function') {
-      return toMessageKey(source(context), 'the key function');
+  /** Once the response ended and the handler returned: commit and send, or roll back and send. */
+  private async finish(
+    request: ClaimRequest,
+    claim: OpenClaim,
+    capture: ResponseCapture,
+    captured: CapturedResponse,
+    before: HeaderValues,
+    handled: Promise<boolean>,
+  ): Promise<void> {
+    if (!(await handled)) {
+      return;
     }
-    if ('header' in source) {
-      return toMessageKey(request.headers[source.header.toLowerCase()], `the ${source.header} header`);
+    if (!isSuccess(captured.status)) {
+      await claim.rollback(statusOutcome(captured.status));
+      capture.flush();
+      return;
     }
-    return toMessageKey(readPath(request.body, source.body), `'${source.body}' in the request body`);
+    try {
+      if (captured.overflowed) {
+        await claim.rollback('failed');
+        throw new IdempotencyResponseTooLargeError(request.consumer, request.key, this.options.replay.maxBodyBytes);
+      }
+      await claim.commit(this.recorded(captured, before));
+      capture.flush();
+    } catch (error) {
+      const failure = asAnswerable(error, request);
+      this.logger.error(failure.message, failure.cause instanceof Error ? failure.cause.stack : undefined);
+      const answer = problemAnswer(failure);
+      capture.replace(answer.status, { ...before, ...answer.headers }, Buffer.from(JSON.stringify(answer.body)));
+    }
   }
 
-  /** The status Nest itself will send: `@HttpCode()`, else 201 for POST and 200 otherwise. */
-  private successStatus(context: ExecutionContext, method: string): number {
-    return this.reflector.get<number | undefined>(HTTP_CODE_METADATA, context.getHandler()) ?? (method === 'POST' ? 201 : 200);
+  /**
+   * Sends the recorded response in place of whatever the rest of the pipeline writes for this
+   * duplicate; a handler that writes its response itself is not run, so it is sent at once.
+   * @returns the recorded body, parsed when it is JSON, for the interceptors around this one.
+   */
+  private replay(handler: ResolvedHandler, raw: ServerResponse, before: HeaderValues, recorded: RecordedResponse): unknown {
+    const headers = { ...before, ...recorded.headers, [IDEMPOTENT_REPLAYED_HEADER.toLowerCase()]: 'true' };
+    const body = recorded.body ?? Buffer.alloc(0);
+    const capture = ResponseCapture.attach(raw, this.options.replay.maxBodyBytes);
+    capture.whenEnded(() => capture.replace(recorded.status ?? 200, headers, body));
+    if (handler.respondsItself) {
+      raw.end();
+    }
+    return parsedBody(recorded);
   }
+
+  /** What is recorded: the status, the headers set since the pipeline started but those never recorded, the body. */
+  private recorded(captured: CapturedResponse, before: HeaderValues): RecordedResponse {
+    const headers: HeaderValues = {};
+    for (const [name, value] of Object.entries(captured.headers)) {
+      if (!this.options.replay.excludedHeaders.has(name) && String(before[name]) !== String(value)) {
+        headers[name] = value;
+      }
+    }
+    return { status: captured.status, headers, body: captured.body };
+  }
+}
+
+function readKey(handler: ResolvedHandler, context: ExecutionContext, request: HttpRequestLike): string {
+  const source = handler.key ?? { header: IDEMPOTENCY_KEY_HEADER };
+  if (typeof source === 'function') {
+    return toMessageKey(source(context), 'the key function');
+  }
+  if ('header' in source) {
+    return toMessageKey(request.headers[source.header.toLowerCase()], `the ${source.header} header`);
+  }
+  return toMessageKey(readPath(request.body, source.body), `'${source.body}' in the request body`);
+}
+
+/** A status that commits: 2xx, and 3xx but 304 (an answer to a conditional request, not the operation's). */
+function isSuccess(status: number): boolean {
+  return status >= 200 && status < 400 && status !== 304;
+}
+
+function headerValues(headers: Record<string, unknown>): HeaderValues {
+  const values: HeaderValues = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) {
+      values[name.toLowerCase()] = Array.isArray(value) ? value.map(String) : String(value);
+    }
+  }
+  return values;
+}
+
+function parsedBody(recorded: RecordedResponse): unknown {
+  const type = String(recorded.headers?.['content-type'] ?? '');
+  if (!recorded.body || recorded.body.length === 0) {
+    return undefined;
+  }
+  if (/[/+]json\b/i.test(type)) {
+    try {
+      return JSON.parse(recorded.body.toString('utf8'));
+    } catch {
+      return recorded.body;
+    }
+  }
+  return /^text\//i.test(type) ? recorded.body.toString('utf8') : recorded.body;
+}
+
+/** A failure at the commit as one of the module's answerable errors; a lost connection is one a retry settles. */
+function asAnswerable(error: unknown, request: ClaimRequest): IdempotencyError {
+  if (error instanceof IdempotencyError && PROBLEM_TYPES.has(error.constructor as never)) {
+    return error;
+  }
+  return new IdempotencyTransientError(messages.commitUnsettled(request.key, (error as Error)?.message ?? String(error)), request.consumer, request.key, {
+    cause: error,
+  });
 }

@@ -1,5 +1,6 @@
+import { jest } from '@jest/globals';
 import type { RmqContext } from '@nestjs/microservices';
-import { RmqAcknowledgements } from './rmq-acknowledgements.js';
+import { RmqAcknowledgements, type Verdict } from './rmq-acknowledgements.js';
 
 /** A channel that only records what it was told: the settlement logic is pure bookkeeping. */
 function delivery(headers: Record<string, unknown> = {}) {
@@ -13,70 +14,91 @@ function delivery(headers: Record<string, unknown> = {}) {
   return { calls, context };
 }
 
-const turn = () => new Promise((resolve) => setImmediate(resolve));
+const retry = (attemptKey: string, maxAttempts = 5): Verdict => ({ kind: 'retry', attemptKey, maxAttempts, retryDelayMs: 1_000, reason: 'boom' });
 
 describe('RmqAcknowledgements', () => {
   let acknowledgements: RmqAcknowledgements;
   beforeEach(() => {
+    jest.useFakeTimers();
     acknowledgements = new RmqAcknowledgements();
     Object.assign(acknowledgements, { logger: { log() {}, warn() {}, error() {} } });
   });
 
-  it('acks a message once, after every handler of it settled', async () => {
+  afterEach(() => {
+    jest.useRealTimers();
+  });
+
+  it('acks a message once, after every handler of its pattern settled, however late one joins', async () => {
     const { calls, context } = delivery();
-    const first = acknowledgements.join(context);
-    const second = acknowledgements.join(context);
+    const first = acknowledgements.join(context, 2);
     first({ kind: 'ack' });
     first({ kind: 'ack' });
-    await turn();
+    await jest.advanceTimersByTimeAsync(60_000);
+    expect(calls).toEqual([]);
+    const second = acknowledgements.join(context, 2);
+    second({ kind: 'ack' });
+    expect(calls).toEqual(['ack']);
+  });
+
+  it('settles in the same turn when the count of handlers is unknown (a wildcard pattern)', async () => {
+    const { calls, context } = delivery();
+    const [first, second] = [acknowledgements.join(context, 0), acknowledgements.join(context, 0)];
+    first({ kind: 'ack' });
+    await jest.advanceTimersByTimeAsync(0);
     expect(calls).toEqual([]);
     second({ kind: 'ack' });
-    await turn();
+    await jest.advanceTimersByTimeAsync(0);
     expect(calls).toEqual(['ack']);
   });
 
   it('dead-lettering wins over a retry, and a retry over an ack', async () => {
     const a = delivery();
-    const [x, y, z] = [acknowledgements.join(a.context), acknowledgements.join(a.context), acknowledgements.join(a.context)];
+    const [x, y, z] = [acknowledgements.join(a.context, 3), acknowledgements.join(a.context, 3), acknowledgements.join(a.context, 3)];
     x({ kind: 'ack' });
-    y({ kind: 'retry', attemptKey: 'k', maxAttempts: 5, reason: 'boom' });
+    y(retry('k'));
     z({ kind: 'dead-letter', reason: 'no key' });
     const b = delivery();
-    const [u, v] = [acknowledgements.join(b.context), acknowledgements.join(b.context)];
+    const [u, v] = [acknowledgements.join(b.context, 2), acknowledgements.join(b.context, 2)];
     u({ kind: 'ack' });
-    v({ kind: 'retry', attemptKey: 'k2', maxAttempts: 5, reason: 'boom' });
-    await turn();
+    v(retry('k2'));
+    await jest.advanceTimersByTimeAsync(1_000);
     expect(a.calls).toEqual(['dead-letter']);
     expect(b.calls).toEqual(['requeue']);
   });
 
-  it('requeues until the attempts are spent, then dead-letters', async () => {
-    const outcomes = [];
-    for (let i = 0; i < 3; i++) {
+  it('requeues after a delay that doubles with each failure, then dead-letters when the attempts are spent', async () => {
+    const requeuedAfter: number[] = [];
+    for (let attempt = 1; attempt <= 4; attempt++) {
       const { calls, context } = delivery();
-      acknowledgements.join(context)({ kind: 'retry', attemptKey: 'k', maxAttempts: 3, reason: 'boom' });
-      await turn();
-      outcomes.push(...calls);
+      acknowledgements.join(context, 1)(retry('k', 4));
+      let waited = 0;
+      while (calls.length === 0 && waited < 60_000) {
+        await jest.advanceTimersByTimeAsync(100);
+        waited += 100;
+      }
+      requeuedAfter.push(calls[0] === 'requeue' ? waited : -1);
     }
-    expect(outcomes).toEqual(['requeue', 'requeue', 'dead-letter']);
+    expect(requeuedAfter).toEqual([1_000, 2_000, 4_000, -1]);
   });
 
-  it("trusts the queue's x-delivery-count when it has one", async () => {
+  it("trusts the queue's x-delivery-count when it has one", () => {
     const { calls, context } = delivery({ 'x-delivery-count': 4 });
-    acknowledgements.join(context)({ kind: 'retry', attemptKey: 'fresh', maxAttempts: 5, reason: 'boom' });
-    await turn();
+    acknowledgements.join(context, 1)(retry('fresh'));
     expect(calls).toEqual(['dead-letter']);
   });
 
-  it('lets shutdown wait until the handlers in flight settled', async () => {
+  it('lets shutdown wait until the handlers in flight settled, and requeues the delayed retries at once', async () => {
+    const waiting = delivery();
+    acknowledgements.join(waiting.context, 1)(retry('delayed'));
     const { calls, context } = delivery();
-    const settle = acknowledgements.join(context);
+    const settle = acknowledgements.join(context, 1);
     let drained = false;
     const shutdown = acknowledgements.beforeApplicationShutdown().then(() => (drained = true));
-    await turn();
+    await jest.advanceTimersByTimeAsync(0);
     expect(drained).toBe(false);
     settle({ kind: 'ack' });
     await shutdown;
     expect(calls).toEqual(['ack']);
+    expect(waiting.calls).toEqual(['requeue']);
   });
 });

@@ -1,11 +1,19 @@
 import { type BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import type { RmqContext } from '@nestjs/microservices';
+import { MAX_RETRY_DELAY_FACTOR } from '../../idempotency.internal-constants.js';
 import { messages } from '../../idempotency.messages.js';
 
 /** How one idempotent handler wants the message it handled to be settled with the broker. */
 export type Verdict =
   | { readonly kind: 'ack' }
-  | { readonly kind: 'retry'; readonly attemptKey: string; readonly maxAttempts: number; readonly reason: string }
+  | {
+      readonly kind: 'retry';
+      readonly attemptKey: string;
+      readonly maxAttempts: number;
+      /** The delay before the first requeue; it doubles with each further failure. */
+      readonly retryDelayMs: number;
+      readonly reason: string;
+    }
   | { readonly kind: 'dead-letter'; readonly reason: string };
 
 interface AmqpMessage {
@@ -18,8 +26,15 @@ interface AmqpChannel {
 }
 
 interface OpenMessage {
-  handlers: number;
+  /** Idempotent handlers of the message's pattern; 0 when unknown (a wildcard pattern). */
+  readonly expected: number;
+  joined: number;
   readonly verdicts: Verdict[];
+}
+
+interface DelayedRequeue {
+  readonly timer: NodeJS.Timeout;
+  readonly requeue: () => void;
 }
 
 /** Failed attempts remembered per message; the oldest are forgotten beyond this many. */
@@ -30,42 +45,50 @@ const SHUTDOWN_DRAIN_TIMEOUT_MS = 10_000;
 
 /**
  * Acknowledges each RabbitMQ message exactly once, after every idempotent handler of its pattern
- * has settled (Nest runs all `@EventPattern` handlers of a pattern on the same delivery): ack
- * when all committed or found a duplicate, nack with requeue when one failed, nack without
- * requeue (dead-letter) when one can never succeed or the attempts are spent. On shutdown it
- * lets the handlers in flight finish and settle before Nest closes the channel, so a message
- * already processed is acked rather than redelivered.
+ * has settled, however long their guards, pipes and interceptors take (Nest runs all the
+ * `@EventPattern` handlers of a pattern on one delivery): ack when all committed or found a
+ * duplicate; requeue after a delay that doubles with each failure when one failed; nack without
+ * requeue (dead-letter) when one can never succeed or the attempts are spent. On shutdown it lets
+ * the handlers in flight settle and requeues the delayed retries at once, before Nest closes the
+ * channel, so a message already processed is acked rather than redelivered.
  */
 @Injectable()
 export class RmqAcknowledgements implements BeforeApplicationShutdown {
   private readonly logger = new Logger('Idempotency');
   private readonly open = new WeakMap<object, OpenMessage>();
   private readonly failedAttempts = new Map<string, number>();
+  private readonly delayed = new Set<DelayedRequeue>();
   private unsettledHandlers = 0;
   private onDrained: (() => void) | undefined;
 
   async beforeApplicationShutdown(): Promise<void> {
-    if (this.unsettledHandlers === 0) {
-      return;
+    if (this.unsettledHandlers > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        new Promise<void>((resolve) => (this.onDrained = resolve)),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, SHUTDOWN_DRAIN_TIMEOUT_MS))),
+      ]);
+      clearTimeout(timer);
     }
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      new Promise<void>((resolve) => (this.onDrained = resolve)),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, SHUTDOWN_DRAIN_TIMEOUT_MS))),
-    ]);
-    clearTimeout(timer);
+    for (const retry of [...this.delayed]) {
+      clearTimeout(retry.timer);
+      retry.requeue();
+    }
   }
 
-  /** Registers one handler of the message; call the returned function once with its verdict. */
-  join(context: RmqContext): (verdict: Verdict) => void {
+  /**
+   * Registers one handler of the message; call the returned function once with its verdict.
+   * @param expectedHandlers The idempotent handlers of the message's pattern; 0 when unknown.
+   */
+  join(context: RmqContext, expectedHandlers: number): (verdict: Verdict) => void {
     const message = context.getMessage() as AmqpMessage;
     let entry = this.open.get(message);
     if (!entry) {
-      entry = { handlers: 0, verdicts: [] };
+      entry = { expected: expectedHandlers, joined: 0, verdicts: [] };
       this.open.set(message, entry);
     }
     const joined = entry;
-    joined.handlers++;
+    joined.joined++;
     this.unsettledHandlers++;
     let settled = false;
     return (verdict) => {
@@ -74,23 +97,22 @@ export class RmqAcknowledgements implements BeforeApplicationShutdown {
       }
       settled = true;
       joined.verdicts.push(verdict);
-      joined.handlers--;
-      // The other handlers of a pattern join within the same turn of the event loop as the first.
-      setImmediate(() => this.settleWhenComplete(context, message, joined));
+      if (joined.expected > 0) {
+        this.settleWhenComplete(context, message, joined);
+      } else {
+        // Unknown count: the other handlers of the pattern joined within the same turn as the first.
+        setImmediate(() => this.settleWhenComplete(context, message, joined));
+      }
     };
   }
 
   private settleWhenComplete(context: RmqContext, message: AmqpMessage, entry: OpenMessage): void {
-    if (entry.handlers > 0 || this.open.get(message) !== entry) {
+    const complete = entry.expected > 0 ? entry.verdicts.length >= entry.expected : entry.verdicts.length === entry.joined;
+    if (!complete || this.open.get(message) !== entry) {
       return;
     }
     this.open.delete(message);
-    try {
-      this.settle(context, message, entry.verdicts);
-    } catch (error) {
-      // The channel closed under us: the broker redelivers the message, and the claim answers it.
-      this.logger.warn(messages.settleFailed(context.getPattern(), (error as Error).message));
-    }
+    this.guarded(context, () => this.settle(context, message, entry.verdicts));
     this.unsettledHandlers -= entry.verdicts.length;
     if (this.unsettledHandlers === 0) {
       this.onDrained?.();
@@ -111,11 +133,36 @@ export class RmqAcknowledgements implements BeforeApplicationShutdown {
         this.logger.error(messages.deadLettered(context.getPattern(), messages.attemptsExhausted(attempt, retry.reason)));
         channel.nack(message, false, false);
       } else {
-        this.logger.warn(messages.requeued(context.getPattern(), attempt, retry.maxAttempts, retry.reason));
-        channel.nack(message, false, true);
+        const delayMs = retry.retryDelayMs * Math.min(2 ** (attempt - 1), MAX_RETRY_DELAY_FACTOR);
+        this.logger.warn(messages.requeued(context.getPattern(), attempt, retry.maxAttempts, delayMs, retry.reason));
+        this.requeueAfter(delayMs, () => this.guarded(context, () => channel.nack(message, false, true)));
       }
     } else {
       channel.ack(message);
+    }
+  }
+
+  /** Requeues after `delayMs`; the message stays unacknowledged meanwhile, so a crash redelivers it. */
+  private requeueAfter(delayMs: number, requeue: () => void): void {
+    const retry: DelayedRequeue = {
+      timer: setTimeout(() => {
+        this.delayed.delete(retry);
+        requeue();
+      }, delayMs),
+      requeue: () => {
+        this.delayed.delete(retry);
+        requeue();
+      },
+    };
+    this.delayed.add(retry);
+  }
+
+  /** Runs a settlement; a channel closed under us is no failure: the broker redelivers, and the claim answers. */
+  private guarded(context: RmqContext, settle: () => void): void {
+    try {
+      settle();
+    } catch (error) {
+      this.logger.warn(messages.settleFailed(context.getPattern(), (error as Error).message));
     }
   }
 

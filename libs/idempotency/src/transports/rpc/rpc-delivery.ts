@@ -1,68 +1,115 @@
 import { type CallHandler, type ExecutionContext, Injectable } from '@nestjs/common';
-import { NatsContext, RmqContext } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
-import type { Claim } from '../../claiming/claim.js';
+import type { ClaimRequest } from '../../claiming/claim.js';
+import { translateDatabaseError } from '../../claiming/claim-errors.js';
 import { ClaimingService } from '../../claiming/claiming.service.js';
-import { IdempotencyMetadataAccessor, type ResolvedHandlerOptions } from '../../decorators/idempotency-metadata.accessor.js';
+import { IdempotencyMetadataAccessor, type ResolvedHandler } from '../../decorators/idempotency-metadata.accessor.js';
+import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
 import { IdempotencyKeyReusedError } from '../../errors/idempotency-key-reused.error.js';
 import { IdempotencyKeyError } from '../../errors/idempotency-key.error.js';
 import { messages } from '../../idempotency.messages.js';
 import { readPath, toMessageKey } from '../../keys/message-key.js';
+import { failureOutcome } from '../../metrics/delivery-outcome.js';
+import { IdempotencyMetricsService } from '../../metrics/idempotency-metrics.service.js';
+import { loadOptionalPackage } from '../../optional/load-optional-package.js';
+import { claimRequestFor } from '../claim-request.js';
 import { RmqAcknowledgements, type Verdict } from './rmq-acknowledgements.js';
+
+type Microservices = typeof import('@nestjs/microservices');
 
 /** The header NATS JetStream uses for de-duplication, and the default key of NATS messages. */
 const NATS_MSG_ID_HEADER = 'Nats-Msg-Id';
 
 /**
- * Runs an idempotent `@EventPattern` / `@MessagePattern` handler: claim, handle, record; or
- * return the recorded reply. For RabbitMQ it also owns the acknowledgement of the message.
+ * Runs an idempotent `@EventPattern` / `@MessagePattern` handler: claim, handle, record and
+ * commit; or return the recorded reply. For RabbitMQ it also owns the acknowledgement of the
+ * message. `@nestjs/microservices` is loaded at the first message, as only an application that
+ * receives messages has it.
  */
 @Injectable()
 export class RpcDelivery {
+  private microservices: Promise<Microservices> | undefined;
+
   constructor(
     private readonly claims: ClaimingService,
     private readonly accessor: IdempotencyMetadataAccessor,
+    private readonly explorer: IdempotencyExplorer,
     private readonly acknowledgements: RmqAcknowledgements,
+    private readonly metrics: IdempotencyMetricsService,
   ) {}
 
   async handle(context: ExecutionContext, next: CallHandler): Promise<unknown> {
-    const options = this.accessor.resolve(context);
+    const { RmqContext, NatsContext } = await (this.microservices ??= loadOptionalPackage(
+      '@nestjs/microservices',
+      'idempotent message handlers',
+      () => import('@nestjs/microservices'),
+    ));
+    const handler = this.accessor.resolve(context);
     const rpc = context.switchToRpc();
     const payload: unknown = rpc.getData();
     const transportContext: unknown = rpc.getContext();
-    const settle = transportContext instanceof RmqContext ? this.acknowledgements.join(transportContext) : undefined;
-    let claim: Claim | undefined;
+    const rmq = transportContext instanceof RmqContext ? transportContext : undefined;
+    const settle = rmq ? this.acknowledgements.join(rmq, this.explorer.eventHandlersOf(rmq.getPattern())) : undefined;
+    let request: ClaimRequest | undefined;
     try {
-      claim = this.claims.claimFor(options, 'wait', {
-        key: readKey(options, context, payload, transportContext),
-        sender: typeof options.sender === 'function' ? options.sender(context) : options.sender,
-        payload,
-      });
-      const outcome = await this.claims.process(
-        claim,
-        () => lastValueFrom(next.handle(), { defaultValue: undefined }),
-        (body) => ({ status: null, body }),
+      request = claimRequestFor(
+        handler,
+        context,
+        {
+          key: () => readKey(handler, context, payload, transportContext, { RmqContext, NatsContext }),
+          payload: () => payload,
+          defaultInFlight: 'wait',
+        },
+        this.metrics,
       );
+      const outcome = await this.claims.claim(request);
+      if (outcome.kind === 'duplicate') {
+        settle?.({ kind: 'ack' });
+        return outcome.response.body === null ? undefined : JSON.parse(outcome.response.body.toString('utf8'));
+      }
+      const { claim } = outcome;
+      let result: unknown;
+      try {
+        result = await claim.run(() => lastValueFrom(next.handle(), { defaultValue: undefined }));
+      } catch (error) {
+        const failure = translateDatabaseError(error, request);
+        await claim.rollback(failureOutcome(failure));
+        throw failure;
+      }
+      const reply = JSON.stringify(result);
+      await claim.commit({ status: null, headers: null, body: reply === undefined ? null : Buffer.from(reply) });
       settle?.({ kind: 'ack' });
-      return outcome.kind === 'processed' ? outcome.result : outcome.response.body;
+      return result;
     } catch (error) {
-      settle?.(verdictFor(error, options, claim));
+      settle?.(verdictFor(error, handler, request));
       throw error;
     }
   }
 }
 
-/** A message that can never succeed goes to the dead-letter path; any other failure is retried. */
-function verdictFor(error: unknown, options: ResolvedHandlerOptions, claim: Claim | undefined): Verdict {
+/** A message that can never succeed goes to the dead-letter path; any other failure is retried after a delay. */
+function verdictFor(error: unknown, handler: ResolvedHandler, request: ClaimRequest | undefined): Verdict {
   const reason = error instanceof Error ? error.message : String(error);
-  if (!claim || error instanceof IdempotencyKeyError || error instanceof IdempotencyKeyReusedError) {
+  if (!request || error instanceof IdempotencyKeyError || error instanceof IdempotencyKeyReusedError) {
     return { kind: 'dead-letter', reason };
   }
-  return { kind: 'retry', attemptKey: `${claim.consumer}\u0000${claim.key}`, maxAttempts: options.maxAttempts, reason };
+  return {
+    kind: 'retry',
+    attemptKey: `${request.consumer}\u0000${request.key}`,
+    maxAttempts: handler.maxAttempts,
+    retryDelayMs: handler.retryDelayMs,
+    reason,
+  };
 }
 
-function readKey(options: ResolvedHandlerOptions, context: ExecutionContext, payload: unknown, transportContext: unknown): string {
-  const source = options.key;
+function readKey(
+  handler: ResolvedHandler,
+  context: ExecutionContext,
+  payload: unknown,
+  transportContext: unknown,
+  { RmqContext, NatsContext }: Pick<Microservices, 'RmqContext' | 'NatsContext'>,
+): string {
+  const source = handler.key;
   if (typeof source === 'function') {
     return toMessageKey(source(context), 'the key function');
   }

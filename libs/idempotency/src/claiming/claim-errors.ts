@@ -1,0 +1,28 @@
+import { IdempotencyTransactionAbortedError } from '../errors/idempotency-transaction-aborted.error.js';
+import { IdempotencyTransientError } from '../errors/idempotency-transient.error.js';
+import { messages } from '../idempotency.messages.js';
+import { PG_IN_FAILED_TRANSACTION, PG_TRANSIENT_ERROR_CODES } from '../idempotency.internal-constants.js';
+import type { ClaimRequest } from './claim.js';
+
+/** The SQLSTATE of a pg error, also when TypeORM wrapped it in a QueryFailedError. */
+export function postgresErrorCode(error: unknown): string | undefined {
+  const candidate = error as { code?: unknown; driverError?: { code?: unknown } } | undefined;
+  const code = candidate?.driverError?.code ?? candidate?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/**
+ * Database errors that say what happened to the claim become typed errors: a serialization
+ * failure or deadlock (a retry cures it), a statement refused because the transaction is aborted.
+ * Anything else passes through unchanged.
+ */
+export function translateDatabaseError(error: unknown, request: Pick<ClaimRequest, 'consumer' | 'key'>): unknown {
+  const code = postgresErrorCode(error);
+  if (code && PG_TRANSIENT_ERROR_CODES.has(code)) {
+    return new IdempotencyTransientError(messages.transient(request.key, code), request.consumer, request.key, { cause: error });
+  }
+  if (code === PG_IN_FAILED_TRANSACTION) {
+    return new IdempotencyTransactionAbortedError(request.consumer, request.key, { cause: error });
+  }
+  return error;
+}

@@ -1,0 +1,62 @@
+import type { ClaimRequest, RecordedResponse } from './claim.js';
+
+/**
+ * The SQL of the claim. `table` is a validated plain identifier; every value goes through
+ * `literal` (the connection's `escapeLiteral`), since these statements travel as one
+ * multi-statement simple query with BEGIN or COMMIT, which takes no parameters.
+ */
+export interface ClaimSql {
+  readonly table: string;
+  readonly literal: (value: string) => string;
+}
+
+/**
+ * The claim: inserts the message's row, or finds it taken. A twin's uncommitted row makes the
+ * INSERT wait, for at most `lockTimeoutMs`, then fail with 55P03 (lock not available).
+ * Its result has one row when this delivery won.
+ */
+export function claimStatements({ table, literal }: ClaimSql, request: ClaimRequest, lockTimeoutMs: number): string[] {
+  const fingerprint = request.fingerprint === null ? 'NULL' : literal(request.fingerprint);
+  return [
+    `SET LOCAL lock_timeout = ${lockTimeoutMs}`,
+    `INSERT INTO "${table}" (consumer, message_id, sender, fingerprint, expires_at) ` +
+      `VALUES (${literal(request.consumer)}, ${literal(request.key)}, ${literal(request.sender)}, ${fingerprint}, ` +
+      `now() + ${request.retentionMs} * interval '1 millisecond') ` +
+      `ON CONFLICT ON CONSTRAINT "${table}_pkey" DO NOTHING RETURNING true AS claimed`,
+    'SET LOCAL lock_timeout TO DEFAULT',
+  ];
+}
+
+/** Reads the committed twin's fingerprint and recorded response. */
+export function twinStatement({ table, literal }: ClaimSql, request: ClaimRequest): string {
+  return (
+    `SELECT fingerprint, response_status, response_headers, response_body FROM "${table}" ` +
+    `WHERE consumer = ${literal(request.consumer)} AND message_id = ${literal(request.key)}`
+  );
+}
+
+/**
+ * The UPDATE that records `response` on the claim row; none when the response is empty (an event
+ * handler's), since the claim row already holds NULLs and rewriting it would cost the database a
+ * second row version for nothing.
+ */
+export function recordStatements({ table, literal }: ClaimSql, request: ClaimRequest, response: RecordedResponse): string[] {
+  const { status, headers, body } = response;
+  if (status === null && headers === null && body === null) {
+    return [];
+  }
+  const headersSql = headers === null ? 'NULL' : `${literal(JSON.stringify(headers))}::json`;
+  const bodySql = body === null ? 'NULL' : `'\\x${body.toString('hex')}'::bytea`;
+  return [
+    `UPDATE "${table}" SET response_status = ${status ?? 'NULL'}, response_headers = ${headersSql}, response_body = ${bodySql} ` +
+      `WHERE consumer = ${literal(request.consumer)} AND message_id = ${literal(request.key)}`,
+  ];
+}
+
+/** A row of `twinStatement`. */
+export interface StoredClaim {
+  fingerprint: string | null;
+  response_status: number | null;
+  response_headers: Record<string, string | string[]> | null;
+  response_body: Buffer | null;
+}

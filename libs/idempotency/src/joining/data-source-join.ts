@@ -1,0 +1,93 @@
+import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { DiscoveryService, ModuleRef } from '@nestjs/core';
+import { getDataSourceToken } from '@nestjs/typeorm';
+import type { AsyncLocalStorage } from 'node:async_hooks';
+import { DataSource, type QueryRunner, type ReplicationMode } from 'typeorm';
+import type { ActiveClaim } from '../context/idempotency.context.js';
+import { CLAIM_STORAGE, RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
+import { messages } from '../idempotency.messages.js';
+import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+
+type CreateQueryRunner = (mode?: ReplicationMode) => QueryRunner;
+
+/**
+ * Makes every write through the claims' data source join the claim in flight. While an
+ * idempotent handler runs, `dataSource.createQueryRunner()` (which injected repositories,
+ * `dataSource.manager`, `dataSource.query()`, `dataSource.transaction()`, query builders and
+ * transaction helpers such as `@nestjs-cls/transactional` and `typeorm-transactional` all go
+ * through) hands out the claim's own query runner, so their statements run in the claim's
+ * transaction (a nested transaction becomes a savepoint) and commit or roll back with it; reads
+ * see the handler's uncommitted writes, and no handler needs a second pooled connection. Reads
+ * that TypeORM sends to a replica (`mode: 'slave'`) do not join.
+ *
+ * Other data sources cannot commit with the claim: the first use of one inside a handler logs a
+ * warning naming the handler and the data source.
+ */
+@Injectable()
+export class DataSourceJoin implements OnModuleInit, OnModuleDestroy {
+  private readonly logger = new Logger('Idempotency');
+  private dataSource: DataSource | undefined;
+  private readonly restores: (() => void)[] = [];
+  private readonly warned = new Set<string>();
+
+  constructor(
+    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    @Inject(CLAIM_STORAGE) private readonly storage: AsyncLocalStorage<ActiveClaim>,
+    private readonly moduleRef: ModuleRef,
+    private readonly discovery: DiscoveryService,
+  ) {}
+
+  onModuleInit(): void {
+    const claims = this.claimDataSource();
+    for (const wrapper of this.discovery.getProviders()) {
+      if (wrapper.instance instanceof DataSource && wrapper.instance !== claims && wrapper.isDependencyTreeStatic()) {
+        this.warnOnUse(wrapper.instance, String(wrapper.name));
+      }
+    }
+  }
+
+  onModuleDestroy(): void {
+    this.restores.splice(0).forEach((restore) => restore());
+  }
+
+  /** The data source of the claims, joined to them; resolved at the first call (a message may come before `onModuleInit`). */
+  claimDataSource(): DataSource {
+    if (!this.dataSource) {
+      const dataSource = this.moduleRef.get<DataSource>(getDataSourceToken(this.options.dataSource), { strict: false });
+      this.intercept(dataSource, (claim, mode, create) =>
+        mode === 'master' && claim?.transaction.isOpen && claim.transaction.dataSource === dataSource
+          ? claim.transaction.queryRunner
+          : create(mode),
+      );
+      this.dataSource = dataSource;
+    }
+    return this.dataSource;
+  }
+
+  private warnOnUse(dataSource: DataSource, name: string): void {
+    this.intercept(dataSource, (claim, mode, create) => {
+      if (mode === 'master' && claim?.transaction.isOpen && !this.warned.has(`${claim.consumer}\u0000${name}`)) {
+        this.warned.add(`${claim.consumer}\u0000${name}`);
+        this.logger.warn(messages.otherDataSourceUsed(claim.consumer, name));
+      }
+      return create(mode);
+    });
+  }
+
+  private intercept(
+    dataSource: DataSource,
+    choose: (claim: ActiveClaim | undefined, mode: ReplicationMode, create: CreateQueryRunner) => QueryRunner,
+  ): void {
+    const hadOwn = Object.hasOwn(dataSource, 'createQueryRunner');
+    const original = dataSource.createQueryRunner;
+    const create: CreateQueryRunner = (mode) => original.call(dataSource, mode);
+    dataSource.createQueryRunner = (mode: ReplicationMode = 'master') => choose(this.storage.getStore(), mode, create);
+    this.restores.push(() => {
+      if (hadOwn) {
+        dataSource.createQueryRunner = original;
+      } else {
+        delete (dataSource as Partial<DataSource>).createQueryRunner;
+      }
+    });
+  }
+}

@@ -1,0 +1,46 @@
+import type { ExecutionContext } from '@nestjs/common';
+import type { ClaimRequest } from '../claiming/claim.js';
+import type { ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
+import type { InFlightPolicy } from '../decorators/idempotent-handler.options.js';
+import { OTHER_SENDERS } from '../idempotency.internal-constants.js';
+import { fingerprint } from '../keys/fingerprint.js';
+import { toSenderName } from '../keys/message-key.js';
+import type { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
+
+/** What a transport knows of a delivery: where its key is, what identifies its payload, its default policy. */
+export interface DeliveryReading {
+  /** The key; throws IdempotencyKeyError when there is none usable. */
+  readonly key: () => string;
+  /** What the fingerprint covers unless the handler says otherwise. */
+  readonly payload: () => unknown;
+  readonly defaultInFlight: InFlightPolicy;
+}
+
+/**
+ * The claim request of one delivery to `handler`. A delivery without a usable key or sender is
+ * counted as rejected, and its IdempotencyKeyError thrown.
+ */
+export function claimRequestFor(
+  handler: ResolvedHandler,
+  context: ExecutionContext,
+  reading: DeliveryReading,
+  metrics: IdempotencyMetricsService,
+): ClaimRequest {
+  let sender: string = OTHER_SENDERS;
+  try {
+    sender = typeof handler.sender === 'function' ? toSenderName(handler.sender(context), 'the sender function') : handler.sender;
+    const covered = handler.fingerprint === undefined ? reading.payload() : handler.fingerprint && handler.fingerprint(context);
+    return {
+      consumer: handler.consumer,
+      key: reading.key(),
+      sender,
+      fingerprint: handler.fingerprint === false ? null : fingerprint(covered),
+      retentionMs: handler.retentionMs,
+      waitForTwin: (handler.inFlight ?? reading.defaultInFlight) === 'wait',
+      isolationLevel: handler.isolationLevel,
+    };
+  } catch (error) {
+    metrics.recordDelivery({ consumer: handler.consumer, sender }, 'rejected');
+    throw error;
+  }
+}

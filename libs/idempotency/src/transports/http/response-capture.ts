@@ -1,0 +1,185 @@
+import type { OutgoingHttpHeader, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+
+/** Header values as recorded: numbers as text. */
+export type HeaderValues = Record<string, string | string[]>;
+
+/** What the platform wrote to a response, held back before anything reached the client. */
+export interface CapturedResponse {
+  readonly status: number;
+  /** Every header of the response at its end, by lower-case name. */
+  readonly headers: HeaderValues;
+  readonly body: Buffer;
+  /** The body grew past the capture's limit; `body` holds none of it. */
+  readonly overflowed: boolean;
+}
+
+type WriteCallback = (error?: Error | null) => void;
+type Writer = Pick<ServerResponse, 'writeHead' | 'write' | 'end' | 'flushHeaders'>;
+const WRITER_METHODS = ['writeHead', 'write', 'end', 'flushHeaders'] as const;
+
+/**
+ * Holds back what the platform (Express, Fastify, a `@Res()` handler, a streamed file) writes to
+ * Node's `ServerResponse` until the response ends, so that the claim commits before the client
+ * sees its answer, and so that what is recorded for replays is exactly what the client receives:
+ * status, headers and body bytes after every serializer and interceptor. Then it sends what was
+ * written, or something else in its place (a replay, a problem answer), and lets go of the
+ * response.
+ */
+export class ResponseCapture {
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  private overflowed = false;
+  private status: number | undefined;
+  private headArguments: OutgoingHttpHeaders = {};
+  private endCallback: (() => void) | undefined;
+  private ended = false;
+  private released = false;
+  private onEnd: ((captured: CapturedResponse) => void) | undefined;
+  private readonly own: Partial<Writer> = {};
+
+  private constructor(
+    private readonly raw: ServerResponse,
+    private readonly maxBodyBytes: number,
+  ) {
+    for (const method of WRITER_METHODS) {
+      if (Object.hasOwn(raw, method)) {
+        // A middleware (compression, say) wrapped it: it gets what is sent, as before.
+        (this.own as Record<string, unknown>)[method] = raw[method];
+      }
+    }
+    Object.assign(raw, {
+      writeHead: (status: number, ...rest: unknown[]) => this.holdHead(status, rest),
+      write: (chunk: unknown, encoding?: unknown, callback?: unknown) => this.holdChunk(chunk, encoding, callback),
+      end: (chunk?: unknown, encoding?: unknown, callback?: unknown) => this.holdEnd(chunk, encoding, callback),
+      flushHeaders: () => undefined,
+    });
+  }
+
+  /** Starts holding back what is written to `raw`; bodies beyond `maxBodyBytes` are counted, not kept. */
+  static attach(raw: ServerResponse, maxBodyBytes: number): ResponseCapture {
+    return new ResponseCapture(raw, maxBodyBytes);
+  }
+
+  /** Calls `onEnd` once the response has been ended (now, if it already was). */
+  whenEnded(onEnd: (captured: CapturedResponse) => void): void {
+    this.onEnd = onEnd;
+    if (this.ended) {
+      onEnd(this.captured());
+    }
+  }
+
+  /** Sends what was written, and lets go: whatever comes later goes out as written. */
+  flush(): void {
+    if (this.released) {
+      return;
+    }
+    const ended = this.ended;
+    this.release();
+    if (this.status !== undefined) {
+      this.raw.writeHead(this.status, this.headArguments);
+    }
+    if (ended) {
+      this.raw.end(Buffer.concat(this.chunks), this.endCallback);
+    } else if (this.size > 0) {
+      this.raw.write(Buffer.concat(this.chunks));
+    }
+  }
+
+  /** Discards what was written and lets go, for another writer (an exception filter) to answer. */
+  discard(): void {
+    this.release();
+  }
+
+  /**
+   * Sends `status`, `headers` and `body` in place of what was written, which is discarded with
+   * every header set on the response so far, and lets go.
+   */
+  replace(status: number, headers: HeaderValues, body: Buffer): void {
+    if (this.released) {
+      return;
+    }
+    const callback = this.endCallback;
+    this.release();
+    for (const name of this.raw.getHeaderNames()) {
+      this.raw.removeHeader(name);
+    }
+    this.raw.writeHead(status, headers);
+    this.raw.end(body, callback);
+  }
+
+  private holdHead(status: number, rest: unknown[]): ServerResponse {
+    this.status = status;
+    const headers = rest.find((argument) => typeof argument === 'object' && argument !== null) as
+      | OutgoingHttpHeaders
+      | OutgoingHttpHeader[]
+      | undefined;
+    if (Array.isArray(headers)) {
+      for (let index = 0; index + 1 < headers.length; index += 2) {
+        this.headArguments[String(headers[index]).toLowerCase()] = headers[index + 1];
+      }
+    } else if (headers) {
+      for (const [name, value] of Object.entries(headers)) {
+        this.headArguments[name.toLowerCase()] = value;
+      }
+    }
+    return this.raw;
+  }
+
+  private holdChunk(chunk: unknown, encoding: unknown, callback: unknown): boolean {
+    const done = [encoding, callback].find((argument) => typeof argument === 'function') as WriteCallback | undefined;
+    if (!this.ended && chunk !== undefined && chunk !== null) {
+      const bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
+      this.size += bytes.length;
+      if (this.size > this.maxBodyBytes) {
+        this.overflowed = true;
+        this.chunks.length = 0;
+      } else {
+        this.chunks.push(bytes);
+      }
+    }
+    if (done) {
+      process.nextTick(done);
+    }
+    return true;
+  }
+
+  private holdEnd(chunk: unknown, encoding: unknown, callback: unknown): ServerResponse {
+    if (this.ended) {
+      return this.raw;
+    }
+    const done = [chunk, encoding, callback].find((argument) => typeof argument === 'function') as (() => void) | undefined;
+    if (typeof chunk !== 'function') {
+      this.holdChunk(chunk, encoding, undefined);
+    }
+    this.ended = true;
+    this.endCallback = done;
+    this.onEnd?.(this.captured());
+    return this.raw;
+  }
+
+  private captured(): CapturedResponse {
+    const headers: HeaderValues = {};
+    for (const [name, value] of Object.entries({ ...this.raw.getHeaders(), ...this.headArguments })) {
+      if (value !== undefined) {
+        headers[name.toLowerCase()] = Array.isArray(value) ? value.map(String) : String(value);
+      }
+    }
+    return {
+      status: this.status ?? this.raw.statusCode,
+      headers,
+      body: this.overflowed ? Buffer.alloc(0) : Buffer.concat(this.chunks),
+      overflowed: this.overflowed,
+    };
+  }
+
+  private release(): void {
+    this.released = true;
+    for (const method of WRITER_METHODS) {
+      if (method in this.own) {
+        (this.raw as unknown as Record<string, unknown>)[method] = this.own[method];
+      } else {
+        delete (this.raw as unknown as Record<string, unknown>)[method];
+      }
+    }
+  }
+}
