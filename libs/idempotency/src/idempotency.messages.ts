@@ -32,6 +32,9 @@ export const messages = {
   responseTooLarge: (consumer: string, key: string, maxBodyBytes: number) =>
     `The response of ${consumer} to '${key}' is larger than replay.maxBodyBytes (${maxBodyBytes} bytes), so it cannot be ` +
     'recorded for its duplicates; nothing was committed. Raise replay.maxBodyBytes, or answer with less (an id and a link).',
+  unrecordedResponse: (consumer: string, key: string) =>
+    `'${key}' was committed for ${consumer} without its response: its handler ended the claim's transaction itself, ` +
+    'so this duplicate cannot be answered with what the first delivery was sent.',
   commitUnsettled: (key: string, reason: string) =>
     `The commit of '${key}' did not complete (${reason}). Retry: if it did commit, the retry is answered with its response.`,
   otherDataSourceUsed: (consumer: string, dataSource: string) =>

@@ -6,6 +6,7 @@ import { translateDatabaseError } from '../../claiming/claim-errors.js';
 import { ClaimingService } from '../../claiming/claiming.service.js';
 import type { OpenClaim } from '../../claiming/open-claim.js';
 import { IdempotencyMetadataAccessor, type ResolvedHandler } from '../../decorators/idempotency-metadata.accessor.js';
+import { IdempotencyClaimTransactionError } from '../../errors/idempotency-claim-transaction.error.js';
 import { IdempotencyError } from '../../errors/idempotency.error.js';
 import { IdempotencyResponseTooLargeError } from '../../errors/idempotency-response-too-large.error.js';
 import { IdempotencyTransientError } from '../../errors/idempotency-transient.error.js';
@@ -72,7 +73,7 @@ export class HttpDelivery {
     );
     const outcome = await this.claims.claim(claimRequest);
     if (outcome.kind === 'duplicate') {
-      return this.replay(handler, raw, before, outcome.response);
+      return this.replay(claimRequest, handler, raw, before, outcome.response);
     }
     return this.process(claimRequest, outcome.claim, next, raw, before);
   }
@@ -140,11 +141,16 @@ export class HttpDelivery {
    * duplicate; a handler that writes its response itself is not run, so it is sent at once.
    * @returns the recorded body, parsed when it is JSON, for the interceptors around this one.
    */
-  private replay(handler: ResolvedHandler, raw: ServerResponse, before: HeaderValues, recorded: RecordedResponse): unknown {
+  private replay(request: ClaimRequest, handler: ResolvedHandler, raw: ServerResponse, before: HeaderValues, recorded: RecordedResponse): unknown {
+    const { status } = recorded;
+    if (status === null) {
+      // Only a claim whose transaction the handler ended itself commits without its response.
+      throw new IdempotencyClaimTransactionError(messages.unrecordedResponse(request.consumer, request.key), request.consumer, request.key);
+    }
     const headers = { ...before, ...recorded.headers, [IDEMPOTENT_REPLAYED_HEADER.toLowerCase()]: 'true' };
     const body = recorded.body ?? Buffer.alloc(0);
     const capture = ResponseCapture.attach(raw, this.options.replay.maxBodyBytes);
-    capture.whenEnded(() => capture.replace(recorded.status ?? 200, headers, body));
+    capture.whenEnded(() => capture.replace(status, headers, body));
     if (handler.respondsItself) {
       raw.end();
     }

@@ -1,0 +1,226 @@
+import type { INestApplication } from '@nestjs/common';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { HANDLER_SHAPES_TABLES_SQL, HandlerShapesModule, STATEMENT_FILE } from './fixtures/handler-shapes.module.js';
+import { PLATFORMS, startDemoApp } from './support/demo-app.js';
+import { createTestDatabase, type TestDatabase } from './support/test-database.js';
+
+/** A POST answered with its raw bytes, to compare a replay with the first answer byte for byte. */
+async function send(url: string, body: unknown, headers: Record<string, string> = {}) {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+  const bytes = Buffer.from(await response.arrayBuffer());
+  const text = bytes.toString('utf8');
+  let json: Record<string, unknown> | undefined;
+  try {
+    json = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, headers: response.headers, bytes, json };
+}
+
+describe.each(PLATFORMS)('the guarantee on the handler shapes real services have, on %s', (platform) => {
+  let db: TestDatabase;
+  let app: INestApplication;
+  let baseUrl: string;
+  let folder: string;
+  let counter = 0;
+  const newKey = (name: string) => `${platform}-${name}-${++counter}`;
+
+  const effects = async (handler: string, key: string) =>
+    Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM effects WHERE handler = $1 AND key = $2', [handler, key]))[0].n);
+  const claims = (key: string) =>
+    db.query<{ consumer: string; response_status: number | null; response_headers: Record<string, unknown> | null; response_body: Buffer | null }>(
+      'SELECT consumer, response_status, response_headers, response_body FROM processed_messages WHERE message_id = $1 ORDER BY consumer',
+      [key],
+    );
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    folder = await mkdtemp(join(tmpdir(), 'idempotency-shapes-'));
+    STATEMENT_FILE.path = join(folder, 'statement-4711.pdf');
+    await writeFile(STATEMENT_FILE.path, Buffer.concat([Buffer.from('%PDF-1.7\n'), Buffer.alloc(200_000, 0x42)]));
+    ({ app, baseUrl } = await startDemoApp(platform, db.url, [HandlerShapesModule]));
+    await db.query(HANDLER_SHAPES_TABLES_SQL);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+    await rm(folder, { recursive: true, force: true });
+  });
+
+  describe('a transaction PostgreSQL aborted is a failure, never a success', () => {
+    it('a handler that catches a database error and carries on is answered 500, and nothing is committed or recorded', async () => {
+      const key = newKey('swallowed');
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const answer = await send(`${baseUrl}/shapes/swallows-error`, { id: key }, { 'Idempotency-Key': key });
+        expect(answer.status).toBe(500);
+        expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+        expect(answer.json).toMatchObject({ type: 'urn:idempotency:transaction-aborted', detail: expect.stringContaining('savepoint') });
+      }
+      expect(await effects('swallows-error', key)).toBe(0);
+      expect(await claims(key)).toEqual([]);
+    });
+
+    it('the same handler with the failing statement in a savepoint commits, once', async () => {
+      const key = newKey('savepoint');
+      const first = await send(`${baseUrl}/shapes/savepoint`, { id: key }, { 'Idempotency-Key': key });
+      const again = await send(`${baseUrl}/shapes/savepoint`, { id: key }, { 'Idempotency-Key': key });
+      expect([first.status, again.status]).toEqual([201, 201]);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(await effects('savepoint', key)).toBe(1);
+    });
+  });
+
+  describe("the claim's transaction belongs to the claim", () => {
+    it('a handler that commits it through its query runner is refused before anything commits', async () => {
+      const key = newKey('commits-itself');
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const answer = await send(`${baseUrl}/shapes/commits-itself`, { id: key }, { 'Idempotency-Key': key });
+        expect(answer.status).toBe(500);
+        expect(answer.json).toMatchObject({
+          type: 'urn:idempotency:claim-transaction',
+          detail: expect.stringContaining('called commitTransaction() on the claim'),
+        });
+      }
+      expect(await effects('commits-itself', key)).toBe(0);
+      expect(await claims(key)).toEqual([]);
+    });
+
+    it('a handler that ends it with a bare COMMIT is answered 500, and so is every retry: never an empty 2xx', async () => {
+      const key = newKey('raw-commit');
+      const first = await send(`${baseUrl}/shapes/raw-commit`, { id: key }, { 'Idempotency-Key': key });
+      expect(first.status).toBe(500);
+      expect(first.json).toMatchObject({ type: 'urn:idempotency:claim-transaction', detail: expect.stringContaining("ended the claim's transaction itself") });
+      const retry = await send(`${baseUrl}/shapes/raw-commit`, { id: key }, { 'Idempotency-Key': key });
+      expect(retry.status).toBe(500);
+      expect(retry.json).toMatchObject({ type: 'urn:idempotency:claim-transaction', detail: expect.stringContaining('without its response') });
+      // The bare COMMIT committed the claim and the work before it; the handler does not run again.
+      expect(await effects('raw-commit', key)).toBe(1);
+      expect(await claims(key)).toMatchObject([{ response_status: null }]);
+    });
+  });
+
+  it('records and replays what the client was sent after a global ClassSerializerInterceptor, never what it hid', async () => {
+    const key = newKey('user');
+    const first = await send(`${baseUrl}/shapes/users`, { id: key, name: 'Ada' }, { 'Idempotency-Key': key });
+    const replay = await send(`${baseUrl}/shapes/users`, { id: key, name: 'Ada' }, { 'Idempotency-Key': key });
+    expect(first).toMatchObject({ status: 201, json: { id: key, name: 'Ada' } });
+    expect(first.json).not.toHaveProperty('passwordHash');
+    expect(replay.status).toBe(201);
+    expect(replay.bytes.equals(first.bytes)).toBe(true);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    const [stored] = await claims(key);
+    expect(stored.response_body!.toString('utf8')).not.toContain('secret-hash');
+    expect(await effects('users', key)).toBe(1);
+  });
+
+  it('replays a status and headers set at run time (@Res({ passthrough: true })), but never Set-Cookie', async () => {
+    const key = newKey('accepted');
+    const first = await send(`${baseUrl}/shapes/accepted/${key}`, {}, { 'Idempotency-Key': key });
+    expect(first.status).toBe(202);
+    expect(first.headers.get('location')).toBe(`/shapes/credits/${key}`);
+    expect(first.headers.get('x-credit-id')).toBe(`credit-${key}`);
+    expect(first.headers.get('set-cookie')).toMatch(/session=.*-secret/);
+    const replay = await send(`${baseUrl}/shapes/accepted/${key}`, {}, { 'Idempotency-Key': key });
+    expect(replay.status).toBe(202);
+    expect(replay.headers.get('location')).toBe(`/shapes/credits/${key}`);
+    expect(replay.headers.get('x-credit-id')).toBe(`credit-${key}`);
+    expect(replay.headers.get('content-type')).toBe(first.headers.get('content-type'));
+    expect(replay.headers.get('set-cookie')).toBeNull();
+    expect(replay.bytes.equals(first.bytes)).toBe(true);
+    const [stored] = await claims(key);
+    expect(stored.response_headers).not.toHaveProperty('set-cookie');
+    expect(stored.response_headers).toMatchObject({ location: `/shapes/credits/${key}`, 'x-credit-id': `credit-${key}` });
+    expect(await effects('accepted', key)).toBe(1);
+  });
+
+  it('answers the duplicate of a @Res() handler that writes its response itself, with that response', async () => {
+    const key = newKey('by-hand');
+    const first = await send(`${baseUrl}/shapes/writes-itself`, { id: key }, { 'Idempotency-Key': key });
+    const replay = await send(`${baseUrl}/shapes/writes-itself`, { id: key }, { 'Idempotency-Key': key });
+    expect(first).toMatchObject({ status: 201, json: { id: key, written: 'by hand' } });
+    expect(replay.status).toBe(201);
+    expect(replay.bytes.equals(first.bytes)).toBe(true);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(await effects('writes-itself', key)).toBe(1);
+  });
+
+  it.each([
+    ['a StreamableFile', 'file'],
+    ['a Buffer', 'buffer'],
+    ['a string', 'text'],
+  ])('replays %s byte for byte, with its content headers, and nothing of the server', async (_, route) => {
+    const key = newKey(route);
+    const first = await send(`${baseUrl}/shapes/${route}`, { id: key }, { 'Idempotency-Key': key });
+    const replay = await send(`${baseUrl}/shapes/${route}`, { id: key }, { 'Idempotency-Key': key });
+    expect(first.status).toBeLessThan(300);
+    expect(replay.status).toBe(first.status);
+    expect(replay.bytes.equals(first.bytes)).toBe(true);
+    expect(replay.headers.get('content-type')).toBe(first.headers.get('content-type'));
+    expect(replay.headers.get('content-disposition')).toBe(first.headers.get('content-disposition'));
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.bytes.toString('latin1')).not.toContain(folder);
+    if (route === 'file') {
+      expect(first.bytes.equals(await readFile(STATEMENT_FILE.path))).toBe(true);
+      expect(first.headers.get('content-type')).toBe('application/pdf');
+    }
+    expect(await effects(route, key)).toBe(1);
+  });
+
+  it('gives a handler inherited by two controllers a consumer each: the same event is processed once by each', async () => {
+    const id = newKey('evt');
+    const answers = [];
+    for (const provider of ['a', 'b', 'a', 'b']) {
+      answers.push(await send(`${baseUrl}/shapes/provider-${provider}`, { id }));
+    }
+    expect(answers.map((answer) => answer.json)).toEqual([
+      { receivedBy: 'ProviderAWebhooksController', consumer: 'ProviderAWebhooksController.receive' },
+      { receivedBy: 'ProviderBWebhooksController', consumer: 'ProviderBWebhooksController.receive' },
+      { receivedBy: 'ProviderAWebhooksController', consumer: 'ProviderAWebhooksController.receive' },
+      { receivedBy: 'ProviderBWebhooksController', consumer: 'ProviderBWebhooksController.receive' },
+    ]);
+    expect(answers.map((answer) => answer.headers.get('idempotent-replayed'))).toEqual([null, null, 'true', 'true']);
+    expect(await effects('ProviderAWebhooksController', id)).toBe(1);
+    expect(await effects('ProviderBWebhooksController', id)).toBe(1);
+    expect((await claims(id)).map((claim) => claim.consumer)).toEqual(['ProviderAWebhooksController.receive', 'ProviderBWebhooksController.receive']);
+  });
+
+  it("checks a sender function's answer like a key: bad input gets a 400, nothing is claimed", async () => {
+    const missing = await send(`${baseUrl}/shapes/sender`, { id: 'x' }, { 'Idempotency-Key': newKey('no-sender') });
+    expect(missing).toMatchObject({ status: 400, json: { detail: 'The message has no sender: the sender function is missing.' } });
+    const tooLong = await send(`${baseUrl}/shapes/sender`, { id: 'x' }, { 'Idempotency-Key': newKey('long-sender'), 'x-sender': 's'.repeat(300) });
+    expect(tooLong).toMatchObject({ status: 400, json: { detail: expect.stringContaining('is 300 characters long') } });
+    expect(await effects('sender', 'x')).toBe(0);
+    const key = newKey('sender');
+    const good = await send(`${baseUrl}/shapes/sender`, { id: key }, { 'Idempotency-Key': key, 'x-sender': 'partner-7' });
+    expect(good).toMatchObject({ status: 201, json: { sender: 'partner-7' } });
+  });
+
+  it("lets a handler leave a provider's attempt counter out of the fingerprint: an honest retry is replayed, a changed event refused", async () => {
+    const id = newKey('provider-event');
+    const first = await send(`${baseUrl}/shapes/retried-by-provider`, { id, amount: 10, attempt: 1 });
+    const retry = await send(`${baseUrl}/shapes/retried-by-provider`, { id, amount: 10, attempt: 2 });
+    const changed = await send(`${baseUrl}/shapes/retried-by-provider`, { id, amount: 11, attempt: 3 });
+    expect(first.status).toBe(200);
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(changed.status).toBe(422);
+    expect(await effects('retried-by-provider', id)).toBe(1);
+  });
+
+  it('joins a dataSource.transaction() of the handler to the claim: it commits once, with the claim', async () => {
+    const key = newKey('data-source');
+    const answers = await Promise.all(Array.from({ length: 10 }, () => send(`${baseUrl}/shapes/through-data-source/${key}`, {}, { 'Idempotency-Key': key })));
+    expect(answers.filter((answer) => answer.status === 201)).not.toHaveLength(0);
+    expect(answers.every((answer) => answer.status === 201 || answer.status === 409)).toBe(true);
+    expect(await effects('through-data-source', key)).toBe(1);
+  });
+});
