@@ -14,9 +14,10 @@ export async function startDemoApp(
   extraModules: Type[] = [],
   logger: LoggerService | false = false,
   idempotency?: IdempotencyModuleOptions,
+  poolSize?: number,
 ): Promise<{ app: INestApplication; baseUrl: string }> {
   const moduleRef = await Test.createTestingModule({
-    imports: [AppModule.register({ databaseUrl, idempotency }), ...extraModules],
+    imports: [AppModule.register({ databaseUrl, idempotency, poolSize }), ...extraModules],
   }).compile();
   const app =
     platform === 'fastify'

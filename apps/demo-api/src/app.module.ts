@@ -12,6 +12,8 @@ export interface DemoSettings {
   databaseUrl: string;
   /** Overrides of the demo's idempotency options (the tests tune the purge and the thresholds). */
   idempotency?: IdempotencyModuleOptions;
+  /** Connections of the database pool. */
+  poolSize?: number;
 }
 
 @Module({})
@@ -26,7 +28,7 @@ export class AppModule {
           entities: [Account, LedgerEntry],
           migrations: [CreateProcessedMessagesTable1764633600000, CreateCreditTables1764633600001],
           migrationsRun: true,
-          extra: { max: 20 },
+          extra: { max: settings.poolSize ?? 20 },
         }),
         IdempotencyModule.forRoot({
           retention: '7d',

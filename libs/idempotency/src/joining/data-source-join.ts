@@ -18,7 +18,7 @@ type CreateQueryRunner = (mode?: ReplicationMode) => QueryRunner;
  * through) hands out the claim's own query runner, so their statements run in the claim's
  * transaction (a nested transaction becomes a savepoint) and commit or roll back with it; reads
  * see the handler's uncommitted writes, and no handler needs a second pooled connection. Reads
- * that TypeORM sends to a replica (`mode: 'slave'`) do not join.
+ * that TypeORM sends to a replica (a data source with `replication` options) do not join.
  *
  * Other data sources cannot commit with the claim: the first use of one inside a handler logs a
  * warning naming the handler and the data source.
@@ -55,7 +55,7 @@ export class DataSourceJoin implements OnModuleInit, OnModuleDestroy {
     if (!this.dataSource) {
       const dataSource = this.moduleRef.get<DataSource>(getDataSourceToken(this.options.dataSource), { strict: false });
       this.intercept(dataSource, (claim, mode, create) =>
-        mode === 'master' && claim?.transaction.isOpen && claim.transaction.dataSource === dataSource
+        claim?.transaction.isOpen && claim.transaction.dataSource === dataSource && !this.readsFromReplica(dataSource, mode)
           ? claim.transaction.queryRunner
           : create(mode),
       );
@@ -66,12 +66,17 @@ export class DataSourceJoin implements OnModuleInit, OnModuleDestroy {
 
   private warnOnUse(dataSource: DataSource, name: string): void {
     this.intercept(dataSource, (claim, mode, create) => {
-      if (mode === 'master' && claim?.transaction.isOpen && !this.warned.has(`${claim.consumer}\u0000${name}`)) {
+      if (!this.readsFromReplica(dataSource, mode) && claim?.transaction.isOpen && !this.warned.has(`${claim.consumer}\u0000${name}`)) {
         this.warned.add(`${claim.consumer}\u0000${name}`);
         this.logger.warn(messages.otherDataSourceUsed(claim.consumer, name));
       }
       return create(mode);
     });
+  }
+
+  /** Reads ask for `'slave'` by default; only a data source with `replication` options has replicas to send them to. */
+  private readsFromReplica(dataSource: DataSource, mode: ReplicationMode): boolean {
+    return mode === 'slave' && (dataSource.driver as { isReplicated?: boolean }).isReplicated === true;
   }
 
   private intercept(

@@ -1,0 +1,82 @@
+import type { INestApplication } from '@nestjs/common';
+import { IdempotencyMetricsService, type IdempotencyModuleOptions } from 'nestjs-idempotent-consumer';
+import { POOL_SHAPES_TABLES_SQL, PoolShapesModule } from './fixtures/pool-shapes.module.js';
+import { post, startDemoApp } from './support/demo-app.js';
+import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
+
+/**
+ * Small pools under load: no request waits forever, waiting twins hold no connection, and an
+ * exhausted pool is answered 503 with Retry-After, counted as unavailable.
+ */
+describe('idempotent handlers on a small connection pool', () => {
+  let db: TestDatabase;
+  let app: INestApplication | undefined;
+  let baseUrl: string;
+
+  const count = async (sql: string, params: unknown[] = []) => Number((await db.query<{ n: string }>(sql, params))[0].n);
+  const effects = (key: string) => count(`SELECT count(*) AS n FROM effects WHERE key = $1`, [key]);
+  /** Backends of the app running pg_sleep, i.e. handlers in the middle of their work. */
+  const sleeping = () =>
+    count(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE 'SELECT pg_sleep%'`);
+  /** Backends waiting on a lock: a twin waiting inside the database, holding its connection. */
+  const waitingOnLocks = () =>
+    count(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+
+  async function start(poolSize: number, idempotency: IdempotencyModuleOptions = {}) {
+    ({ app, baseUrl } = await startDemoApp('express', db.url, [PoolShapesModule], false, { purge: { interval: false }, ...idempotency }, poolSize));
+  }
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    await start(2);
+    await db.query(POOL_SHAPES_TABLES_SQL);
+    await app!.close();
+  });
+
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it('answers 20 concurrent first deliveries on a pool of 10, though each reads through an injected repository', async () => {
+    await start(10);
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => post(`${baseUrl}/pool/slow/200/first-${i}`, {}, { 'Idempotency-Key': `first-${i}` })));
+    expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(201));
+    expect(await count(`SELECT count(*) AS n FROM effects WHERE key LIKE 'first-%'`)).toBe(20);
+  });
+
+  it('keeps waiting twins off the pool: 40 duplicates of a slow delivery wait without a connection while unrelated requests answer', async () => {
+    await start(4);
+    const key = 'storm';
+    const storm = Promise.all(Array.from({ length: 40 }, () => post(`${baseUrl}/pool/slow-wait/1500/${key}`, {}, { 'Idempotency-Key': key })));
+    await until(async () => (await sleeping()) === 1, 'the first delivery is at work');
+    const unrelated = await Promise.all(Array.from({ length: 20 }, () => fetch(`${baseUrl}/pool/unrelated`).then((response) => response.status)));
+    expect(unrelated).toEqual(Array(20).fill(200));
+    // All answered while the first delivery still works, and none of its twins waits inside the database.
+    expect(await sleeping()).toBe(1);
+    expect(await waitingOnLocks()).toBe(0);
+    const answers = await storm;
+    expect(answers.map((answer) => answer.status)).toEqual(Array(40).fill(201));
+    expect(answers.filter((answer) => answer.headers.get('idempotent-replayed') === null)).toHaveLength(1);
+    expect(await effects(key)).toBe(1);
+  });
+
+  it('answers a delivery that gets no connection within connectionTimeout 503 with Retry-After, counts it unavailable, and nothing is claimed', async () => {
+    await start(2, { connectionTimeout: '300ms' });
+    const holders = [0, 1].map((i) => post(`${baseUrl}/pool/slow/2000/holder-${i}`, {}, { 'Idempotency-Key': `holder-${i}` }));
+    await until(async () => (await sleeping()) === 2, 'both connections of the pool are at work');
+    const refused = await post(`${baseUrl}/pool/slow/10/starved`, {}, { 'Idempotency-Key': 'starved' });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(refused.body).toMatchObject({ type: 'urn:idempotency:unavailable', detail: expect.stringContaining('all 2 connections of the pool were busy') });
+    expect((await Promise.all(holders)).map((answer) => answer.status)).toEqual([201, 201]);
+    expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE message_id = 'starved'`)).toBe(0);
+    expect(app!.get(IdempotencyMetricsService).deliveries()).toContainEqual(expect.objectContaining({ consumer: 'PoolShapesController.slow', unavailable: 1 }));
+    expect((await post(`${baseUrl}/pool/slow/10/starved`, {}, { 'Idempotency-Key': 'starved' })).status).toBe(201);
+    expect(await effects('starved')).toBe(1);
+  });
+});
