@@ -1,13 +1,15 @@
 import { createServer, type Server, type Socket } from 'node:net';
 
 /**
- * A TCP proxy to a broker that the test can cut: `holdClientBytes()` stops forwarding what the
- * client sends (an ack, say) while the connection stays open, as a network partition would;
- * `dropConnections()` cuts the connections, as a broker restart would.
+ * A TCP proxy to a broker or a database that the test can cut: `holdClientBytes()` stops
+ * forwarding what the client sends (an ack, say) while the connection stays open, as a network
+ * partition would; `dropConnections()` cuts the connections, as a broker restart would;
+ * `refuse()` and `accept()` take the server away and bring it back, as an outage does.
  */
 export class TcpProxy {
   private readonly sockets = new Set<Socket>();
   private holding = false;
+  private refusing = false;
   private server: Server;
   port = 0;
 
@@ -18,6 +20,10 @@ export class TcpProxy {
 
   async start(): Promise<void> {
     this.server = createServer((client) => {
+      if (this.refusing) {
+        client.destroy();
+        return;
+      }
       const upstream = new (client.constructor as typeof Socket)();
       upstream.connect(this.targetPort, this.targetHost);
       for (const socket of [client, upstream]) {
@@ -41,6 +47,17 @@ export class TcpProxy {
   /** Cuts every open connection, as a broker restart does; new connections are still accepted. */
   dropConnections(): void {
     for (const socket of this.sockets) socket.destroy();
+  }
+
+  /** Cuts every open connection and refuses new ones until `accept()`, as a server that is down does. */
+  refuse(): void {
+    this.refusing = true;
+    this.dropConnections();
+  }
+
+  /** Accepts connections again. */
+  accept(): void {
+    this.refusing = false;
   }
 
   /** The proxy's address in place of the target's in `url`. */
