@@ -8,7 +8,7 @@ import { messages } from '../idempotency.messages.js';
 
 /**
  * The fields by which TypeORM's query runner knows a transaction is open (BaseQueryRunner of
- * TypeORM 1.1; `test/typeorm-internals.e2e-spec.ts` fails when they change).
+ * TypeORM 1.1; `test/dependency-internals.e2e-spec.ts` fails when they change).
  */
 interface TransactionState {
   isTransactionActive: boolean;

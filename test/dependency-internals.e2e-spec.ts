@@ -1,0 +1,116 @@
+import { RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA, SSE_METADATA } from '@nestjs/common/constants.js';
+import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum.js';
+import * as microservicesConstants from '@nestjs/microservices/constants.js';
+import { Transport } from '@nestjs/microservices';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { Column, DataSource, Entity, PrimaryColumn, type Logger as TypeOrmLogger, type QueryRunner } from 'typeorm';
+import * as internals from '../libs/idempotency/src/idempotency.internal-constants.js';
+import { createTestDatabase, type TestDatabase } from './support/test-database.js';
+
+/**
+ * The parts of TypeORM, node-postgres and Nest that the module relies on without their being
+ * documented API. When an upgrade changes one of them, this suite fails before a claim goes wrong:
+ * then check the module against the new version and widen the peer range in
+ * libs/idempotency/package.json.
+ */
+@Entity('internals_items')
+class Item {
+  @PrimaryColumn({ type: 'text' })
+  id: string;
+
+  @Column({ type: 'integer' })
+  n: number;
+}
+
+class QueryLog implements TypeOrmLogger {
+  readonly queries: string[] = [];
+  logQuery = (query: string) => void this.queries.push(query);
+  logQueryError() {}
+  logQuerySlow() {}
+  logSchemaBuild() {}
+  logMigration() {}
+  log() {}
+}
+
+describe("the dependencies' internals the module relies on", () => {
+  let db: TestDatabase;
+  let dataSource: DataSource;
+  const log = new QueryLog();
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    await db.query('CREATE TABLE internals_items (id text PRIMARY KEY, n integer NOT NULL)');
+    dataSource = new DataSource({ type: 'postgres', url: db.url, entities: [Item], logging: true, logger: log });
+    await dataSource.initialize();
+  });
+
+  afterAll(async () => {
+    await dataSource?.destroy();
+    await db?.drop();
+  });
+
+  it('installs the TypeORM and pg versions of the peer ranges', () => {
+    const require = createRequire(import.meta.url);
+    const library = JSON.parse(readFileSync('libs/idempotency/package.json', 'utf8')) as { peerDependencies: Record<string, string> };
+    const version = (name: string) => (require(`${name}/package.json`) as { version: string }).version;
+    expect(library.peerDependencies.typeorm).toBe('~1.1.1');
+    expect(version('typeorm')).toMatch(/^1\.1\.\d+$/);
+    expect(library.peerDependencies.pg).toBe('^8.21.0');
+  });
+
+  it('routes every query of managers, repositories, query builders and transactions through dataSource.createQueryRunner()', async () => {
+    const modes: string[] = [];
+    const create = dataSource.createQueryRunner.bind(dataSource);
+    dataSource.createQueryRunner = (mode = 'master') => {
+      modes.push(mode);
+      return create(mode);
+    };
+    try {
+      await dataSource.manager.insert(Item, { id: 'a', n: 1 });
+      await dataSource.getRepository(Item).findOneBy({ id: 'a' });
+      await dataSource.getRepository(Item).update({ id: 'a' }, { n: 2 });
+      await dataSource.query('SELECT 1');
+      await dataSource.createQueryBuilder(Item, 'item').getMany();
+      await dataSource.transaction((manager) => manager.insert(Item, { id: 'b', n: 1 }));
+    } finally {
+      delete (dataSource as Partial<DataSource>).createQueryRunner;
+    }
+    // Reads ask for a replica ('slave') even where there is none, which is why reads join the claim too.
+    expect(modes).toEqual(['master', 'slave', 'master', 'master', 'slave', 'master']);
+    expect((dataSource.driver as unknown as { isReplicated: boolean }).isReplicated).toBe(false);
+  });
+
+  it('makes a runner marked as in a transaction nest startTransaction() in savepoints, and hands out a pg client', async () => {
+    const runner: QueryRunner = dataSource.driver.createQueryRunner('master');
+    Object.assign(runner, { manager: dataSource.createEntityManager(runner) });
+    const client = (await runner.connect()) as { escapeLiteral(value: string): string; getTransactionStatus(): string; query(sql: string): Promise<unknown> };
+    try {
+      expect(client.escapeLiteral("it's")).toBe(`'it''s'`);
+      await client.query('BEGIN');
+      expect(client.getTransactionStatus()).toBe('T');
+      Object.assign(runner, { isTransactionActive: true, transactionDepth: 1 });
+      log.queries.length = 0;
+      await runner.manager.transaction((manager) => manager.insert(Item, { id: 'c', n: 1 }));
+      expect(log.queries).toEqual(['SAVEPOINT typeorm_1', expect.stringMatching(/^INSERT INTO "internals_items"/), 'RELEASE SAVEPOINT typeorm_1']);
+      expect((runner as unknown as { transactionDepth: number }).transactionDepth).toBe(1);
+      await client.query('SELECT * FROM no_such_table').catch(() => undefined);
+      expect(client.getTransactionStatus()).toBe('E');
+      await client.query('ROLLBACK');
+      expect(client.getTransactionStatus()).toBe('I');
+    } finally {
+      Object.assign(runner, { isTransactionActive: false, transactionDepth: 0 });
+      await runner.release();
+    }
+    expect(runner.isReleased).toBe(true);
+  });
+
+  it("reads Nest's route, response and pattern metadata under the keys and values the module uses", () => {
+    expect([RouteParamtypes.RESPONSE, RouteParamtypes.NEXT]).toEqual([internals.RESPONSE_PARAMTYPE, internals.NEXT_PARAMTYPE]);
+    expect([ROUTE_ARGS_METADATA, RESPONSE_PASSTHROUGH_METADATA, SSE_METADATA]).toEqual(['__routeArguments__', '__responsePassthrough__', '__sse__']);
+    expect(microservicesConstants.PATTERN_METADATA).toBe(internals.PATTERN_METADATA);
+    expect(microservicesConstants.PATTERN_HANDLER_METADATA).toBe(internals.PATTERN_HANDLER_METADATA);
+    expect(microservicesConstants.TRANSPORT_METADATA).toBe(internals.TRANSPORT_METADATA);
+    expect(Transport.RMQ).toBe(internals.RMQ_TRANSPORT);
+  });
+});
