@@ -26,13 +26,22 @@ export interface DemoProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-export async function startDemoProcess(env: Record<string, string>): Promise<DemoProcess> {
-  if (!existsSync(BUILT_DEMO)) {
-    throw new Error(`${BUILT_DEMO} is missing: run 'npm run build' first ('npm test' does)`);
+/** The built demo (dist/apps/demo-api), ready once it answers `GET /accounts/ping`. */
+export function startDemoProcess(env: Record<string, string>): Promise<DemoProcess> {
+  return startAppProcess(BUILT_DEMO, env, '/accounts/ping');
+}
+
+/**
+ * A built Nest application (`entry`, a JavaScript file that listens on `PORT`) as a child process,
+ * ready once `GET readinessPath` answers 2xx.
+ */
+export async function startAppProcess(entry: string, env: Record<string, string>, readinessPath: string): Promise<DemoProcess> {
+  if (!existsSync(entry)) {
+    throw new Error(`${entry} is missing: run 'npm run build' first ('npm test' does)`);
   }
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [BUILT_DEMO], {
+  const child = spawn(process.execPath, [entry], {
     env: { ...process.env, ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -43,14 +52,14 @@ export async function startDemoProcess(env: Record<string, string>): Promise<Dem
   await until(
     async () => {
       if (child.exitCode !== null) {
-        throw new Error(`the demo exited with ${child.exitCode}:\n${output}`);
+        throw new Error(`${entry} exited with ${child.exitCode}:\n${output}`);
       }
-      return fetch(`${baseUrl}/accounts/ping`).then(
+      return fetch(`${baseUrl}${readinessPath}`).then(
         (response) => response.ok,
         () => false,
       );
     },
-    'the demo process listens',
+    `${entry} listens`,
     30_000,
   );
   return {
