@@ -1,4 +1,3 @@
-import type { PoolClient, QueryResult } from 'pg';
 import type { DataSource, QueryRunner } from 'typeorm';
 import type { IsolationLevel } from '../decorators/idempotent-handler.options.js';
 import { IdempotencyClaimTransactionError } from '../errors/idempotency-claim-transaction.error.js';
@@ -17,6 +16,21 @@ interface TransactionState {
 
 /** The methods of TypeORM's query runner that the claim's transaction guards, as TypeORM defines them. */
 type GuardedMethods = Pick<QueryRunner, 'startTransaction' | 'commitTransaction' | 'rollbackTransaction' | 'release'>;
+
+/** What one statement of a multi-statement query answered (node-postgres's `StatementResult`). */
+export interface StatementResult {
+  readonly command: string;
+  readonly rowCount: number | null;
+  readonly rows: unknown[];
+}
+
+/** The node-postgres connection (`PostgresConnection`) that the query runner holds, as far as the claim uses it. */
+interface PostgresConnection {
+  query(text: string): Promise<StatementResult | StatementResult[]>;
+  escapeLiteral(value: string): string;
+  /** The transaction status PostgreSQL reported with its last answer: 'I' idle, 'T' in a transaction, 'E' in a failed one. */
+  getTransactionStatus(): string | null;
+}
 
 /** Who the transaction claims for, for error messages. */
 interface Claimant {
@@ -46,7 +60,7 @@ export class ClaimTransaction {
   private constructor(
     readonly dataSource: DataSource,
     readonly queryRunner: QueryRunner,
-    private readonly client: PoolClient,
+    private readonly client: PostgresConnection,
     private readonly claimant: Claimant,
     private readonly own: GuardedMethods,
   ) {}
@@ -59,7 +73,7 @@ export class ClaimTransaction {
     // Not dataSource.createQueryRunner(): inside a handler that one hands out the claim's own runner.
     const queryRunner = dataSource.driver.createQueryRunner('master');
     Object.assign(queryRunner, { manager: dataSource.createEntityManager(queryRunner) });
-    const connecting = queryRunner.connect() as Promise<PoolClient>;
+    const connecting = queryRunner.connect() as Promise<PostgresConnection>;
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)));
     try {
@@ -90,7 +104,7 @@ export class ClaimTransaction {
     }
   }
 
-  private static guard(dataSource: DataSource, queryRunner: QueryRunner, client: PoolClient, claimant: Claimant): ClaimTransaction {
+  private static guard(dataSource: DataSource, queryRunner: QueryRunner, client: PostgresConnection, claimant: Claimant): ClaimTransaction {
     const own: GuardedMethods = {
       startTransaction: queryRunner.startTransaction.bind(queryRunner),
       commitTransaction: queryRunner.commitTransaction.bind(queryRunner),
@@ -132,7 +146,7 @@ export class ClaimTransaction {
    * BEGIN at `isolationLevel` (unset: the data source's default, else READ COMMITTED), then
    * `statements`, in one round trip; returns the statements' results.
    */
-  async begin(isolationLevel: IsolationLevel | undefined, statements: string[]): Promise<QueryResult[]> {
+  async begin(isolationLevel: IsolationLevel | undefined, statements: string[]): Promise<StatementResult[]> {
     this.isolationLevel = isolationLevel ?? (this.dataSource.options.isolationLevel as IsolationLevel | undefined) ?? 'READ COMMITTED';
     this.markTransaction(true);
     const results = await this.send([`BEGIN ISOLATION LEVEL ${this.isolationLevel}`, ...statements]);
@@ -162,7 +176,7 @@ export class ClaimTransaction {
   }
 
   /** `statements`, then ROLLBACK, in one round trip. */
-  async rollback(statements: string[] = []): Promise<QueryResult[]> {
+  async rollback(statements: string[] = []): Promise<StatementResult[]> {
     const results = await this.send([...statements, 'ROLLBACK']);
     this.markTransaction(false);
     return results.slice(0, -1);
@@ -196,8 +210,8 @@ export class ClaimTransaction {
     return new IdempotencyClaimTransactionError(message, this.claimant.consumer, this.claimant.key);
   }
 
-  private async send(statements: string[]): Promise<QueryResult[]> {
-    const result = (await this.client.query(statements.join(';\n'))) as QueryResult | QueryResult[];
+  private async send(statements: string[]): Promise<StatementResult[]> {
+    const result = (await this.client.query(statements.join(';\n'))) as StatementResult | StatementResult[];
     return Array.isArray(result) ? result : [result];
   }
 

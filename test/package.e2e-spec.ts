@@ -1,0 +1,159 @@
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { post } from './support/demo-app.js';
+import { startAppProcess, type DemoProcess } from './support/demo-process.js';
+import { createTestDatabase, type TestDatabase } from './support/test-database.js';
+
+const execute = promisify(execFile);
+
+/** Runs a command; a failure says what it printed. */
+async function run(command: string, args: string[], options: { cwd: string; timeout?: number }): Promise<{ stdout: string }> {
+  try {
+    return await execute(command, args, options);
+  } catch (error) {
+    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
+    throw new Error(`${command} ${args.join(' ')} failed in ${options.cwd}:\n${stdout ?? ''}${stderr ?? ''}`, { cause: error });
+  }
+}
+
+/** The version of a package installed in this repository, so the scratch apps install the same from the npm cache. */
+const installed = (name: string) => (JSON.parse(readFileSync(resolve('node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+
+/** A Nest 12 service of a new user: an orders controller, made idempotent. */
+const APP_SOURCE = `
+import 'reflect-metadata';
+import { Body, Controller, Module, Post } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { CreateProcessedMessagesTable1764633600000, IdempotencyContext, IdempotencyModule, IdempotentHandler } from 'nestjs-idempotent-consumer';
+
+@Controller('orders')
+class OrdersController {
+  constructor(private readonly idempotency: IdempotencyContext) {}
+
+  @Post()
+  @IdempotentHandler()
+  async place(@Body() order: { item: string }) {
+    const [{ id }] = await this.idempotency.manager.query<{ id: number }[]>('INSERT INTO orders (item) VALUES ($1) RETURNING id', [order.item]);
+    return { id, item: order.item };
+  }
+}
+
+@Module({
+  imports: [
+    TypeOrmModule.forRoot({ type: 'postgres', url: process.env.DATABASE_URL, migrations: [CreateProcessedMessagesTable1764633600000], migrationsRun: true }),
+    IdempotencyModule.forRoot({ purge: { interval: false } }),
+  ],
+  controllers: [OrdersController],
+})
+class AppModule {}
+
+const app = await NestFactory.create(AppModule, { logger: ['error', 'warn'] });
+await app.listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+const TSCONFIG = {
+  compilerOptions: {
+    module: 'NodeNext',
+    moduleResolution: 'NodeNext',
+    target: 'ES2023',
+    experimentalDecorators: true,
+    emitDecoratorMetadata: true,
+    strict: true,
+    outDir: 'dist',
+    rootDir: 'src',
+    types: ['node'],
+  },
+  include: ['src'],
+};
+
+/**
+ * The library as a user gets it: `npm pack`ed, installed from the tarball into Nest 12 apps made
+ * in a temporary folder outside the repository, compiled with tsc and started on PostgreSQL.
+ */
+describe('the package, installed from its tarball into a new Nest 12 service', () => {
+  let db: TestDatabase;
+  let folder: string;
+  let tarball: string;
+  const apps: DemoProcess[] = [];
+
+  /** Makes a scratch app with `dependencies`, installs it from the npm registry (or its cache), and compiles it. */
+  async function scratchApp(name: string, dependencies: Record<string, string>): Promise<string> {
+    const directory = join(folder, name);
+    await mkdir(join(directory, 'src'), { recursive: true });
+    const manifest = { name, private: true, type: 'module', dependencies: { 'nestjs-idempotent-consumer': `file:${tarball}`, ...dependencies } };
+    await writeFile(join(directory, 'package.json'), JSON.stringify(manifest, null, 2));
+    await writeFile(join(directory, 'tsconfig.json'), JSON.stringify(TSCONFIG, null, 2));
+    await writeFile(join(directory, 'src', 'main.ts'), APP_SOURCE);
+    await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: directory, timeout: 300_000 });
+    await run(process.execPath, [resolve('node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: directory, timeout: 120_000 });
+    return directory;
+  }
+
+  async function provesReplay(directory: string): Promise<void> {
+    const app = await startAppProcess(join(directory, 'dist', 'main.js'), { DATABASE_URL: db.url }, '/orders/ready-probe');
+    apps.push(app);
+    const first = await post(`${app.baseUrl}/orders`, { item: `${directory}-book` }, { 'Idempotency-Key': directory });
+    const again = await post(`${app.baseUrl}/orders`, { item: `${directory}-book` }, { 'Idempotency-Key': directory });
+    expect(first).toMatchObject({ status: 201, body: { item: `${directory}-book` } });
+    expect(again).toMatchObject({ status: 201, body: first.body });
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(await db.query('SELECT count(*)::int AS n FROM orders WHERE item = $1', [`${directory}-book`])).toEqual([{ n: 1 }]);
+    await app.kill();
+  }
+
+  const core = () => ({
+    '@nestjs/common': installed('@nestjs/common'),
+    '@nestjs/core': installed('@nestjs/core'),
+    '@nestjs/platform-express': installed('@nestjs/platform-express'),
+    '@nestjs/typeorm': installed('@nestjs/typeorm'),
+    pg: installed('pg'),
+    'reflect-metadata': installed('reflect-metadata'),
+    rxjs: installed('rxjs'),
+    typeorm: installed('typeorm'),
+    '@types/node': installed('@types/node'),
+  });
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    await db.query('CREATE TABLE orders (id serial PRIMARY KEY, item text NOT NULL)');
+    folder = await mkdtemp(join(tmpdir(), 'idempotency-package-'));
+    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', folder], { cwd: resolve('libs/idempotency') });
+    const [packed] = JSON.parse(stdout) as { filename: string; size: number; files: { path: string }[] }[];
+    tarball = join(folder, packed.filename);
+    console.log(
+      `npm pack: ${packed.filename}, ${packed.size} bytes, ${packed.files.length} files: ` +
+        `${packed.files.filter((file) => !file.path.startsWith('dist/')).map((file) => file.path).join(', ')} and dist/`,
+    );
+    expect(packed.files.map((file) => file.path)).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'dist/index.js', 'dist/index.d.ts']));
+    expect(packed.files.some((file) => file.path.includes('.spec.'))).toBe(false);
+  });
+
+  afterAll(async () => {
+    await Promise.all(apps.map((app) => app.kill('SIGKILL')));
+    await db?.drop();
+    await rm(folder, { recursive: true, force: true });
+  });
+
+  it('a service with the microservices, terminus and prom-client packages compiles, starts and replays a redelivery', async () => {
+    const directory = await scratchApp('full-service', {
+      ...core(),
+      '@nestjs/microservices': installed('@nestjs/microservices'),
+      '@nestjs/terminus': installed('@nestjs/terminus'),
+      'prom-client': installed('prom-client'),
+    });
+    await provesReplay(directory);
+  });
+
+  it('an HTTP-only service without @nestjs/microservices, @nestjs/schedule, @nestjs/terminus and prom-client compiles, starts and replays', async () => {
+    const directory = await scratchApp('http-only-service', core());
+    for (const absent of ['@nestjs/microservices', '@nestjs/schedule', '@nestjs/terminus', 'prom-client']) {
+      expect(existsSync(join(directory, 'node_modules', absent))).toBe(false);
+    }
+    await provesReplay(directory);
+  });
+});
