@@ -46,6 +46,10 @@ describe('adopting the module in a service whose data access exists already', ()
     const credit = (base: string, accountName: string, key: string, body: Record<string, unknown> = {}) =>
       post(`${base}/styles/${style}/${account(accountName)}`, { cents: 7, ...body }, { 'Idempotency-Key': `${style}-${key}` });
 
+    beforeAll(async () => {
+      app = await start(style);
+    });
+
     afterAll(async () => {
       await app?.kill();
     });
@@ -69,17 +73,18 @@ describe('adopting the module in a service whose data access exists already', ()
       expect(await ledgerRows(account('crash'))).toBe(0);
       expect(await claims(`${style}-crash`)).toBe(0);
 
-      app = await start(style);
-      let redelivered = await credit(app.baseUrl, 'crash', 'crash', { gate });
+      const second = await start(style);
+      let redelivered = await credit(second.baseUrl, 'crash', 'crash', { gate });
       await until(async () => {
         if (redelivered.status !== 409) return true;
-        redelivered = await credit(app.baseUrl, 'crash', 'crash', { gate });
+        redelivered = await credit(second.baseUrl, 'crash', 'crash', { gate });
         return false;
       }, "the dead process's transaction is gone");
       expect(redelivered.status).toBe(201);
-      const again = await credit(app.baseUrl, 'crash', 'crash', { gate });
+      const again = await credit(second.baseUrl, 'crash', 'crash', { gate });
       expect(again.headers.get('idempotent-replayed')).toBe('true');
       expect(await ledgerRows(account('crash'))).toBe(1);
+      await second.kill();
     });
 
     it('50 concurrent duplicates: one credit', async () => {
