@@ -120,13 +120,14 @@ describe('two instances purging at once', () => {
   let apps: INestApplication[];
   const purgers = () => apps.map((app) => app.get(IdempotencyPurgeService));
   const waitingOnLock = async () =>
-    db.query<{ pid: number; query: string }>(
-      `SELECT pid, query FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
+    db.query<{ pid: number }>(
+      `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
     );
   const purgeLocks = () =>
     db.query<{ pid: number }>(
-      `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2
-       AND classid = hashtext('idempotency.purge')::oid AND objid = hashtext('processed_messages')::oid`,
+      `SELECT pid FROM pg_locks
+       WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+         AND classid = hashtext('idempotency.purge')::oid AND objid = hashtext('processed_messages')::oid AND objsubid = 2`,
     );
 
   /** Holds a table lock that blocks the purge's next batch before it runs (before it takes the purge lock). */
