@@ -15,6 +15,8 @@ import { createTestDatabase, type TestDatabase, until } from './support/test-dat
 const EXPIRED = 1_000_000;
 const UNEXPIRED = 50_000;
 const CLAIM_CONCURRENCY = 4;
+/** The purge lock of processed_messages, taken as another instance's batch holds it (to the end of its transaction). */
+const PURGE_LOCK_SQL = `SELECT pg_advisory_xact_lock(hashtext('idempotency.purge'), hashtext('processed_messages'))`;
 
 describe('the purge of 1,000,000 expired ids while claims run', () => {
   let db: TestDatabase;
@@ -53,6 +55,27 @@ describe('the purge of 1,000,000 expired ids while claims run', () => {
     expect(text).toMatch(/Index Scan using processed_messages_expires_at_idx/);
     expect(text).toMatch(/Tid Scan/);
     expect(text).not.toMatch(/Seq Scan/);
+    // The purge lock gates the index scan: a one-time filter, evaluated before the first row is read.
+    expect(text).toMatch(/One-Time Filter: .*\n\s+->\s+Index Scan using processed_messages_expires_at_idx/);
+  });
+
+  it('takes the purge lock before it reads a row: a batch that finds it held never scans the index', async () => {
+    const holder = await db.connect();
+    const explainer = await db.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(PURGE_LOCK_SQL);
+      await explainer.query('BEGIN');
+      const plan = await explainer.query<{ 'QUERY PLAN': string }>(
+        `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ${purgeBatchSql('processed_messages', 5000)}`,
+      );
+      const text = plan.rows.map((line) => line['QUERY PLAN']).join('\n');
+      expect(text).toMatch(/Index Scan using processed_messages_expires_at_idx .*\(never executed\)/);
+    } finally {
+      await explainer.query('ROLLBACK');
+      await holder.query('COMMIT');
+      await Promise.all([explainer.end(), holder.end()]);
+    }
   });
 
   it('deletes every expired row and no unexpired one, while claims keep succeeding', async () => {
@@ -97,10 +120,16 @@ describe('two instances purging at once', () => {
   const purgers = () => apps.map((app) => app.get(IdempotencyPurgeService));
   const waitingOnLock = async () =>
     db.query<{ pid: number }>(
-      `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%DELETE%'`,
+      `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
+    );
+  const purgeLocks = () =>
+    db.query<{ pid: number }>(
+      `SELECT pid FROM pg_locks
+       WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+         AND classid = hashtext('idempotency.purge')::oid AND objid = hashtext('processed_messages')::oid AND objsubid = 2`,
     );
 
-  /** Holds a lock that lets the purge take its advisory lock but blocks its first DELETE. */
+  /** Holds a table lock that blocks the purge's next batch before it runs (before it takes the purge lock). */
   async function blockDeletes() {
     const holder = await db.connect();
     await holder.query('BEGIN');
@@ -121,48 +150,81 @@ describe('two instances purging at once', () => {
     await db?.drop();
   });
 
-  it('one does the work, the other skips, and every expired row goes exactly once', async () => {
-    await seedProcessedMessages(db, { count: 200_000, consumer: 'Cluster.expired', expired: true });
+  it("a run whose first batch finds another instance's batch holding the purge lock is skipped, and deletes nothing", async () => {
+    await seedProcessedMessages(db, { count: 20_000, consumer: 'Cluster.locked', expired: true });
     await seedProcessedMessages(db, { count: 10_000, consumer: 'Cluster.unexpired', expired: false });
-    const holder = await blockDeletes();
-    const runs = purgers().map((purge) => purge.purgeNow());
-    const first = await Promise.race(runs);
-    expect(first).toMatchObject({ outcome: 'skipped', rows: 0, batches: 0 });
-    await until(async () => (await waitingOnLock()).length === 1, 'the lock holder waits to delete');
+    const holder = await db.connect();
+    await holder.query('BEGIN');
+    await holder.query(PURGE_LOCK_SQL);
+    const runs = await Promise.all(purgers().map((purge) => purge.purgeNow()));
+    expect(runs).toMatchObject([
+      { outcome: 'skipped', rows: 0, batches: 0 },
+      { outcome: 'skipped', rows: 0, batches: 0 },
+    ]);
+    expect(await countProcessedMessages(db, 'Cluster.locked')).toBe(20_000);
     await holder.query('COMMIT');
     await holder.end();
 
-    const results = await Promise.all(runs);
-    expect(results.map((run) => run.outcome).sort()).toEqual(['purged', 'skipped']);
-    expect(results.find((run) => run.outcome === 'purged')?.rows).toBe(200_000);
-    expect(await countProcessedMessages(db, 'Cluster.expired')).toBe(0);
+    expect(await purgers()[0].purgeNow()).toMatchObject({ outcome: 'purged', rows: 20_000 });
+    expect(await countProcessedMessages(db, 'Cluster.locked')).toBe(0);
     expect(await countProcessedMessages(db, 'Cluster.unexpired')).toBe(10_000);
   });
 
-  it('started together without a blocker, they end without deadlock and delete each row once between them', async () => {
+  it('started together, they end without deadlock, each reports its outcome, and every row goes exactly once', async () => {
     await seedProcessedMessages(db, { count: 200_000, consumer: 'Cluster.together', expired: true });
     const results = await Promise.all(purgers().map((purge) => purge.purgeNow()));
+    for (const [i, run] of results.entries()) {
+      expect(['purged', 'skipped']).toContain(run.outcome);
+      expect(apps[i].get(IdempotencyMetricsService).purge().lastRun).toEqual(run);
+    }
     expect(results.map((run) => run.outcome)).toContain('purged');
-    expect(results.map((run) => run.outcome)).not.toContain('failed');
     expect(results.reduce((rows, run) => rows + run.rows, 0)).toBe(200_000);
     expect(await countProcessedMessages(db, 'Cluster.together')).toBe(0);
     expect(await countProcessedMessages(db, 'Cluster.unexpired')).toBe(10_000);
+    expect(await purgeLocks()).toEqual([]);
+    console.log(`purge e2e: two instances started together: ${results.map((run) => `${run.outcome} ${run.rows} rows in ${run.batches} batches`).join(', ')}`);
   });
 
-  it('a purging instance whose connection dies releases the lock, and the other takes over', async () => {
+  it('a run that loses the purge lock between two batches ends with what it purged, and the other carries on', async () => {
+    await seedProcessedMessages(db, { count: 20_000, consumer: 'Cluster.taken', expired: true });
+    const [first, second] = purgers();
+    const holder = await blockDeletes();
+    const running = first.purgeNow();
+    await until(async () => (await waitingOnLock()).length === 1, "the first batch waits for the holder's table lock");
+    // Queued behind the first batch, this transaction takes the table right after that batch commits,
+    // and with it the purge lock (as another instance's batch would) before the second batch can run.
+    const taker = await db.connect();
+    const taking = taker.query(
+      `BEGIN; LOCK TABLE processed_messages IN SHARE ROW EXCLUSIVE MODE;
+       SELECT pg_advisory_lock(hashtext('idempotency.purge'), hashtext('processed_messages')); COMMIT`,
+    );
+    await until(async () => (await waitingOnLock()).length === 2, 'the taker queues behind the first batch');
+    await holder.query('COMMIT');
+    await holder.end();
+    await taking;
+
+    expect(await running).toMatchObject({ outcome: 'purged', rows: 5000, batches: 1 });
+    expect(await countProcessedMessages(db, 'Cluster.taken')).toBe(15_000);
+    expect(await second.purgeNow()).toMatchObject({ outcome: 'skipped', rows: 0 });
+    await taker.query(`SELECT pg_advisory_unlock(hashtext('idempotency.purge'), hashtext('processed_messages'))`);
+    await taker.end();
+    expect(await second.purgeNow()).toMatchObject({ outcome: 'purged', rows: 15_000 });
+    expect(await countProcessedMessages(db, 'Cluster.taken')).toBe(0);
+  });
+
+  it('a purging instance whose connection dies fails its run, leaves no lock, and the other takes over', async () => {
     await seedProcessedMessages(db, { count: 20_000, consumer: 'Cluster.orphaned', expired: true });
     const holder = await blockDeletes();
     const [dying, survivor] = purgers();
     const failing = expect(dying.purgeNow()).rejects.toThrow(IdempotencyPurgeError);
-    const [{ pid }] = await (async () => {
-      await until(async () => (await waitingOnLock()).length === 1, 'the purge waits to delete');
-      return waitingOnLock();
-    })();
+    await until(async () => (await waitingOnLock()).length === 1, 'the purge waits to delete');
+    const [{ pid }] = await waitingOnLock();
     await db.query('SELECT pg_terminate_backend($1)', [pid]);
     await failing;
     await holder.query('COMMIT');
     await holder.end();
 
+    expect(await purgeLocks()).toEqual([]);
     expect(await survivor.purgeNow()).toMatchObject({ outcome: 'purged', rows: 20_000 });
     expect(await countProcessedMessages(db, 'Cluster.orphaned')).toBe(0);
     expect(await dying.purgeNow()).toMatchObject({ outcome: 'purged', rows: 0 });

@@ -1,18 +1,22 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { getDataSourceToken } from '@nestjs/typeorm';
-import type { DataSource, QueryRunner } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { IdempotencyPurgeError } from '../errors/idempotency-purge.error.js';
 import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
 import { messages } from '../idempotency.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import type { PurgeOutcome, PurgeRun } from './purge-run.js';
-import { purgeBatchSql, TRY_LOCK_SQL, UNLOCK_SQL } from './purge.queries.js';
+import { type PurgeBatchResult, purgeBatchSql } from './purge.queries.js';
 
 /**
- * Deletes expired message ids, in batches of `purge.batchSize`, each its own short transaction;
- * only one instance of a cluster purges at a time (a PostgreSQL advisory lock). The timer of
+ * Deletes expired message ids, in batches of `purge.batchSize`, each one statement in its own short
+ * transaction. At most one batch runs cluster-wide at any moment: each batch takes a PostgreSQL
+ * transaction-level advisory lock in the statement that deletes, and lets go of it at its commit, so
+ * nothing outlives the statement and the purge works behind PgBouncer in transaction mode. A run
+ * whose first batch finds the lock held by another instance is `skipped`; a run that finds it held
+ * at a later batch ends there, with what it purged (the other instance carries on). The timer of
  * `purge.interval` calls it; call `purgeNow()` to purge at another moment.
  */
 @Injectable()
@@ -40,7 +44,7 @@ export class IdempotencyPurgeService implements OnModuleInit, BeforeApplicationS
 
   /**
    * Deletes every expired id now. A call while this instance is purging joins the run in progress.
-   * @returns What the run did; `skipped` when another instance holds the purge lock.
+   * @returns What the run did; `skipped` when another instance's batch held the purge lock at its first batch.
    * @throws IdempotencyPurgeError when the database fails; the batches committed before stay deleted.
    */
   purgeNow(): Promise<PurgeRun> {
@@ -58,17 +62,8 @@ export class IdempotencyPurgeService implements OnModuleInit, BeforeApplicationS
       this.metrics.recordPurge(run);
       return run;
     };
-    const queryRunner = this.dataSource.createQueryRunner();
     try {
-      if (!(await this.tryLock(queryRunner))) {
-        return finish('skipped');
-      }
-      try {
-        await this.deleteExpired(queryRunner, progress);
-      } finally {
-        await queryRunner.query(UNLOCK_SQL, [this.options.tableName]);
-      }
-      const run = finish('purged');
+      const run = finish(await this.deleteExpired(progress));
       if (run.rows > 0) {
         this.logger.log(messages.purged(this.options.tableName, run.rows, run.batches, run.durationMs));
       }
@@ -76,27 +71,27 @@ export class IdempotencyPurgeService implements OnModuleInit, BeforeApplicationS
     } catch (error) {
       const run = finish('failed');
       throw new IdempotencyPurgeError(messages.purgeFailed(this.options.tableName, run.rows), run, { cause: error });
-    } finally {
-      await queryRunner.release();
     }
   }
 
-  private async tryLock(queryRunner: QueryRunner): Promise<boolean> {
-    const [{ locked }] = (await queryRunner.query(TRY_LOCK_SQL, [this.options.tableName])) as { locked: boolean }[];
-    return locked;
-  }
-
-  /** Batch after batch until one comes back short (nothing expired is left) or the application stops. */
-  private async deleteExpired(queryRunner: QueryRunner, progress: { rows: number; batches: number }): Promise<void> {
+  /**
+   * Batch after batch until one comes back short (nothing expired is left), one finds the purge
+   * lock held by another instance, or the application stops.
+   */
+  private async deleteExpired(progress: { rows: number; batches: number }): Promise<PurgeOutcome> {
     const { tableName, purge } = this.options;
     const sql = purgeBatchSql(tableName, purge.batchSize);
     while (!this.stopping) {
-      const { affected = 0 } = await queryRunner.query(sql, [], true);
-      progress.rows += affected;
+      const [{ locked, rows }] = (await this.dataSource.query(sql)) as PurgeBatchResult[];
+      if (!locked) {
+        return progress.batches === 0 ? 'skipped' : 'purged';
+      }
+      progress.rows += rows;
       progress.batches += 1;
-      if (affected < purge.batchSize) {
-        return;
+      if (rows < purge.batchSize) {
+        return 'purged';
       }
     }
+    return 'purged';
   }
 }

@@ -1,7 +1,9 @@
 /**
  * How a purge run ended:
- * - `purged`: this instance held the purge lock and deleted every expired row it found (possibly none);
- * - `skipped`: another instance of the cluster was purging; this one did nothing;
+ * - `purged`: this instance's batches held the purge lock and deleted every expired row they found
+ *   (possibly none), or deleted some until another instance's batch took the lock, which carries on;
+ * - `skipped`: another instance's batch held the purge lock when this run's first batch tried it;
+ *   this run did nothing;
  * - `failed`: an error ended the run; the batches committed before it stay deleted.
  */
 export type PurgeOutcome = 'purged' | 'skipped' | 'failed';
@@ -11,7 +13,7 @@ export interface PurgeRun {
   readonly outcome: PurgeOutcome;
   /** Expired rows deleted. */
   readonly rows: number;
-  /** Batches committed, each its own short transaction. */
+  /** Batches committed, each one statement in its own short transaction. */
   readonly batches: number;
   readonly startedAt: Date;
   readonly durationMs: number;

@@ -1,22 +1,33 @@
 /** The SQL of the purge. `table` is a validated plain identifier. */
 
-/**
- * Deletes up to `batchSize` expired rows, oldest first, chosen through the index on `expires_at`.
- * The rows are locked by the selection (a row another transaction holds is skipped, not waited
- * for), deleted by their physical address, and checked again against the clock: a row that has
- * not expired is never deleted.
- */
-export function purgeBatchSql(table: string, batchSize: number): string {
-  return (
-    `WITH batch AS (SELECT ctid FROM "${table}" WHERE expires_at < now() ` +
-    `ORDER BY expires_at LIMIT ${batchSize} FOR UPDATE SKIP LOCKED) ` +
-    `DELETE FROM "${table}" WHERE ctid = ANY (ARRAY(SELECT ctid FROM batch)) AND expires_at < now()`
-  );
+/** What one purge batch answers. */
+export interface PurgeBatchResult {
+  /** Whether this batch held the purge lock; when not, it selected and deleted nothing. */
+  readonly locked: boolean;
+  /** Rows deleted. */
+  readonly rows: number;
 }
 
 /**
- * The cluster-wide purge lock of `table`, a session-level advisory lock in the two-key space (so
- * it cannot collide with an application's one-key advisory locks): `$1` is the table's name.
+ * One purge batch as one statement (its own implicit transaction, one round trip), answering a
+ * {@link PurgeBatchResult}. It first takes the purge lock of `table`: a transaction-level advisory
+ * lock in the two-key space (so it cannot collide with an application's one-key advisory locks),
+ * released when the statement's transaction ends, so no session state outlives the statement and
+ * the purge works behind a pooler such as PgBouncer in transaction mode. The lock gates the scan
+ * (a one-time filter evaluated before the first row is read): a batch that finds it held by another
+ * instance's batch selects and deletes nothing.
+ *
+ * Holding it, the batch deletes up to `batchSize` expired rows, oldest first, chosen through the
+ * index on `expires_at`. The rows are locked by the selection (a row another transaction holds is
+ * skipped, not waited for), deleted by their physical address, and checked again against the
+ * clock: a row that has not expired is never deleted.
  */
-export const TRY_LOCK_SQL = `SELECT pg_try_advisory_lock(hashtext('idempotency.purge'), hashtext($1)) AS locked`;
-export const UNLOCK_SQL = `SELECT pg_advisory_unlock(hashtext('idempotency.purge'), hashtext($1))`;
+export function purgeBatchSql(table: string, batchSize: number): string {
+  return (
+    `WITH purge_lock AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(hashtext('idempotency.purge'), hashtext('${table}')) AS held), ` +
+    `batch AS (SELECT ctid FROM "${table}" WHERE (SELECT held FROM purge_lock) AND expires_at < now() ` +
+    `ORDER BY expires_at LIMIT ${batchSize} FOR UPDATE SKIP LOCKED), ` +
+    `purged AS (DELETE FROM "${table}" WHERE ctid = ANY (ARRAY(SELECT ctid FROM batch)) AND expires_at < now() RETURNING 1) ` +
+    `SELECT (SELECT held FROM purge_lock) AS locked, (SELECT count(*) FROM purged)::int AS rows`
+  );
+}
