@@ -3,7 +3,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HANDLER_SHAPES_TABLES_SQL, HandlerShapesModule, STATEMENT_FILE } from './fixtures/handler-shapes.module.js';
-import { PLATFORMS, startDemoApp } from './support/demo-app.js';
+import { type Platform, PLATFORMS, startDemoApp } from './support/demo-app.js';
+import { type PgBouncer, pgBouncerAvailable, startPgBouncer } from './support/pgbouncer.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 
 /** A POST answered with its raw bytes, to compare a replay with the first answer byte for byte. */
@@ -24,13 +25,20 @@ async function send(url: string, body: unknown, headers: Record<string, string> 
   return { status: response.status, headers: response.headers, bytes, json };
 }
 
-describe.each(PLATFORMS)('the guarantee on the handler shapes real services have, on %s', (platform) => {
+/** Both platforms straight to PostgreSQL, and Express behind PgBouncer in transaction mode. */
+const SETUPS: { platform: Platform; behindPgBouncer: boolean; setup: string }[] = [
+  ...PLATFORMS.map((platform) => ({ platform, behindPgBouncer: false, setup: platform })),
+  ...(pgBouncerAvailable() ? [{ platform: 'express' as const, behindPgBouncer: true, setup: 'express behind PgBouncer' }] : []),
+];
+
+describe.each(SETUPS)('the guarantee on the handler shapes real services have, on $setup', ({ platform, behindPgBouncer }) => {
   let db: TestDatabase;
+  let bouncer: PgBouncer | undefined;
   let app: INestApplication;
   let baseUrl: string;
   let folder: string;
   let counter = 0;
-  const newKey = (name: string) => `${platform}-${name}-${++counter}`;
+  const newKey = (name: string) => `${platform}-${behindPgBouncer ? 'bouncer-' : ''}${name}-${++counter}`;
 
   const effects = async (handler: string, key: string) =>
     Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM effects WHERE handler = $1 AND key = $2', [handler, key]))[0].n);
@@ -45,12 +53,14 @@ describe.each(PLATFORMS)('the guarantee on the handler shapes real services have
     folder = await mkdtemp(join(tmpdir(), 'idempotency-shapes-'));
     STATEMENT_FILE.path = join(folder, 'statement-4711.pdf');
     await writeFile(STATEMENT_FILE.path, Buffer.concat([Buffer.from('%PDF-1.7\n'), Buffer.alloc(200_000, 0x42)]));
-    ({ app, baseUrl } = await startDemoApp(platform, db.url, [HandlerShapesModule]));
+    bouncer = behindPgBouncer ? await startPgBouncer(db.url) : undefined;
+    ({ app, baseUrl } = await startDemoApp(platform, bouncer?.url ?? db.url, [HandlerShapesModule]));
     await db.query(HANDLER_SHAPES_TABLES_SQL);
   });
 
   afterAll(async () => {
     await app?.close();
+    await bouncer?.stop();
     await db?.drop();
     await rm(folder, { recursive: true, force: true });
   });

@@ -2,14 +2,22 @@ import type { INestApplication } from '@nestjs/common';
 import { IdempotencyMetricsService, type IdempotencyModuleOptions } from 'nestjs-idempotent-consumer';
 import { POOL_SHAPES_TABLES_SQL, PoolShapesModule } from './fixtures/pool-shapes.module.js';
 import { post, startDemoApp } from './support/demo-app.js';
+import { type PgBouncer, pgBouncerAvailable, startPgBouncer } from './support/pgbouncer.js';
 import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
+
+const ROUTES = [
+  { route: 'straight to PostgreSQL', behindPgBouncer: false },
+  ...(pgBouncerAvailable() ? [{ route: 'behind PgBouncer in transaction mode', behindPgBouncer: true }] : []),
+];
 
 /**
  * Small pools under load: no request waits forever, waiting twins hold no connection, and an
- * exhausted pool is answered 503 with Retry-After, counted as unavailable.
+ * exhausted pool is answered 503 with Retry-After, counted as unavailable. Effects are read on
+ * PostgreSQL itself.
  */
-describe('idempotent handlers on a small connection pool', () => {
+describe.each(ROUTES)('idempotent handlers on a small connection pool, $route', ({ behindPgBouncer }) => {
   let db: TestDatabase;
+  let bouncer: PgBouncer | undefined;
   let app: INestApplication | undefined;
   let baseUrl: string;
 
@@ -23,11 +31,12 @@ describe('idempotent handlers on a small connection pool', () => {
     count(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
 
   async function start(poolSize: number, idempotency: IdempotencyModuleOptions = {}) {
-    ({ app, baseUrl } = await startDemoApp('express', db.url, [PoolShapesModule], false, { purge: { interval: false }, ...idempotency }, poolSize));
+    ({ app, baseUrl } = await startDemoApp('express', bouncer?.url ?? db.url, [PoolShapesModule], false, { purge: { interval: false }, ...idempotency }, poolSize));
   }
 
   beforeAll(async () => {
     db = await createTestDatabase();
+    bouncer = behindPgBouncer ? await startPgBouncer(db.url) : undefined;
     await start(2);
     await db.query(POOL_SHAPES_TABLES_SQL);
     await app!.close();
@@ -39,6 +48,7 @@ describe('idempotent handlers on a small connection pool', () => {
   });
 
   afterAll(async () => {
+    await bouncer?.stop();
     await db?.drop();
   });
 
