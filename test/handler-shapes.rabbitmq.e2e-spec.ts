@@ -1,4 +1,4 @@
-import type { INestApplication, LoggerService } from '@nestjs/common';
+import type { INestApplication } from '@nestjs/common';
 import { type RmqOptions, Transport } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import amqplib from 'amqplib';
@@ -7,19 +7,12 @@ import { AppModule } from '../apps/demo-api/src/app.module.js';
 import { consumeCredits } from '../apps/demo-api/src/messaging/rabbitmq.js';
 import { MessageShapesController, MessageShapesModule } from './fixtures/message-shapes.module.js';
 import { RABBITMQ_URL, rabbitMqAvailable } from './support/brokers.js';
+import { CapturingLogger } from './support/capturing-logger.js';
 import { startDemoApp } from './support/demo-app.js';
 import { TcpProxy } from './support/tcp-proxy.js';
 import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
 
 const describeWithBroker = (await rabbitMqAvailable()) ? describe : describe.skip;
-
-/** Keeps every line the app logs, to read what it said about a message. */
-class CapturingLogger implements LoggerService {
-  readonly lines: string[] = [];
-  log = (message: unknown) => void this.lines.push(`LOG ${String(message)}`);
-  error = (message: unknown) => void this.lines.push(`ERROR ${String(message)}`);
-  warn = (message: unknown) => void this.lines.push(`WARN ${String(message)}`);
-}
 
 describeWithBroker('the guarantee on the message handler shapes real services have (RabbitMQ)', () => {
   let db: TestDatabase;

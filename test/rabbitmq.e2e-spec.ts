@@ -1,23 +1,16 @@
-import type { INestApplication, LoggerService } from '@nestjs/common';
+import type { INestApplication } from '@nestjs/common';
 import amqplib from 'amqplib';
 import { consumeCredits } from '../apps/demo-api/src/messaging/rabbitmq.js';
 import { FIXTURE_TABLES_SQL } from './fixtures/fixture.module.js';
 import { MessageFixtureController, MessageFixtureModule } from './fixtures/message-fixture.module.js';
 import { RABBITMQ_URL, rabbitMqAvailable } from './support/brokers.js';
+import { CapturingLogger } from './support/capturing-logger.js';
 import { startDemoApp } from './support/demo-app.js';
 import { type DemoProcess, startDemoProcess } from './support/demo-process.js';
 import { TcpProxy } from './support/tcp-proxy.js';
 import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
 
 const describeWithBroker = (await rabbitMqAvailable()) ? describe : describe.skip;
-
-/** Keeps every line the app logs, to read what it said about a message. */
-class CapturingLogger implements LoggerService {
-  readonly lines: string[] = [];
-  log = (message: unknown) => void this.lines.push(`LOG ${String(message)}`);
-  error = (message: unknown) => void this.lines.push(`ERROR ${String(message)}`);
-  warn = (message: unknown) => void this.lines.push(`WARN ${String(message)}`);
-}
 
 describeWithBroker('exactly-once RabbitMQ consumers', () => {
   let db: TestDatabase;
