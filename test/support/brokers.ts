@@ -1,8 +1,10 @@
 import amqplib from 'amqplib';
 import { connect as connectNats } from '@nats-io/transport-node';
+import { createClient } from 'redis';
 
 export const RABBITMQ_URL = process.env.RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 export const NATS_URL = process.env.NATS_URL ?? '127.0.0.1:4222';
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 /**
  * Whether the broker answers. When it does not, the suite says so loudly and its tests are
@@ -32,4 +34,11 @@ export const natsAvailable = () =>
   brokerAvailable('NATS', NATS_URL, async () => {
     const connection = await connectNats({ servers: NATS_URL, timeout: 2_000 });
     await connection.close();
+  });
+
+export const redisAvailable = () =>
+  brokerAvailable('Redis', REDIS_URL, async () => {
+    const client = createClient({ url: REDIS_URL, socket: { reconnectStrategy: false, connectTimeout: 2_000 } });
+    await client.connect();
+    await client.close();
   });

@@ -47,6 +47,26 @@ export const messages = {
     `The database aborted the transaction of '${key}' (PostgreSQL ${code}); nothing was committed, retry.`,
   claimVanished: (key: string) =>
     `The claim of '${key}' disappeared while it was being read (purged concurrently); retry.`,
+  noClaimTransactionInLeaseMode: (consumer: string) =>
+    `${consumer} runs in lease mode, which holds no claim transaction: IdempotencyContext.manager has none to give. ` +
+    'Write through your own transactions, and call other services with IdempotencyContext.downstreamKey.',
+  noLeaseInTransactionalMode: (consumer: string) =>
+    `${consumer} runs in the transactional mode, which holds no lease to extend: set mode: 'lease' on the handler to hold one.`,
+  leaseLost: (consumer: string, key: string) =>
+    `The lease of '${key}' for ${consumer} expired and another delivery took it over, so this delivery's result was not ` +
+    "recorded; the delivery that holds the lease answers the message's duplicates. Retry, or give the handler a longer lease.",
+  storeFailed: (store: string, consumer: string, key: string, reason: string) =>
+    `The lease store '${store}' failed for '${key}' (${consumer}): ${reason}. Retry.`,
+  invalidStore: (name: string) =>
+    name === 'postgres'
+      ? "stores.postgres is the built-in store of the processed-messages table: give your store another name."
+      : `stores.${name} must be a lease store (claim, complete, release and extend), e.g. new RedisLeaseStore(redisClient).`,
+  unknownStore: (handler: string, store: string, known: readonly string[]) =>
+    `${handler} uses the lease store '${store}', which is not configured; the stores are ${known.map((name) => `'${name}'`).join(', ')}. ` +
+    `Add it to the module's stores: { ${store}: ... }.`,
+  transactionalModeNeedsPostgres: (handler: string, store: string) =>
+    `${handler} runs in the transactional mode, which claims in the handler's PostgreSQL transaction, but its store is '${store}'. ` +
+    "Set mode: 'lease' to use that store, or store: 'postgres'.",
   noActiveClaim: () =>
     'IdempotencyContext was used outside an @IdempotentHandler(): there is no idempotent transaction here.',
   invalidDuration: (name: string, value: unknown) =>

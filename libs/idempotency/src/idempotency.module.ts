@@ -10,6 +10,8 @@ import { CLAIM_STORAGE, MODULE_OPTIONS_TOKEN, RESOLVED_OPTIONS } from './idempot
 import { ConfigurableModuleClass } from './idempotency.module-definition.js';
 import { type IdempotencyModuleOptions, resolveModuleOptions } from './idempotency.options.js';
 import { DataSourceJoin } from './joining/data-source-join.js';
+import { LeaseClaimingService } from './leasing/lease-claiming.service.js';
+import { LeaseStores } from './leasing/lease-stores.js';
 import { IdempotencyMetricsService } from './metrics/idempotency-metrics.service.js';
 import { PrometheusExporter } from './metrics/prometheus.exporter.js';
 import { IdempotencyPurgeService } from './purge/idempotency-purge.service.js';
@@ -48,6 +50,8 @@ import { RpcDelivery } from './transports/rpc/rpc-delivery.js';
     IdempotencyExplorer,
     DataSourceJoin,
     ClaimingService,
+    LeaseStores,
+    LeaseClaimingService,
     HttpDelivery,
     RmqAcknowledgements,
     RmqConsumerCheck,

@@ -24,6 +24,8 @@ describe('resolveModuleOptions', () => {
         maxEstimatedRows: null,
       },
       metricsRegistry: undefined,
+      stores: {},
+      store: 'postgres',
     });
   });
 
@@ -83,6 +85,8 @@ describe('resolveModuleOptions', () => {
     [{ replay: { maxBodyBytes: 0 } }, /replay\.maxBodyBytes must be a whole number of bytes from 1 to 67108864/],
     [{ replay: { excludeHeaders: 'x-request-id' } }, /replay\.excludeHeaders must be a list of header names/],
     [{ metrics: { registry: {} } }, /metrics\.registry must be a prom-client Registry/],
+    [{ stores: { redis: {} } }, /stores\.redis must be a lease store/],
+    [{ stores: { postgres: {} } }, /stores\.postgres is the built-in store/],
     [{ senders: { payments: {} } }, /senders\.payments\.redeliveryHorizon must be a duration/],
     [{ senders: ['payments'] }, /senders must map sender names to \{ redeliveryHorizon \}/],
     [{ purge: { interval: 'often' } }, /purge\.interval must be a duration/],

@@ -2,6 +2,7 @@ import { DEFAULT_TABLE_NAME } from './idempotency.constants.js';
 import { type Duration, formatDuration, MAX_RETENTION_MS, MAX_TIMER_MS, toMilliseconds } from './duration/duration.js';
 import { IdempotencyOptionsError } from './errors/idempotency-options.error.js';
 import { messages } from './idempotency.messages.js';
+import type { LeaseStore } from './leasing/lease-store.js';
 
 /** Options of `IdempotencyModule.forRoot()` / `forRootAsync()`. Every field is optional. */
 export interface IdempotencyModuleOptions {
@@ -53,6 +54,20 @@ export interface IdempotencyModuleOptions {
   health?: HealthOptions;
   /** Where the delivery and purge counters are registered for Prometheus. */
   metrics?: MetricsOptions;
+  /**
+   * Lease stores besides the built-in `'postgres'` (the processed-messages table), by name, for
+   * handlers in `mode: 'lease'`: `RedisLeaseStore`, or a store of your own that passes
+   * `leaseStoreContract()` of `nestjs-idempotent-consumer/testing`.
+   * @default {}
+   * @example `{ redis: new RedisLeaseStore(redisClient) }`
+   */
+  stores?: Record<string, LeaseStore>;
+  /**
+   * The store of handlers that set none: `'postgres'` or a name of `stores`. The transactional
+   * mode claims in the handler's PostgreSQL transaction, so its handlers need `'postgres'`.
+   * @default 'postgres'
+   */
+  store?: string;
 }
 
 /** What the module knows about one sender. */
@@ -176,6 +191,8 @@ export interface ResolvedIdempotencyOptions {
   health: ResolvedHealthOptions;
   /** undefined: prom-client's default registry if it is installed. */
   metricsRegistry: MetricsRegistry | false | undefined;
+  stores: Readonly<Record<string, LeaseStore>>;
+  store: string;
 }
 
 /** `replay` with its defaults applied. */
@@ -235,7 +252,19 @@ export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): Re
     purge,
     health: resolveHealth(options.health ?? {}, purge),
     metricsRegistry: resolveMetricsRegistry(options.metrics ?? {}),
+    stores: resolveStores(options.stores ?? {}),
+    store: options.store ?? 'postgres',
   };
+}
+
+function resolveStores(stores: Record<string, LeaseStore>): Record<string, LeaseStore> {
+  for (const [name, store] of Object.entries(stores)) {
+    const operations = ['claim', 'complete', 'release', 'extend'] as const;
+    if (name === 'postgres' || !operations.every((operation) => typeof (store as Partial<LeaseStore>)?.[operation] === 'function')) {
+      throw new IdempotencyOptionsError(messages.invalidStore(name));
+    }
+  }
+  return stores;
 }
 
 function resolveSenders(senders: Record<string, SenderOptions>): Record<string, number> {

@@ -9,8 +9,18 @@ export type {
   SenderOptions,
 } from './idempotency.options.js';
 export { IdempotentHandler } from './decorators/idempotent-handler.decorator.js';
-export type { IdempotentHandlerOptions, InFlightPolicy, IsolationLevel, KeySource } from './decorators/idempotent-handler.options.js';
+export type {
+  IdempotencyMode,
+  IdempotentHandlerOptions,
+  InFlightPolicy,
+  IsolationLevel,
+  KeySource,
+} from './decorators/idempotent-handler.options.js';
 export { IdempotencyContext } from './context/idempotency.context.js';
+export type { RecordedResponse } from './claiming/claim.js';
+export type { LeaseAttempt, LeaseKey, LeaseRequest, LeaseStore } from './leasing/lease-store.js';
+export { RedisLeaseStore } from './leasing/redis-lease.store.js';
+export type { RedisEvalClient } from './leasing/redis-lease.store.js';
 export { ProcessedMessage } from './claiming/processed-message.entity.js';
 export { CreateProcessedMessagesTable1764633600000 } from './migrations/create-processed-messages-table.migration.js';
 export type { Duration } from './duration/duration.js';
@@ -23,6 +33,7 @@ export { IdempotencyKeyReusedError } from './errors/idempotency-key-reused.error
 export { IdempotencyInFlightError } from './errors/idempotency-in-flight.error.js';
 export { IdempotencyTransientError } from './errors/idempotency-transient.error.js';
 export { IdempotencyUnavailableError } from './errors/idempotency-unavailable.error.js';
+export { IdempotencyLeaseLostError } from './errors/idempotency-lease-lost.error.js';
 export { IdempotencyTransactionAbortedError } from './errors/idempotency-transaction-aborted.error.js';
 export { IdempotencyClaimTransactionError } from './errors/idempotency-claim-transaction.error.js';
 export { IdempotencyResponseTooLargeError } from './errors/idempotency-response-too-large.error.js';

@@ -30,7 +30,7 @@ export function claimStatements({ table, literal }: ClaimSql, request: ClaimRequ
 /** Reads the committed twin's fingerprint and recorded response. */
 export function twinStatement({ table, literal }: ClaimSql, request: ClaimRequest): string {
   return (
-    `SELECT fingerprint, response_status, response_headers, response_body FROM "${table}" ` +
+    `SELECT fingerprint, response_status, response_headers, response_body, lease_token IS NOT NULL AS leased FROM "${table}" ` +
     `WHERE consumer = ${literal(request.consumer)} AND message_id = ${literal(request.key)}`
   );
 }
@@ -59,4 +59,6 @@ export interface StoredClaim {
   response_status: number | null;
   response_headers: Record<string, string | string[]> | null;
   response_body: Buffer | null;
+  /** Held by a delivery in lease mode (a handler that changed its mode), not completed. */
+  leased: boolean;
 }

@@ -1,4 +1,5 @@
 import type { IsolationLevel } from '../decorators/idempotent-handler.options.js';
+import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
 
 /** What is claimed: one message for one consumer, and how to wait for a twin of it. */
 export interface ClaimRequest {
@@ -22,4 +23,18 @@ export interface RecordedResponse {
   readonly headers: Readonly<Record<string, string | string[]>> | null;
   /** The body's bytes as sent (HTTP), or the reply as JSON (messages); null for none. */
   readonly body: Buffer | null;
+}
+
+/**
+ * A delivery that won its claim (transactional mode) or its lease (lease mode) and has not settled
+ * yet: run the handler under it, then commit the response to record, or roll it back. Settles
+ * once; later calls do nothing.
+ */
+export interface OpenDelivery {
+  /** Runs `handle` with the claim reachable through `IdempotencyContext`. */
+  run<T>(handle: () => Promise<T>): Promise<T>;
+  /** Records `response` and completes the message; throws when it cannot (nothing is then recorded). */
+  commit(response: RecordedResponse): Promise<void>;
+  /** Undoes the claim, so the next delivery processes; `outcome` is how this delivery ended, for the metrics. */
+  rollback(outcome: Exclude<DeliveryOutcome, 'processed' | 'duplicate'>): Promise<void>;
 }

@@ -19,7 +19,7 @@ import { DataSourceJoin } from '../joining/data-source-join.js';
 import { failureOutcome } from '../metrics/delivery-outcome.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { postgresErrorCode, translateDatabaseError } from './claim-errors.js';
-import type { ClaimRequest, RecordedResponse } from './claim.js';
+import type { ClaimRequest, OpenDelivery, RecordedResponse } from './claim.js';
 import { type ClaimSql, claimStatements, type StoredClaim, twinStatement } from './claim.queries.js';
 import { ClaimTransaction } from './claim-transaction.js';
 import { InFlightTwins, settlesWithin } from './in-flight-twins.js';
@@ -27,7 +27,7 @@ import { OpenClaim } from './open-claim.js';
 
 /** How a claim ended: this delivery won it and must now run the handler, or a twin had processed the message. */
 export type ClaimOutcome =
-  | { readonly kind: 'claimed'; readonly claim: OpenClaim }
+  | { readonly kind: 'claimed'; readonly claim: OpenDelivery }
   | { readonly kind: 'duplicate'; readonly response: RecordedResponse };
 
 /**
@@ -131,6 +131,9 @@ export class ClaimingService {
     }
     if (request.fingerprint !== null && twin.fingerprint !== null && twin.fingerprint !== request.fingerprint) {
       throw new IdempotencyKeyReusedError(request.consumer, request.key);
+    }
+    if (twin.leased) {
+      throw new IdempotencyInFlightError(request.consumer, request.key);
     }
     return { status: twin.response_status, headers: twin.response_headers, body: twin.response_body };
   }

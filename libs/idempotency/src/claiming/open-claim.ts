@@ -2,15 +2,16 @@ import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { ActiveClaim } from '../context/idempotency.context.js';
 import { type DeliveryOutcome, failureOutcome } from '../metrics/delivery-outcome.js';
 import { translateDatabaseError } from './claim-errors.js';
-import type { ClaimRequest, RecordedResponse } from './claim.js';
+import type { ClaimRequest, OpenDelivery, RecordedResponse } from './claim.js';
 import { type ClaimSql, recordStatements } from './claim.queries.js';
 import type { ClaimTransaction } from './claim-transaction.js';
+import { downstreamKey } from '../keys/downstream-key.js';
 
 /**
  * A claim this delivery won and has not settled yet: run the handler in its transaction, then
  * commit it with the response to record, or roll it back. Settles once; later calls do nothing.
  */
-export class OpenClaim {
+export class OpenClaim implements OpenDelivery {
   private settled = false;
   private readonly active: ActiveClaim;
 
@@ -22,10 +23,12 @@ export class OpenClaim {
     private readonly onSettled: (outcome: DeliveryOutcome) => void,
   ) {
     this.active = {
-      manager: transaction.queryRunner.manager,
       consumer: request.consumer,
       key: request.key,
       sender: request.sender,
+      get downstreamKey() {
+        return downstreamKey(request);
+      },
       transaction,
     };
   }

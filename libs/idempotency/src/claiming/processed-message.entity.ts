@@ -43,4 +43,12 @@ export class ProcessedMessage {
   /** From when the purge may delete the row (the database's clock). */
   @Column({ name: 'expires_at', type: 'timestamptz' })
   expiresAt: Date;
+
+  /** Lease mode: the token of the delivery that holds the message while it is processed; null once completed. */
+  @Column({ name: 'lease_token', type: 'uuid', nullable: true })
+  leaseToken: string | null;
+
+  /** Lease mode: when the lease runs out and another delivery may take the message over. */
+  @Column({ name: 'lease_expires_at', type: 'timestamptz', nullable: true })
+  leaseExpiresAt: Date | null;
 }

@@ -2,24 +2,39 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { EntityManager } from 'typeorm';
 import type { ClaimTransaction } from '../claiming/claim-transaction.js';
+import { type Duration, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
 import { IdempotencyContextError } from '../errors/idempotency-context.error.js';
 import { CLAIM_STORAGE } from '../idempotency.internal-constants.js';
+import { messages } from '../idempotency.messages.js';
+
+/** What a handler in lease mode can do with its lease. */
+export interface HeldLease {
+  /** Moves the lease's expiry `leaseMs` from now; throws IdempotencyLeaseLostError when it was taken over. */
+  extend(leaseMs: number): Promise<void>;
+  /** The handler's `lease`, in milliseconds. */
+  readonly leaseMs: number;
+}
 
 /** The claim a handler is running under. */
 export interface ActiveClaim {
-  readonly manager: EntityManager;
   readonly consumer: string;
   readonly key: string;
   readonly sender: string;
-  /** The claim's transaction: the data sources hand out its query runner while it is open. */
-  readonly transaction: ClaimTransaction;
+  readonly downstreamKey: string;
+  /** Transactional mode: the claim's transaction; the data sources hand out its query runner while it is open. */
+  readonly transaction?: ClaimTransaction;
+  /** Lease mode: the lease the handler holds. */
+  readonly lease?: HeldLease;
 }
 
 /**
- * The idempotent handler's transaction, reachable from any provider the handler calls. Writes
- * through `manager` commit together with the claim, as do those through the claims' data source
- * (injected repositories, `dataSource.manager`, `dataSource.transaction()`, transaction helpers),
- * which joins the claim while the handler runs.
+ * The idempotent handler's claim, reachable from any provider the handler calls.
+ *
+ * In the transactional mode (the default), writes through `manager` commit together with the
+ * claim, as do those through the claims' data source (injected repositories,
+ * `dataSource.manager`, `dataSource.transaction()`, transaction helpers), which joins the claim
+ * while the handler runs. In lease mode there is no claim transaction: the handler calls other
+ * services with `downstreamKey`, and may `extendLease()`.
  *
  * @example
  * ```ts
@@ -27,6 +42,10 @@ export interface ActiveClaim {
  *
  * async grant(account: string, cents: number) {
  *   await this.idempotency.manager.insert(LedgerEntry, { account, cents });
+ * }
+ *
+ * async charge(order: Order) {
+ *   await this.payments.charge(order, { idempotencyKey: this.idempotency.downstreamKey });
  * }
  * ```
  */
@@ -41,10 +60,14 @@ export class IdempotencyContext {
 
   /**
    * The `EntityManager` of the transaction that holds the claim.
-   * @throws IdempotencyContextError outside an idempotent handler.
+   * @throws IdempotencyContextError outside an idempotent handler, and in lease mode.
    */
   get manager(): EntityManager {
-    return this.active().manager;
+    const { transaction, consumer } = this.active();
+    if (!transaction) {
+      throw new IdempotencyContextError(messages.noClaimTransactionInLeaseMode(consumer));
+    }
+    return transaction.queryRunner.manager;
   }
 
   /** The message's idempotency key. @throws IdempotencyContextError outside an idempotent handler. */
@@ -60,6 +83,31 @@ export class IdempotencyContext {
   /** Who sent the message. @throws IdempotencyContextError outside an idempotent handler. */
   get sender(): string {
     return this.active().sender;
+  }
+
+  /**
+   * An idempotency key for the calls this handler makes to other services (a payment provider's
+   * `Idempotency-Key`): the same for every delivery of the message to this consumer, in every
+   * process, so a retried call is recognised by the other side. 64 hexadecimal characters (a
+   * SHA-256 of the consumer and the key).
+   * @throws IdempotencyContextError outside an idempotent handler.
+   */
+  get downstreamKey(): string {
+    return this.active().downstreamKey;
+  }
+
+  /**
+   * Lease mode: extends the handler's lease to `duration` (its `lease` unless given) from now, for
+   * a handler that runs longer than its lease.
+   * @throws IdempotencyLeaseLostError when another delivery took the lease over.
+   * @throws IdempotencyContextError outside an idempotent handler, and in the transactional mode.
+   */
+  async extendLease(duration?: Duration): Promise<void> {
+    const { lease, consumer } = this.active();
+    if (!lease) {
+      throw new IdempotencyContextError(messages.noLeaseInTransactionalMode(consumer));
+    }
+    await lease.extend(duration === undefined ? lease.leaseMs : toMilliseconds('extendLease duration', duration, MAX_TIMER_MS));
   }
 
   private active(): ActiveClaim {

@@ -19,6 +19,9 @@ class PaymentsController {
     isolationLevel: 'SERIALIZABLE',
     fingerprint: false,
     key: { body: 'id' },
+    mode: 'lease',
+    lease: '5s',
+    store: 'redis',
   })
   configured() {}
 
@@ -82,6 +85,9 @@ describe('IdempotencyMetadataAccessor', () => {
       maxAttempts: 5,
       retryDelayMs: 1_000,
       respondsItself: false,
+      mode: 'transaction',
+      leaseMs: 30_000,
+      store: 'postgres',
     });
   });
 
@@ -98,6 +104,9 @@ describe('IdempotencyMetadataAccessor', () => {
       maxAttempts: 2,
       retryDelayMs: 250,
       respondsItself: false,
+      mode: 'lease',
+      leaseMs: 5_000,
+      store: 'redis',
     });
   });
 

@@ -15,8 +15,9 @@ import {
   TRANSPORT_METADATA,
 } from '../idempotency.internal-constants.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
-import type { IdempotentHandlerOptions, InFlightPolicy, IsolationLevel, KeySource } from './idempotent-handler.options.js';
+import type { IdempotencyMode, IdempotentHandlerOptions, InFlightPolicy, IsolationLevel, KeySource } from './idempotent-handler.options.js';
 
+const MODES: readonly IdempotencyMode[] = ['transaction', 'lease'];
 const ISOLATION_LEVELS: readonly IsolationLevel[] = ['READ UNCOMMITTED', 'READ COMMITTED', 'REPEATABLE READ', 'SERIALIZABLE'];
 
 /** A handler's options with the module's defaults applied, and what the module needs to know of it. */
@@ -37,6 +38,10 @@ export interface ResolvedHandler {
   readonly retryDelayMs: number;
   /** HTTP: the handler takes `@Res()` or `@Next()` without `passthrough`, so Nest sends nothing for it. */
   readonly respondsItself: boolean;
+  readonly mode: IdempotencyMode;
+  /** Lease mode: the lease, in milliseconds. */
+  readonly leaseMs: number;
+  readonly store: string;
 }
 
 /** A microservice pattern an idempotent handler is bound to. */
@@ -125,6 +130,9 @@ export class IdempotencyMetadataAccessor {
       maxAttempts: toAttemptLimit(`maxAttempts of ${name}`, options.maxAttempts ?? 5),
       retryDelayMs: toMilliseconds(`retryDelay of ${name}`, options.retryDelay ?? '1s', MAX_TIMER_MS),
       respondsItself: respondsItself(target, methodName),
+      mode: oneOf(`mode of ${name}`, options.mode, MODES) ?? 'transaction',
+      leaseMs: toMilliseconds(`lease of ${name}`, options.lease ?? '30s', MAX_TIMER_MS),
+      store: options.store ?? this.moduleOptions.store,
     };
   }
 }

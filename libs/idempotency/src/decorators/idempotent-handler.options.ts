@@ -15,11 +15,39 @@ export type KeySource =
 /** What a delivery does while its twin (same consumer and key) is being processed and not committed. */
 export type InFlightPolicy = 'reject' | 'wait';
 
+/**
+ * How a handler is made idempotent:
+ * - `'transaction'`: the claim is made in the handler's own PostgreSQL transaction and commits
+ *   with its writes (exactly once, for effects in that database);
+ * - `'lease'`: the claim commits at once as a lease, the handler runs with no transaction held,
+ *   and its success completes the message (for handlers with effects elsewhere: call them with
+ *   `IdempotencyContext.downstreamKey`, so a retried call is recognised).
+ */
+export type IdempotencyMode = 'transaction' | 'lease';
+
 /** A PostgreSQL transaction isolation level. */
 export type IsolationLevel = 'READ UNCOMMITTED' | 'READ COMMITTED' | 'REPEATABLE READ' | 'SERIALIZABLE';
 
 /** Options of `@IdempotentHandler()`. Every field is optional. */
 export interface IdempotentHandlerOptions {
+  /**
+   * `'transaction'` claims in the handler's own transaction; `'lease'` holds a lease instead, for
+   * handlers whose effects are outside the database (see `IdempotencyMode`).
+   * @default 'transaction'
+   */
+  mode?: IdempotencyMode;
+  /**
+   * Lease mode: how long the lease holds. A delivery that finds a lease older than this takes the
+   * message over, so make it longer than the handler takes (or extend it with
+   * `IdempotencyContext.extendLease()`).
+   * @default '30s'
+   */
+  lease?: Duration;
+  /**
+   * Lease mode: the store of the leases, `'postgres'` or a name of the module's `stores`.
+   * @default the module's `store` (`'postgres'`)
+   */
+  store?: string;
   /**
    * Where the idempotency key comes from.
    * @default `{ header: 'Idempotency-Key' }` for HTTP; the AMQP `messageId` property for RabbitMQ;

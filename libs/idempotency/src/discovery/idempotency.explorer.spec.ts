@@ -3,6 +3,7 @@ import { Test } from '@nestjs/testing';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import { IdempotentHandler } from '../decorators/idempotent-handler.decorator.js';
 import { IdempotencyConsumerConflictError } from '../errors/idempotency-consumer-conflict.error.js';
+import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
 import { IdempotencyRetentionError } from '../errors/idempotency-retention.error.js';
 import { IdempotencyUnsupportedHandlerError } from '../errors/idempotency-unsupported-handler.error.js';
 import { IdempotencyModule } from '../idempotency.module.js';
@@ -100,6 +101,26 @@ class CreditsResolver {
 @Module({ providers: [CreditsResolver] })
 class ResolverModule {}
 
+@Controller('leased')
+class LeaseStoreController {
+  @Post('redis')
+  @IdempotentHandler({ mode: 'lease', store: 'redis' })
+  onRedis() {}
+}
+@Module({ controllers: [LeaseStoreController] })
+class LeaseStoreModule {}
+
+@Controller('transactional-on-redis')
+class TransactionalOnRedisController {
+  @Post()
+  @IdempotentHandler({ store: 'redis' })
+  handle() {}
+}
+@Module({ controllers: [TransactionalOnRedisController] })
+class TransactionalOnRedisModule {}
+
+const redisStore = { claim: async () => ({ kind: 'claimed' as const, tookOver: false }), complete: async () => true, release: async () => true, extend: async () => true };
+
 /** Starts a module with `imports`, without a database: the explorer needs none. */
 async function start(options: IdempotencyModuleOptions, imports: Type[]): Promise<void> {
   const moduleRef = await Test.createTestingModule({
@@ -191,5 +212,19 @@ describe('IdempotencyExplorer', () => {
     const error = await start({}, [ResolverModule]).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(IdempotencyUnsupportedHandlerError);
     expect((error as Error).message).toMatch(/^CreditsResolver.grantCredit has @IdempotentHandler\(\) but is not a controller's method/);
+  });
+
+  it('refuses a handler whose lease store is not configured, naming the stores there are', async () => {
+    const error = await start({}, [LeaseStoreModule]).catch((caught: unknown) => caught);
+    expect((error as Error).message).toBe(
+      "LeaseStoreController.onRedis uses the lease store 'redis', which is not configured; the stores are 'postgres'. Add it to the module's stores: { redis: ... }.",
+    );
+    await expect(start({ stores: { redis: redisStore } }, [LeaseStoreModule])).resolves.toBeUndefined();
+  });
+
+  it('refuses a store other than PostgreSQL for the transactional mode, naming the handler', async () => {
+    const error = await start({ stores: { redis: redisStore } }, [TransactionalOnRedisModule]).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(IdempotencyOptionsError);
+    expect((error as Error).message).toMatch(/^TransactionalOnRedisController.handle runs in the transactional mode.*its store is 'redis'. Set mode: 'lease'/);
   });
 });

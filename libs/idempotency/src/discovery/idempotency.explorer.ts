@@ -3,11 +3,13 @@ import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { type HandlerPatterns, IdempotencyMetadataAccessor, type ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
 import { formatDuration } from '../duration/duration.js';
 import { IdempotencyConsumerConflictError } from '../errors/idempotency-consumer-conflict.error.js';
+import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
 import { IdempotencyRetentionError } from '../errors/idempotency-retention.error.js';
 import { IdempotencyUnsupportedHandlerError } from '../errors/idempotency-unsupported-handler.error.js';
 import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
 import { messages } from '../idempotency.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { LeaseStores, POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { patternKey } from './pattern-key.js';
 
 /** An `@IdempotentHandler()` found in a controller, with its options resolved. */
@@ -22,7 +24,8 @@ export interface DiscoveredHandler {
 /**
  * Finds every `@IdempotentHandler()` at start-up, resolving each for its concrete controller as
  * the claims will, and refuses to start when two of them claim one consumer name, when one keeps
- * its ids for less than its sender's redelivery horizon, or when one cannot be made idempotent
+ * its ids for less than its sender's redelivery horizon, when its store is unknown (or not
+ * PostgreSQL for the transactional mode), or when one cannot be made idempotent
  * (an `@Sse()` stream; a method of a provider that is no controller, such as a GraphQL resolver or
  * a WebSocket gateway).
  */
@@ -36,13 +39,17 @@ export class IdempotencyExplorer implements OnModuleInit {
     private readonly scanner: MetadataScanner,
     private readonly accessor: IdempotencyMetadataAccessor,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    private readonly stores: LeaseStores,
   ) {}
 
   onModuleInit(): void {
     this.refuseOutsideControllers();
     this.handlers = this.findHandlers();
     this.checkConsumersAreUnique();
-    this.handlers.forEach((found) => this.checkRetention(found.handler));
+    this.handlers.forEach((found) => {
+      this.checkRetention(found.handler);
+      this.checkStore(found.handler);
+    });
     for (const { patterns } of this.handlers) {
       for (const pattern of patterns?.isEvent ? patterns.patterns : []) {
         this.eventHandlers.set(patternKey(pattern), (this.eventHandlers.get(patternKey(pattern)) ?? 0) + 1);
@@ -108,6 +115,15 @@ export class IdempotencyExplorer implements OnModuleInit {
         throw new IdempotencyConsumerConflictError(found.handler.consumer, [twin, found].map(label));
       }
       byConsumer.set(found.handler.consumer, found);
+    }
+  }
+
+  private checkStore({ name, mode, store }: ResolvedHandler): void {
+    if (!this.stores.names().includes(store)) {
+      throw new IdempotencyOptionsError(messages.unknownStore(name, store, this.stores.names()));
+    }
+    if (mode === 'transaction' && store !== POSTGRES_STORE) {
+      throw new IdempotencyOptionsError(messages.transactionalModeNeedsPostgres(name, store));
     }
   }
 

@@ -55,7 +55,7 @@ export class DataSourceJoin implements OnModuleInit, OnModuleDestroy {
     if (!this.dataSource) {
       const dataSource = this.moduleRef.get<DataSource>(getDataSourceToken(this.options.dataSource), { strict: false });
       this.intercept(dataSource, (claim, mode, create) =>
-        claim?.transaction.isOpen && claim.transaction.dataSource === dataSource && !this.readsFromReplica(dataSource, mode)
+        claim?.transaction?.isOpen && claim.transaction.dataSource === dataSource && !this.readsFromReplica(dataSource, mode)
           ? claim.transaction.queryRunner
           : create(mode),
       );
@@ -66,7 +66,7 @@ export class DataSourceJoin implements OnModuleInit, OnModuleDestroy {
 
   private warnOnUse(dataSource: DataSource, name: string): void {
     this.intercept(dataSource, (claim, mode, create) => {
-      if (!this.readsFromReplica(dataSource, mode) && claim?.transaction.isOpen && !this.warned.has(`${claim.consumer}\u0000${name}`)) {
+      if (!this.readsFromReplica(dataSource, mode) && claim?.transaction?.isOpen && !this.warned.has(`${claim.consumer}\u0000${name}`)) {
         this.warned.add(`${claim.consumer}\u0000${name}`);
         this.logger.warn(messages.otherDataSourceUsed(claim.consumer, name));
       }

@@ -27,6 +27,8 @@ export class CreateProcessedMessagesTable1764633600000 implements MigrationInter
         response_body bytea,
         processed_at timestamptz NOT NULL DEFAULT now(),
         expires_at timestamptz NOT NULL,
+        lease_token uuid,
+        lease_expires_at timestamptz,
         CONSTRAINT "${this.tableName}_pkey" PRIMARY KEY (consumer, message_id)
       )`);
     await queryRunner.query(`CREATE INDEX "${this.tableName}_expires_at_idx" ON "${this.tableName}" (expires_at)`);

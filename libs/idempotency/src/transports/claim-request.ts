@@ -1,10 +1,11 @@
 import type { ExecutionContext } from '@nestjs/common';
-import type { ClaimRequest } from '../claiming/claim.js';
+import type { ClaimingService, ClaimOutcome } from '../claiming/claiming.service.js';
 import type { ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
 import type { InFlightPolicy } from '../decorators/idempotent-handler.options.js';
 import { OTHER_SENDERS } from '../idempotency.internal-constants.js';
 import { fingerprint } from '../keys/fingerprint.js';
 import { toSenderName } from '../keys/message-key.js';
+import type { LeaseClaimingService, LeaseClaimRequest } from '../leasing/lease-claiming.service.js';
 import type { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 
 /** What a transport knows of a delivery: where its key is, what identifies its payload, its default policy. */
@@ -25,7 +26,7 @@ export function claimRequestFor(
   context: ExecutionContext,
   reading: DeliveryReading,
   metrics: IdempotencyMetricsService,
-): ClaimRequest {
+): LeaseClaimRequest {
   let sender: string = OTHER_SENDERS;
   try {
     sender = typeof handler.sender === 'function' ? toSenderName(handler.sender(context), 'the sender function') : handler.sender;
@@ -38,9 +39,21 @@ export function claimRequestFor(
       retentionMs: handler.retentionMs,
       waitForTwin: (handler.inFlight ?? reading.defaultInFlight) === 'wait',
       isolationLevel: handler.isolationLevel,
+      leaseMs: handler.leaseMs,
+      store: handler.store,
     };
   } catch (error) {
     metrics.recordDelivery({ consumer: handler.consumer, sender }, 'rejected');
     throw error;
   }
+}
+
+/** Claims a delivery by the protocol of the handler's mode. */
+export function claimByMode(
+  handler: ResolvedHandler,
+  request: LeaseClaimRequest,
+  claims: ClaimingService,
+  leases: LeaseClaimingService,
+): Promise<ClaimOutcome> {
+  return handler.mode === 'lease' ? leases.claim(request) : claims.claim(request);
 }

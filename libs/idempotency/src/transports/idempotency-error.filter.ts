@@ -6,6 +6,7 @@ import { IdempotencyError } from '../errors/idempotency.error.js';
 import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.js';
 import { IdempotencyKeyReusedError } from '../errors/idempotency-key-reused.error.js';
 import { IdempotencyKeyError } from '../errors/idempotency-key.error.js';
+import { IdempotencyLeaseLostError } from '../errors/idempotency-lease-lost.error.js';
 import { IdempotencyResponseTooLargeError } from '../errors/idempotency-response-too-large.error.js';
 import { IdempotencyTransactionAbortedError } from '../errors/idempotency-transaction-aborted.error.js';
 import { IdempotencyTransientError } from '../errors/idempotency-transient.error.js';
@@ -23,6 +24,7 @@ import { problemAnswer } from './http/problem-details.js';
   IdempotencyInFlightError,
   IdempotencyTransientError,
   IdempotencyUnavailableError,
+  IdempotencyLeaseLostError,
   IdempotencyTransactionAbortedError,
   IdempotencyClaimTransactionError,
   IdempotencyResponseTooLargeError,

@@ -4,7 +4,8 @@ import { lastValueFrom } from 'rxjs';
 import type { ClaimRequest, RecordedResponse } from '../../claiming/claim.js';
 import { translateDatabaseError } from '../../claiming/claim-errors.js';
 import { ClaimingService } from '../../claiming/claiming.service.js';
-import type { OpenClaim } from '../../claiming/open-claim.js';
+import { LeaseClaimingService } from '../../leasing/lease-claiming.service.js';
+import type { OpenDelivery } from '../../claiming/claim.js';
 import { IdempotencyMetadataAccessor, type ResolvedHandler } from '../../decorators/idempotency-metadata.accessor.js';
 import { IdempotencyClaimTransactionError } from '../../errors/idempotency-claim-transaction.error.js';
 import { IdempotencyError } from '../../errors/idempotency.error.js';
@@ -17,7 +18,7 @@ import type { ResolvedIdempotencyOptions } from '../../idempotency.options.js';
 import { readPath, toMessageKey } from '../../keys/message-key.js';
 import { failureOutcome, statusOutcome } from '../../metrics/delivery-outcome.js';
 import { IdempotencyMetricsService } from '../../metrics/idempotency-metrics.service.js';
-import { claimRequestFor } from '../claim-request.js';
+import { claimByMode, claimRequestFor } from '../claim-request.js';
 import { PROBLEM_TYPES, problemAnswer } from './problem-details.js';
 import { type CapturedResponse, type HeaderValues, ResponseCapture } from './response-capture.js';
 
@@ -48,6 +49,7 @@ export class HttpDelivery {
 
   constructor(
     private readonly claims: ClaimingService,
+    private readonly leases: LeaseClaimingService,
     private readonly accessor: IdempotencyMetadataAccessor,
     private readonly metrics: IdempotencyMetricsService,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
@@ -71,14 +73,14 @@ export class HttpDelivery {
       },
       this.metrics,
     );
-    const outcome = await this.claims.claim(claimRequest);
+    const outcome = await claimByMode(handler, claimRequest, this.claims, this.leases);
     if (outcome.kind === 'duplicate') {
       return this.replay(claimRequest, handler, raw, before, outcome.response);
     }
     return this.process(claimRequest, outcome.claim, next, raw, before);
   }
 
-  private async process(request: ClaimRequest, claim: OpenClaim, next: CallHandler, raw: ServerResponse, before: HeaderValues): Promise<unknown> {
+  private async process(request: ClaimRequest, claim: OpenDelivery, next: CallHandler, raw: ServerResponse, before: HeaderValues): Promise<unknown> {
     const capture = ResponseCapture.attach(raw, this.options.replay.maxBodyBytes);
     let settleHandler!: (succeeded: boolean) => void;
     const handled = new Promise<boolean>((resolve) => (settleHandler = resolve));
@@ -107,7 +109,7 @@ export class HttpDelivery {
   /** Once the response ended and the handler returned: commit and send, or roll back and send. */
   private async finish(
     request: ClaimRequest,
-    claim: OpenClaim,
+    claim: OpenDelivery,
     capture: ResponseCapture,
     captured: CapturedResponse,
     before: HeaderValues,

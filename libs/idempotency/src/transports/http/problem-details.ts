@@ -4,6 +4,7 @@ import { IdempotencyError } from '../../errors/idempotency.error.js';
 import { IdempotencyInFlightError } from '../../errors/idempotency-in-flight.error.js';
 import { IdempotencyKeyReusedError } from '../../errors/idempotency-key-reused.error.js';
 import { IdempotencyKeyError } from '../../errors/idempotency-key.error.js';
+import { IdempotencyLeaseLostError } from '../../errors/idempotency-lease-lost.error.js';
 import { IdempotencyResponseTooLargeError } from '../../errors/idempotency-response-too-large.error.js';
 import { IdempotencyTransactionAbortedError } from '../../errors/idempotency-transaction-aborted.error.js';
 import { IdempotencyTransientError } from '../../errors/idempotency-transient.error.js';
@@ -24,6 +25,7 @@ export const PROBLEM_TYPES = new Map<abstract new (...args: never[]) => Idempote
   [IdempotencyKeyReusedError, { status: HttpStatus.UNPROCESSABLE_ENTITY, slug: 'key-reused', title: 'Idempotency key reused', retryable: false }],
   [IdempotencyInFlightError, { status: HttpStatus.CONFLICT, slug: 'in-flight', title: 'Request in flight', retryable: true }],
   [IdempotencyTransientError, { status: HttpStatus.SERVICE_UNAVAILABLE, slug: 'transient', title: 'Transaction aborted', retryable: true }],
+  [IdempotencyLeaseLostError, { status: HttpStatus.CONFLICT, slug: 'lease-lost', title: 'Lease taken over', retryable: true }],
   [IdempotencyUnavailableError, { status: HttpStatus.SERVICE_UNAVAILABLE, slug: 'unavailable', title: 'Database unavailable', retryable: true }],
   [
     IdempotencyTransactionAbortedError,

@@ -3,6 +3,7 @@ import { lastValueFrom } from 'rxjs';
 import type { ClaimRequest } from '../../claiming/claim.js';
 import { translateDatabaseError } from '../../claiming/claim-errors.js';
 import { ClaimingService } from '../../claiming/claiming.service.js';
+import { LeaseClaimingService, type LeaseClaimRequest } from '../../leasing/lease-claiming.service.js';
 import { IdempotencyMetadataAccessor, type ResolvedHandler } from '../../decorators/idempotency-metadata.accessor.js';
 import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
 import { IdempotencyKeyReusedError } from '../../errors/idempotency-key-reused.error.js';
@@ -12,7 +13,7 @@ import { readPath, toMessageKey } from '../../keys/message-key.js';
 import { failureOutcome } from '../../metrics/delivery-outcome.js';
 import { IdempotencyMetricsService } from '../../metrics/idempotency-metrics.service.js';
 import { loadOptionalPackage } from '../../optional/load-optional-package.js';
-import { claimRequestFor } from '../claim-request.js';
+import { claimByMode, claimRequestFor } from '../claim-request.js';
 import { RmqAcknowledgements, type Verdict } from './rmq-acknowledgements.js';
 
 type Microservices = typeof import('@nestjs/microservices');
@@ -32,6 +33,7 @@ export class RpcDelivery {
 
   constructor(
     private readonly claims: ClaimingService,
+    private readonly leases: LeaseClaimingService,
     private readonly accessor: IdempotencyMetadataAccessor,
     private readonly explorer: IdempotencyExplorer,
     private readonly acknowledgements: RmqAcknowledgements,
@@ -50,7 +52,7 @@ export class RpcDelivery {
     const transportContext: unknown = rpc.getContext();
     const rmq = transportContext instanceof RmqContext ? transportContext : undefined;
     const settle = rmq ? this.acknowledgements.join(rmq, this.explorer.eventHandlersOf(rmq.getPattern())) : undefined;
-    let request: ClaimRequest | undefined;
+    let request: LeaseClaimRequest | undefined;
     try {
       request = claimRequestFor(
         handler,
@@ -62,7 +64,7 @@ export class RpcDelivery {
         },
         this.metrics,
       );
-      const outcome = await this.claims.claim(request);
+      const outcome = await claimByMode(handler, request, this.claims, this.leases);
       if (outcome.kind === 'duplicate') {
         settle?.({ kind: 'ack' });
         return outcome.response.body === null ? undefined : JSON.parse(outcome.response.body.toString('utf8'));

@@ -1,0 +1,86 @@
+import type { DataSource } from 'typeorm';
+import type { RecordedResponse } from '../claiming/claim.js';
+import type { LeaseAttempt, LeaseKey, LeaseRequest, LeaseStore } from './lease-store.js';
+
+interface LeaseRow {
+  fingerprint: string | null;
+  lease_token: string | null;
+  response_status: number | null;
+  response_headers: Record<string, string | string[]> | null;
+  response_body: Buffer | null;
+}
+
+/**
+ * Leases in the processed-messages table: a row whose `lease_token` is set is leased until
+ * `lease_expires_at`; a row without one is completed (as every row of the transactional mode is).
+ * Each operation is one parameterised statement in its own transaction, by the database's clock,
+ * so it works behind PgBouncer in transaction mode.
+ */
+export class PostgresLeaseStore implements LeaseStore {
+  constructor(
+    private readonly dataSource: () => DataSource,
+    private readonly tableName: string,
+  ) {}
+
+  async claim(request: LeaseRequest, token: string): Promise<LeaseAttempt> {
+    const table = `"${this.tableName}"`;
+    // A new row, or a row whose lease expired and whose fingerprint matches: the lease is ours.
+    const claimed = (await this.dataSource().query(
+      `INSERT INTO ${table} (consumer, message_id, sender, fingerprint, expires_at, lease_token, lease_expires_at)
+       VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond', $6, now() + $7 * interval '1 millisecond')
+       ON CONFLICT ON CONSTRAINT "${this.tableName}_pkey" DO UPDATE
+         SET sender = EXCLUDED.sender, expires_at = EXCLUDED.expires_at,
+             lease_token = EXCLUDED.lease_token, lease_expires_at = EXCLUDED.lease_expires_at
+         WHERE ${table}.lease_token IS NOT NULL AND ${table}.lease_expires_at < now()
+           AND ${table}.fingerprint IS NOT DISTINCT FROM EXCLUDED.fingerprint
+       RETURNING (xmax <> 0) AS took_over`,
+      [request.consumer, request.key, request.sender, request.fingerprint, request.retentionMs, token, request.leaseMs],
+    )) as { took_over: boolean }[];
+    if (claimed.length === 1) {
+      return { kind: 'claimed', tookOver: claimed[0].took_over };
+    }
+    const [found] = (await this.dataSource().query(
+      `SELECT fingerprint, lease_token, response_status, response_headers, response_body FROM ${table} WHERE consumer = $1 AND message_id = $2`,
+      [request.consumer, request.key],
+    )) as LeaseRow[];
+    if (!found) {
+      // Released between the two statements: try again.
+      return this.claim(request, token);
+    }
+    if (found.lease_token !== null) {
+      return { kind: 'leased', fingerprint: found.fingerprint };
+    }
+    return {
+      kind: 'completed',
+      fingerprint: found.fingerprint,
+      response: { status: found.response_status, headers: found.response_headers, body: found.response_body },
+    };
+  }
+
+  async complete(request: LeaseRequest, token: string, response: RecordedResponse): Promise<boolean> {
+    const [, updated] = (await this.dataSource().query(
+      `UPDATE "${this.tableName}" SET lease_token = NULL, lease_expires_at = NULL, response_status = $4,
+         response_headers = $5, response_body = $6, expires_at = now() + $7 * interval '1 millisecond'
+       WHERE consumer = $1 AND message_id = $2 AND lease_token = $3`,
+      [request.consumer, request.key, token, response.status, response.headers === null ? null : JSON.stringify(response.headers), response.body, request.retentionMs],
+    )) as [unknown, number];
+    return updated === 1;
+  }
+
+  async release({ consumer, key }: LeaseKey, token: string): Promise<boolean> {
+    const [, deleted] = (await this.dataSource().query(
+      `DELETE FROM "${this.tableName}" WHERE consumer = $1 AND message_id = $2 AND lease_token = $3`,
+      [consumer, key, token],
+    )) as [unknown, number];
+    return deleted === 1;
+  }
+
+  async extend({ consumer, key }: LeaseKey, token: string, leaseMs: number): Promise<boolean> {
+    const [, updated] = (await this.dataSource().query(
+      `UPDATE "${this.tableName}" SET lease_expires_at = now() + $4 * interval '1 millisecond'
+       WHERE consumer = $1 AND message_id = $2 AND lease_token = $3`,
+      [consumer, key, token, leaseMs],
+    )) as [unknown, number];
+    return updated === 1;
+  }
+}

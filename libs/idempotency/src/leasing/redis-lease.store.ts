@@ -1,0 +1,102 @@
+import type { RecordedResponse } from '../claiming/claim.js';
+import type { LeaseAttempt, LeaseKey, LeaseRequest, LeaseStore } from './lease-store.js';
+
+/**
+ * The part of a `redis` (node-redis 5 or 6) client the store uses: `EVAL`. Pass the client the
+ * application already has, connected; the store never connects or closes it.
+ */
+export interface RedisEvalClient {
+  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+}
+
+/** A message's value in Redis: leased (`t`, the token) or completed (`r`, the response). */
+interface StoredLease {
+  /** The holder's token; absent once completed. */
+  t?: string;
+  /** The fingerprint, or null. */
+  f: string | null;
+  /** The recorded response, its body in base64. */
+  r?: { s: number | null; h: Record<string, string | string[]> | null; b: string | null };
+}
+
+/** SET NX PX: a lease is a key that expires with it; a key of another holder answers what it is. */
+const CLAIM = `
+local taken = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+if taken then return false end
+return redis.call('GET', KEYS[1])`;
+
+/** Replaces the value (with a new expiry) only while the token holds the lease. */
+const COMPLETE = `
+local value = redis.call('GET', KEYS[1])
+if not value or cjson.decode(value).t ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1`;
+
+const RELEASE = `
+local value = redis.call('GET', KEYS[1])
+if not value or cjson.decode(value).t ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+return 1`;
+
+const EXTEND = `
+local value = redis.call('GET', KEYS[1])
+if not value or cjson.decode(value).t ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1`;
+
+/**
+ * Leases in Redis, for high volume where a duplicate after the key expired is harmless, and where
+ * the handler tolerates a second run (Redis forgets what it did not persist: see the README's
+ * "Choosing a store"). A lease is a key `SET NX PX lease`; its holder's token-checked complete,
+ * release and extend are Lua scripts, atomic in Redis; a completed message is kept by TTL for the
+ * handler's retention. Its expiry is Redis's clock.
+ *
+ * @example
+ * ```ts
+ * const redis = await createClient({ url: process.env.REDIS_URL }).connect();
+ * IdempotencyModule.forRoot({ stores: { redis: new RedisLeaseStore(redis) } });
+ * // @IdempotentHandler({ mode: 'lease', store: 'redis' })
+ * ```
+ */
+export class RedisLeaseStore implements LeaseStore {
+  /** @param prefix Put before every key the store writes. */
+  constructor(
+    private readonly client: RedisEvalClient,
+    private readonly prefix = 'idempotency:',
+  ) {}
+
+  async claim(request: LeaseRequest, token: string): Promise<LeaseAttempt> {
+    const lease: StoredLease = { t: token, f: request.fingerprint };
+    const found = (await this.run(CLAIM, request, [JSON.stringify(lease), String(request.leaseMs)])) as string | null;
+    if (found === null) {
+      return { kind: 'claimed', tookOver: false };
+    }
+    const stored = JSON.parse(found) as StoredLease;
+    if (stored.t !== undefined || !stored.r) {
+      return { kind: 'leased', fingerprint: stored.f };
+    }
+    const { s, h, b } = stored.r;
+    return { kind: 'completed', fingerprint: stored.f, response: { status: s, headers: h, body: b === null ? null : Buffer.from(b, 'base64') } };
+  }
+
+  async complete(request: LeaseRequest, token: string, response: RecordedResponse): Promise<boolean> {
+    const completed: StoredLease = {
+      f: request.fingerprint,
+      r: { s: response.status, h: response.headers, b: response.body === null ? null : response.body.toString('base64') },
+    };
+    return (await this.run(COMPLETE, request, [token, JSON.stringify(completed), String(request.retentionMs)])) === 1;
+  }
+
+  async release(key: LeaseKey, token: string): Promise<boolean> {
+    return (await this.run(RELEASE, key, [token])) === 1;
+  }
+
+  async extend(key: LeaseKey, token: string, leaseMs: number): Promise<boolean> {
+    return (await this.run(EXTEND, key, [token, String(leaseMs)])) === 1;
+  }
+
+  private run(script: string, { consumer, key }: LeaseKey, args: string[]): Promise<unknown> {
+    // The consumer's length keeps `a:b` + `c` apart from `a` + `b:c`.
+    return this.client.eval(script, { keys: [`${this.prefix}${consumer.length}:${consumer}:${key}`], arguments: args });
+  }
+}

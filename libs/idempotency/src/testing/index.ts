@@ -1,0 +1,2 @@
+export { leaseStoreContract } from './lease-store.contract.js';
+export type { ContractCheck } from './lease-store.contract.js';
