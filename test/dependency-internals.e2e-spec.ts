@@ -94,9 +94,15 @@ describe("the dependencies' internals the module relies on", () => {
       await runner.manager.transaction((manager) => manager.insert(Item, { id: 'c', n: 1 }));
       expect(log.queries).toEqual(['SAVEPOINT typeorm_1', expect.stringMatching(/^INSERT INTO "internals_items"/), 'RELEASE SAVEPOINT typeorm_1']);
       expect((runner as unknown as { transactionDepth: number }).transactionDepth).toBe(1);
+      // A failed statement rejects on PostgreSQL's ErrorResponse, before its ReadyForQuery updates the
+      // status, so the status may still read 'T' right after. The claim's commit therefore also reads
+      // COMMIT's command tag, which answers ROLLBACK for an aborted transaction.
       await client.query('SELECT * FROM no_such_table').catch(() => undefined);
+      // pg sends a queued query only after the previous ReadyForQuery, so once this one settles the status is current.
+      await client.query('SELECT 1').catch(() => undefined);
       expect(client.getTransactionStatus()).toBe('E');
-      await client.query('ROLLBACK');
+      const commit = (await client.query('COMMIT')) as { command: string };
+      expect(commit.command).toBe('ROLLBACK');
       expect(client.getTransactionStatus()).toBe('I');
     } finally {
       Object.assign(runner, { isTransactionActive: false, transactionDepth: 0 });

@@ -161,6 +161,8 @@ export class ClaimTransaction {
    * @throws IdempotencyClaimTransactionError when the handler ended it with a bare COMMIT or ROLLBACK.
    */
   async commit(statements: string[]): Promise<void> {
+    // The status can lag a statement that just failed (pg rejects it before PostgreSQL's
+    // ReadyForQuery arrives), so COMMIT's command tag below is the check that always holds.
     const status = this.client.getTransactionStatus();
     if (status === 'E') {
       throw new IdempotencyTransactionAbortedError(this.claimant.consumer, this.claimant.key);
