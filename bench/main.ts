@@ -9,6 +9,7 @@ import { type BenchContext, CaseSkipped } from './cases/bench-case.js';
 import { CASES } from './cases/index.js';
 import { startBenchApp } from './support/bench-app.process.js';
 import { openBenchDatabase } from './support/bench-database.js';
+import { checkRedis, deleteRunKeys, REDIS_URL } from './support/bench-redis.js';
 import { renderChart } from './support/chart.js';
 import { type BenchResults, type CaseResult, markdownTable } from './support/results.js';
 import { round } from './support/stats.js';
@@ -19,6 +20,9 @@ async function main(): Promise<void> {
   const started = Date.now();
   const { settings, cases: selected } = parseArguments(process.argv.slice(2));
   const log = (line: string) => console.log(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${line}`);
+  await checkRedis().catch((error: unknown) => {
+    throw new Error(`Redis does not answer at ${REDIS_URL} (${(error as Error).message}): the lease-mode handlers need it; set REDIS_URL`);
+  });
   const database = await openBenchDatabase();
   log(`PostgreSQL ${database.serverVersion} (${database.server}); ${cpus().length} cores; ${settings.quick ? 'QUICK trial' : 'full run'}`);
   const results: CaseResult[] = [];
@@ -44,6 +48,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await database.close();
+    log(`deleted the run's ${await deleteRunKeys()} Redis keys`);
   }
   results.sort((a, b) => a.id - b.id);
 

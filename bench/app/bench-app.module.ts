@@ -1,6 +1,6 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { IdempotencyModule } from 'nestjs-idempotent-consumer';
+import { IdempotencyModule, type LeaseStore } from 'nestjs-idempotent-consumer';
 import { LedgerEntry } from '../../apps/demo-api/src/credits/ledger-entry.entity.js';
 import { BenchMessagesController } from './bench-messages.controller.js';
 import { BenchController } from './bench.controller.js';
@@ -15,15 +15,16 @@ export const PREFETCH = POOL_SIZE;
  * The bench app: the bench controllers (HTTP routes and RabbitMQ patterns) on the demo's credit
  * tables. The schema is created by the runner before any app starts (see `support/bench-database.ts`).
  * No purge timer: the app purges only when a case asks it to, never during another case's rounds.
+ * `redisStore` is the lease store the `lease-redis` handlers use.
  */
 @Module({})
 export class BenchAppModule {
-  static register(databaseUrl: string): DynamicModule {
+  static register(databaseUrl: string, redisStore: LeaseStore): DynamicModule {
     return {
       module: BenchAppModule,
       imports: [
         TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl, entities: [LedgerEntry], extra: { max: POOL_SIZE } }),
-        IdempotencyModule.forRoot({ retention: '7d', purge: { interval: false } }),
+        IdempotencyModule.forRoot({ retention: '7d', purge: { interval: false }, stores: { redis: redisStore } }),
       ],
       controllers: [BenchController, BenchMessagesController],
     };

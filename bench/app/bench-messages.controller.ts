@@ -7,14 +7,19 @@ import type { DataSource } from 'typeorm';
 import { toCreditRequest } from '../../apps/demo-api/src/credits/credit-request.js';
 import { grantCredit } from './credit-grant.js';
 
-/** The two variants of the RabbitMQ consumer, and the pattern of each one's messages. */
-export type ConsumerArm = 'plain' | 'idempotent';
-export const CREDIT_PATTERNS: Record<ConsumerArm, string> = { plain: 'bench.credit.plain', idempotent: 'bench.credit.idempotent' };
+/** The variants of the RabbitMQ consumer, and the pattern of each one's messages. */
+export type ConsumerArm = 'plain' | 'idempotent' | 'lease-postgres' | 'lease-redis';
+export const CREDIT_PATTERNS: Record<ConsumerArm, string> = {
+  plain: 'bench.credit.plain',
+  idempotent: 'bench.credit.idempotent',
+  'lease-postgres': 'bench.credit.lease-postgres',
+  'lease-redis': 'bench.credit.lease-redis',
+};
 
 /**
  * The bench controller's credit handler as RabbitMQ consumers (`noAck: false`): as a plain
- * transaction that acks its message itself, and as an idempotent handler whose message the
- * module acks. Both run the very same `grantCredit` statements.
+ * transaction that acks its message itself, and as idempotent handlers whose message the module
+ * acks (transactional, and in lease mode on each store). All run the very same `grantCredit` statements.
  */
 @Controller()
 export class BenchMessagesController {
@@ -27,8 +32,7 @@ export class BenchMessagesController {
   // `<string>` picks the untyped overload, whose handler may take the `RmqContext` after the payload.
   @EventPattern<string>(CREDIT_PATTERNS.plain)
   async plain(@Payload() payload: unknown, @Ctx() context: RmqContext): Promise<void> {
-    const { account, cents } = toCreditRequest(payload);
-    await this.dataSource.transaction((manager) => grantCredit(manager, account, cents));
+    await this.grantInOwnTransaction(payload);
     (context.getChannelRef() as Channel).ack(context.getMessage() as Message);
   }
 
@@ -38,5 +42,24 @@ export class BenchMessagesController {
   async idempotent(@Payload() payload: unknown): Promise<void> {
     const { account, cents } = toCreditRequest(payload);
     await grantCredit(this.idempotency.manager, account, cents);
+  }
+
+  /** The handler in lease mode, its claim in PostgreSQL: the work runs in its own transaction. */
+  @EventPattern(CREDIT_PATTERNS['lease-postgres'])
+  @IdempotentHandler({ mode: 'lease', store: 'postgres' })
+  async leasePostgres(@Payload() payload: unknown): Promise<void> {
+    await this.grantInOwnTransaction(payload);
+  }
+
+  /** The handler in lease mode, its claim in Redis. */
+  @EventPattern(CREDIT_PATTERNS['lease-redis'])
+  @IdempotentHandler({ mode: 'lease', store: 'redis' })
+  async leaseRedis(@Payload() payload: unknown): Promise<void> {
+    await this.grantInOwnTransaction(payload);
+  }
+
+  private async grantInOwnTransaction(payload: unknown): Promise<void> {
+    const { account, cents } = toCreditRequest(payload);
+    await this.dataSource.transaction((manager) => grantCredit(manager, account, cents));
   }
 }

@@ -31,8 +31,9 @@ export interface HealthTiming {
 }
 
 /**
- * One credit handler twice: as a plain transaction and as an idempotent handler. Both run the very
- * same `grantCredit` statements, so the difference between them is what exactly-once costs.
+ * One credit handler as a plain transaction, as an idempotent handler, and as an idempotent handler
+ * in lease mode on each store. All run the very same `grantCredit` statements, so the difference
+ * between them is what exactly-once costs.
  */
 @Controller()
 export class BenchController {
@@ -56,6 +57,20 @@ export class BenchController {
   async idempotent(@Body() body: unknown) {
     const { account, cents } = toCreditRequest(body);
     return { account, cents, balance: await grantCredit(this.idempotency.manager, account, cents) };
+  }
+
+  /** The handler in lease mode, its claim in PostgreSQL: the work runs in its own transaction, as the plain one's. */
+  @Post('lease-postgres/credits')
+  @IdempotentHandler({ mode: 'lease', store: 'postgres' })
+  leasePostgres(@Body() body: unknown) {
+    return this.plain(body);
+  }
+
+  /** The handler in lease mode, its claim in Redis. */
+  @Post('lease-redis/credits')
+  @IdempotentHandler({ mode: 'lease', store: 'redis' })
+  leaseRedis(@Body() body: unknown) {
+    return this.plain(body);
   }
 
   /**

@@ -7,6 +7,7 @@ import type { INestMicroservice } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { type RmqOptions, Transport } from '@nestjs/microservices';
 import { BenchAppModule, PREFETCH } from './bench-app.module.js';
+import { connectRedisLeaseStore } from './redis-lease-store.js';
 
 /** What the runner asks of the consumer: to consume a queue (until paused), or to pause. */
 export type ConsumerCommand = { consume: string } | { pause: true };
@@ -21,7 +22,8 @@ async function bootstrap(): Promise<void> {
   if (!databaseUrl || !brokerUrl || !send) {
     throw new Error('the bench consumer is started by the bench runner (npm run bench), not by hand');
   }
-  const app = await NestFactory.create(BenchAppModule.register(databaseUrl), { logger: false });
+  const redis = await connectRedisLeaseStore();
+  const app = await NestFactory.create(BenchAppModule.register(databaseUrl, redis.store), { logger: false });
   await app.init();
   let consumer: INestMicroservice | undefined;
   const run = async (command: ConsumerCommand): Promise<ConsumerReply> => {
@@ -46,7 +48,11 @@ async function bootstrap(): Promise<void> {
       (error: unknown) => send({ error: error instanceof Error ? (error.stack ?? error.message) : String(error) }),
     );
   });
-  const stop = () => void app.close().finally(() => process.exit(0));
+  const stop = () =>
+    void app
+      .close()
+      .then(redis.close)
+      .finally(() => process.exit(0));
   process.once('SIGTERM', stop);
   process.once('disconnect', stop);
   send({ ready: true });

@@ -8,6 +8,7 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { AddressInfo } from 'node:net';
 import { BenchAppModule } from './bench-app.module.js';
+import { connectRedisLeaseStore } from './redis-lease-store.js';
 
 async function bootstrap(): Promise<void> {
   const databaseUrl = process.env.BENCH_DATABASE_URL;
@@ -16,10 +17,15 @@ async function bootstrap(): Promise<void> {
     throw new Error('the bench app is started by the bench runner (npm run bench), not by hand');
   }
   const adapter = platform === 'fastify' ? new FastifyAdapter() : new ExpressAdapter();
-  const app = await NestFactory.create<INestApplication>(BenchAppModule.register(databaseUrl), adapter, { logger: false });
+  const redis = await connectRedisLeaseStore();
+  const app = await NestFactory.create<INestApplication>(BenchAppModule.register(databaseUrl, redis.store), adapter, { logger: false });
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
-  const stop = () => void app.close().finally(() => process.exit(0));
+  const stop = () =>
+    void app
+      .close()
+      .then(redis.close)
+      .finally(() => process.exit(0));
   process.once('SIGTERM', stop);
   process.once('disconnect', stop);
   process.send({ port });

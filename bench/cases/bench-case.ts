@@ -108,28 +108,45 @@ export interface AgainstPlain {
   readonly idempotent: Summary;
 }
 
+/** Variants of a handler, each against the very same handler without the module; no floor applies. */
+export interface VariantsAgainstPlain {
+  /** What the rows' variant names start with: a platform, a prefetch. */
+  readonly variant: string;
+  readonly chartTitle: string;
+  readonly unit: string;
+  readonly plain: Summary;
+  /** The variants by label, as the rows and bars name them. */
+  readonly others: Readonly<Record<string, Summary>>;
+}
+
+/** Adds the table rows and the chart group of `comparison` to `report`; returns each variant's throughput ratio to plain. */
+export function reportVariantsAgainstPlain(report: CaseReport, comparison: VariantsAgainstPlain): Record<string, number> {
+  const { variant, plain, others } = comparison;
+  const ratios = Object.fromEntries(Object.entries(others).map(([label, summary]) => [label, round(summary.throughput / plain.throughput, 3)]));
+  report.rows.push(
+    { variant: `${variant}, plain`, ...plain },
+    ...Object.entries(others).map(([label, summary]) => ({ variant: `${variant}, ${label}`, ...summary, figure: `${ratios[label].toFixed(3)} × plain` })),
+  );
+  report.chart.push({
+    title: comparison.chartTitle,
+    unit: comparison.unit,
+    bars: [{ label: 'plain', value: plain.throughput }, ...Object.entries(others).map(([label, summary]) => ({ label, value: summary.throughput }))],
+    note: Object.entries(ratios)
+      .map(([label, ratio]) => `${label} / plain = ${ratio.toFixed(3)}`)
+      .join(', '),
+  });
+  return ratios;
+}
+
 /**
  * Adds a comparison's two table rows, its floor (≥ 0.90 of the plain throughput) and its chart
  * group to `report`, and returns the throughput ratio.
  */
 export function reportAgainstPlain(report: CaseReport, comparison: AgainstPlain): number {
-  const { variant, plain, idempotent } = comparison;
-  const ratio = round(idempotent.throughput / plain.throughput, 3);
-  report.rows.push(
-    { variant: `${variant}, plain`, ...plain },
-    { variant: `${variant}, idempotent`, ...idempotent, figure: `${ratio.toFixed(3)} × plain` },
-  );
+  const { idempotent: ratio } = reportVariantsAgainstPlain(report, { ...comparison, others: { idempotent: comparison.idempotent } });
   const floor = checkFloor(comparison.floorLabel, ratio, 'at least', AGAINST_PLAIN_FLOOR);
   report.floors.push(floor);
-  report.chart.push({
-    title: comparison.chartTitle,
-    unit: comparison.unit,
-    bars: [
-      { label: 'plain', value: plain.throughput },
-      { label: 'idempotent', value: idempotent.throughput },
-    ],
-    note: `idempotent / plain = ${ratio.toFixed(3)} (floor ≥ ${AGAINST_PLAIN_FLOOR.toFixed(2)})`,
-    met: floor.met,
-  });
+  const group = report.chart.pop() as ChartGroup;
+  report.chart.push({ ...group, note: `${group.note} (floor ≥ ${AGAINST_PLAIN_FLOOR.toFixed(2)})`, met: floor.met });
   return ratio;
 }

@@ -1,7 +1,7 @@
-import { PLATFORMS } from '../support/bench-app.process.js';
+import { type BenchAppProcess, type Platform, PLATFORMS } from '../support/bench-app.process.js';
 import { runAppLoad, uniqueCredits } from '../support/http-load.js';
-import { type Arm, interleave, summarize, withDatabaseCpu } from '../support/measurement.js';
-import { type BenchCase, type CaseReport, emptyReport, reportAgainstPlain } from './bench-case.js';
+import { type Arm, interleave, type Measurement, type Summary, summarize, withDatabaseCpu } from '../support/measurement.js';
+import { type BenchCase, type BenchContext, type CaseReport, emptyReport, reportAgainstPlain } from './bench-case.js';
 
 /**
  * Case 1: the credit handler with `@IdempotentHandler()` against the very same handler and
@@ -10,41 +10,60 @@ import { type BenchCase, type CaseReport, emptyReport, reportAgainstPlain } from
 export const httpFirstDeliveries: BenchCase = {
   id: 1,
   title: 'HTTP, first deliveries',
-  async run({ settings, database, startApp, log }): Promise<CaseReport> {
+  async run(context): Promise<CaseReport> {
     const report = emptyReport();
     for (const platform of PLATFORMS) {
-      // One process per variant: the plain one never runs an idempotent request, so it never
-      // pays for what the module switches on once used (on Node 20, AsyncLocalStorage's promise
-      // hooks, process-wide): it is the app without the module.
-      const apps = { plain: await startApp(platform), idempotent: await startApp(platform) };
-      try {
-        const arm = (variant: keyof typeof apps): Arm => ({
-          name: `${platform} ${variant}`,
-          measure: (r, seconds) =>
-            withDatabaseCpu(database, () =>
-              runAppLoad(apps[variant], `/${variant}/credits`, {
-                connections: settings.connections,
-                seconds,
-                request: uniqueCredits(`c1-${platform}-${variant}-${r}`),
-              }),
-            ),
-        });
-        const rounds = await interleave([arm('plain'), arm('idempotent')], { ...settings, log });
-        const plain = summarize(rounds[`${platform} plain`]);
-        const idempotent = summarize(rounds[`${platform} idempotent`]);
-        const ratio = reportAgainstPlain(report, {
-          variant: platform,
-          floorLabel: `${platform}: idempotent / plain throughput`,
-          chartTitle: `1 · first deliveries · ${platform}`,
-          unit: 'req/s',
-          plain,
-          idempotent,
-        });
-        report.details[platform] = { rounds, medians: { plain, idempotent }, ratio };
-      } finally {
-        await Promise.all([apps.plain.stop(), apps.idempotent.stop()]);
-      }
+      const { rounds, medians } = await measureFirstDeliveries(context, platform, 'c1', ['plain', 'idempotent']);
+      const ratio = reportAgainstPlain(report, {
+        variant: platform,
+        floorLabel: `${platform}: idempotent / plain throughput`,
+        chartTitle: `1 · first deliveries · ${platform}`,
+        unit: 'req/s',
+        plain: medians.plain,
+        idempotent: medians.idempotent,
+      });
+      report.details[platform] = { rounds, medians, ratio };
     }
     return report;
   },
 };
+
+/** The bench app's credit routes: `POST /<route>/credits`. */
+export type CreditRoute = 'plain' | 'idempotent' | 'lease-postgres' | 'lease-redis';
+
+/**
+ * Loads each of `routes` on `platform` with first deliveries (every request a new key; `label`
+ * names the keys), interleaved, and returns the rounds and medians of each.
+ */
+export async function measureFirstDeliveries<Route extends CreditRoute>(
+  { settings, database, startApp, log }: BenchContext,
+  platform: Platform,
+  label: string,
+  routes: Route[],
+): Promise<{ rounds: Record<string, Measurement[]>; medians: Record<Route, Summary> }> {
+  // One process per route: the plain one never runs an idempotent request, so it never pays for
+  // what the module switches on once used (on Node 20, AsyncLocalStorage's promise hooks,
+  // process-wide): it is the app without the module.
+  const apps = new Map<Route, BenchAppProcess>();
+  try {
+    for (const route of routes) {
+      apps.set(route, await startApp(platform));
+    }
+    const arm = (route: Route): Arm => ({
+      name: `${platform} ${route}`,
+      measure: (r, seconds) =>
+        withDatabaseCpu(database, () =>
+          runAppLoad(apps.get(route) as BenchAppProcess, `/${route}/credits`, {
+            connections: settings.connections,
+            seconds,
+            request: uniqueCredits(`${label}-${platform}-${route}-${r}`),
+          }),
+        ),
+    });
+    const rounds = await interleave(routes.map(arm), { ...settings, log });
+    const medians = Object.fromEntries(routes.map((route) => [route, summarize(rounds[`${platform} ${route}`])])) as Record<Route, Summary>;
+    return { rounds, medians };
+  } finally {
+    await Promise.all([...apps.values()].map((app) => app.stop()));
+  }
+}

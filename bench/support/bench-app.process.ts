@@ -2,6 +2,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { PurgeRun } from 'nestjs-idempotent-consumer';
 import type { HealthTiming, ProcessUsage } from '../app/bench.controller.js';
+import { REDIS_ENV } from './bench-redis.js';
 
 /** The HTTP platforms the cases run on. */
 export type Platform = 'express' | 'fastify';
@@ -63,13 +64,13 @@ export interface ForkedBenchProcess<Ready> {
 
 /**
  * Forks the bench process `entry` (named `name` in errors) with `env` added to the runner's, and
- * waits for its first IPC message. It is started with `--expose-gc` for the memory readings; only
+ * waits for its first IPC message; every bench process is given the run's Redis lease store. It is started with `--expose-gc` for the memory readings; only
  * those call the collector. `BENCH_APP_NODE_ARGS` adds Node options, for looking into a figure:
  * `BENCH_APP_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof'`.
  */
 export async function forkBenchProcess<Ready>(name: string, entry: string, env: Record<string, string>): Promise<ForkedBenchProcess<Ready>> {
   const child = fork(entry, [], {
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...REDIS_ENV, ...env },
     execArgv: ['--expose-gc', ...(process.env.BENCH_APP_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
