@@ -26,7 +26,7 @@ describeWithBroker('the guarantee on the message handler shapes real services ha
   async function startConsumer(databaseUrl = db.url): Promise<MessageShapesController> {
     logger = new CapturingLogger();
     ({ app } = await startDemoApp('express', databaseUrl, [MessageShapesModule], logger, { purge: { interval: false } }));
-    await consumeCredits(app, RABBITMQ_URL, queue);
+    await consumeCredits(app, RABBITMQ_URL, { name: queue, type: 'classic' });
     return app.get(MessageShapesController);
   }
 

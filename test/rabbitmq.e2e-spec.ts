@@ -25,7 +25,7 @@ describeWithBroker('exactly-once RabbitMQ consumers', () => {
   async function startConsumer(brokerUrl = RABBITMQ_URL): Promise<MessageFixtureController> {
     logger = new CapturingLogger();
     ({ app } = await startDemoApp('express', db.url, [MessageFixtureModule], logger));
-    await consumeCredits(app, brokerUrl, queue);
+    await consumeCredits(app, brokerUrl, { name: queue, type: 'classic' });
     return app.get(MessageFixtureController);
   }
 
