@@ -204,7 +204,7 @@ describeWithBroker.each(CREDIT_QUEUE_TYPES)('exactly-once RabbitMQ consumers on 
   });
 
   it("a failing message whose consumer restarts before each retry: a quorum queue's x-delivery-count carries the attempts over, a classic queue's consumers each count from 1", async () => {
-    // Each consumer's first verdict on the message, as it logs it.
+    // The consumers' verdicts on the message as they log them: one each, as each retry is held for 30 s.
     const verdicts: string[] = [];
     let handlerRuns = 0;
     const verdictOf = (line: string) =>
