@@ -1,0 +1,241 @@
+import { post } from './support/demo-app.js';
+import { type DemoProcess, startDemoProcess } from './support/demo-process.js';
+import { PostgresCluster, postgresClustersAvailable, REPLICA_NAME } from './support/postgres-cluster.js';
+import { TcpProxy } from './support/tcp-proxy.js';
+import { until } from './support/test-database.js';
+
+const EVENTS = 400;
+const KILL_AFTER = 150;
+const CONCURRENCY = 8;
+const CENTS = 100;
+/** How long the provider keeps retrying one event before the test gives up on the demo. */
+const DELIVERY_DEADLINE_MS = 60_000;
+const DATABASE = 'credits';
+
+/** How the primary waits for its replica: not at all, or for the replica's flush of every commit. */
+type ReplicationMode = 'asynchronous' | 'synchronous';
+
+/** What one failover measured, printed at the end of the suite. */
+interface FailoverFigures {
+  mode: ReplicationMode;
+  acknowledgedBeforeKill: number;
+  retried: number;
+  lostAndReprocessed: number;
+  healthDownAfterMs: number;
+  recoveryMs: number;
+  healthUpAfterMs: number;
+  effects: number;
+}
+
+/** The demo's `GET /health`: its status and the terminus body. */
+async function health(baseUrl: string): Promise<{ status: number; body: { status: string; details?: Record<string, { status: string }> } }> {
+  const response = await fetch(`${baseUrl}/health`);
+  return { status: response.status, body: (await response.json()) as { status: string } };
+}
+
+/**
+ * The claim and the work fail over together: the demo runs against a primary PostgreSQL through
+ * one address (a TCP proxy) while a webhook provider delivers events with retries; mid-load the
+ * primary dies (`pg_ctl stop -m immediate`), its streaming replica is promoted and the address
+ * moves to it. Counted on the promoted replica, every event has exactly one effect. Both clusters
+ * are private to the suite: the machine's server binaries, temporary folders, ports of their own.
+ */
+(postgresClustersAvailable() ? describe : describe.skip)('a failover of PostgreSQL to its replica in the middle of a webhook load', () => {
+  const measured: FailoverFigures[] = [];
+  /** What a test started, stopped in afterEach even when the test failed or timed out. */
+  const started: { primary?: PostgresCluster; replica?: PostgresCluster; proxy?: TcpProxy; demo?: DemoProcess } = {};
+
+  afterEach(async () => {
+    const { primary, replica, proxy, demo } = started;
+    delete started.primary;
+    delete started.replica;
+    delete started.proxy;
+    delete started.demo;
+    await demo?.kill();
+    await proxy?.close();
+    await replica?.destroy(false);
+    await primary?.destroy();
+  });
+
+  afterAll(() => {
+    for (const figures of measured) {
+      console.log(
+        `failover, ${figures.mode} replication: ${EVENTS} events sent, ${figures.effects} effects; ` +
+          `${figures.acknowledgedBeforeKill} acknowledged before the kill, ${figures.retried} retried by the provider, ` +
+          `${figures.lostAndReprocessed} acknowledged but lost on the replica and reprocessed; /health down ${figures.healthDownAfterMs} ms ` +
+          `after the kill, first 2xx after the move ${figures.recoveryMs} ms after the kill, /health up after ${figures.healthUpAfterMs} ms`,
+      );
+    }
+  });
+
+  it.each<[ReplicationMode, string]>([
+    ['asynchronous', 'an acknowledged event the replica had not received is reprocessed on redelivery, and none has two effects'],
+    ['synchronous', 'every event acknowledged before the kill is on the replica, and none has two effects'],
+  ])('%s replication: %s; the demo recovers without a restart, /health down then up', async (mode) => {
+    try {
+      const primary = (started.primary = await PostgresCluster.startPrimary(DATABASE));
+      const replica = (started.replica = await primary.startReplica());
+      if (mode === 'synchronous') {
+        await primary.requireSynchronousReplica();
+      }
+      expect(await primary.query('SELECT application_name, sync_state FROM pg_stat_replication')).toEqual([
+        { application_name: REPLICA_NAME, sync_state: mode === 'synchronous' ? 'sync' : 'async' },
+      ]);
+      const proxy = (started.proxy = new TcpProxy('127.0.0.1', primary.port));
+      await proxy.start();
+      const demo = (started.demo = await startDemoProcess({ DATABASE_URL: proxy.url(primary.url(DATABASE)) }));
+      const pid = demo.child.pid;
+      const { baseUrl } = demo;
+      expect((await health(baseUrl)).status).toBe(200);
+
+      const eventId = (i: number) => `evt-failover-${mode}-${i}`;
+      const account = (i: number) => `acc-failover-${mode}-${i}`;
+      const attempts = new Map<string, number>();
+      const acknowledged = new Set<string>();
+      let killedAt: number | undefined;
+      let movedAt: number | undefined;
+      let firstAnswerAfterMove: number | undefined;
+      let failover: Promise<{ acknowledgedBeforeKill: string[]; lost: string[]; healthDownAt: number; healthUpAt: number }> | undefined;
+      let failoverError: unknown;
+
+      /** Posts event `i` until it gets a 2xx (a replay counts), backing off from 25 ms to 1 s, as a webhook provider does. */
+      const deliver = async (i: number) => {
+        const id = eventId(i);
+        const started = performance.now();
+        for (let attempt = 1; ; attempt++) {
+          attempts.set(id, attempt);
+          const answer = await post(`${baseUrl}/webhooks/payments`, { id, type: 'credit.granted', data: { account: account(i), cents: CENTS } }).catch(
+            (error: Error) => ({ status: 0, error }),
+          );
+          if (answer.status >= 200 && answer.status < 300) {
+            acknowledged.add(id);
+            if (movedAt !== undefined) firstAnswerAfterMove ??= performance.now();
+            return;
+          }
+          if (failoverError) throw failoverError;
+          if (performance.now() - started > DELIVERY_DEADLINE_MS) {
+            throw new Error(`event ${id} got no 2xx in ${DELIVERY_DEADLINE_MS} ms (${attempt} attempts, last ${JSON.stringify(answer)})`);
+          }
+          await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, 25 * 2 ** (attempt - 1))));
+        }
+      };
+
+      /** Kills the primary, promotes the replica, reads what it holds, then moves the demo's address to it. */
+      const failOver = async (live: PostgresCluster, standby: PostgresCluster, address: TcpProxy) => {
+        const acknowledgedBeforeKill = [...acknowledged];
+        killedAt = performance.now();
+        await live.killImmediately();
+        await until(async () => (await health(baseUrl)).status >= 300, '/health is down while there is no primary');
+        const healthDownAt = performance.now();
+        const down = await health(baseUrl);
+        expect(down).toMatchObject({ status: 503, body: { status: 'error', details: { database: { status: 'down' } } } });
+
+        await standby.promote();
+        // Every 2xx so far came from the old primary: the new one is not reachable yet.
+        const acknowledgedBeforeMove = [...acknowledged];
+        const held = await standby.query<{ message_id: string }>(
+          `SELECT message_id FROM processed_messages WHERE message_id = ANY($1)`,
+          [acknowledgedBeforeMove],
+          DATABASE,
+        );
+        const heldIds = new Set(held.map((row) => row.message_id));
+        // The claim and the work survive together or not at all.
+        const claimsWithoutOneEffect = await standby.query(
+          `SELECT p.message_id, count(l.id)::int AS effects
+           FROM processed_messages p LEFT JOIN ledger_entries l ON l.account = replace(p.message_id, 'evt-', 'acc-')
+           GROUP BY p.message_id HAVING count(l.id) <> 1`,
+          [],
+          DATABASE,
+        );
+        expect(claimsWithoutOneEffect).toEqual([]);
+        const effectsWithoutClaim = await standby.query(
+          `SELECT l.account FROM ledger_entries l
+           WHERE NOT EXISTS (SELECT 1 FROM processed_messages p WHERE p.message_id = replace(l.account, 'acc-', 'evt-'))`,
+          [],
+          DATABASE,
+        );
+        expect(effectsWithoutClaim).toEqual([]);
+
+        address.retarget(standby.port);
+        movedAt = performance.now();
+        await until(async () => (await health(baseUrl)).status === 200, '/health is up once the address has moved', 30_000);
+        return {
+          acknowledgedBeforeKill,
+          lost: acknowledgedBeforeMove.filter((id) => !heldIds.has(id)),
+          healthDownAt,
+          healthUpAt: performance.now(),
+        };
+      };
+
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          while (next < EVENTS) {
+            await deliver(next++);
+            if (!failover && acknowledged.size >= KILL_AFTER) {
+              failover = failOver(primary, replica, proxy);
+              failover.catch((error: unknown) => (failoverError = error));
+            }
+          }
+        }),
+      );
+      const { acknowledgedBeforeKill, lost, healthDownAt, healthUpAt } = await failover!;
+      expect(acknowledged.size).toBe(EVENTS);
+      expect(firstAnswerAfterMove).toBeDefined();
+      const retried = [...attempts.values()].filter((count) => count > 1).length;
+
+      // The provider delivers every event once more (at least once): answered as replays, but for what the replica lost.
+      const reprocessed: string[] = [];
+      for (let i = 0; i < EVENTS; i++) {
+        const answer = await post(`${baseUrl}/webhooks/payments`, { id: eventId(i), type: 'credit.granted', data: { account: account(i), cents: CENTS } });
+        expect(answer.status).toBe(200);
+        if (answer.headers.get('idempotent-replayed') !== 'true') reprocessed.push(eventId(i));
+      }
+      expect(reprocessed).toEqual(expect.arrayContaining(lost));
+      if (mode === 'synchronous') {
+        expect(lost).toEqual([]);
+        expect(reprocessed).toEqual([]);
+      }
+
+      // The same process answers: it was never restarted.
+      expect(demo.child.pid).toBe(pid);
+      expect([demo.child.exitCode, demo.child.signalCode]).toEqual([null, null]);
+
+      // Counted on the surviving database: one claim, one ledger entry and the balance of one credit per event.
+      const effects = await replica.query<{ account: string; entries: number; balance: string | null }>(
+        `SELECT a.account, (SELECT count(*)::int FROM ledger_entries l WHERE l.account = a.account) AS entries, b.balance::text AS balance
+         FROM unnest($1::text[]) AS a(account) LEFT JOIN accounts b ON b.account = a.account`,
+        [Array.from({ length: EVENTS }, (_, i) => account(i))],
+        DATABASE,
+      );
+      expect(effects.filter((row) => row.entries === 0)).toEqual([]);
+      expect(effects.filter((row) => row.entries > 1)).toEqual([]);
+      expect(effects.filter((row) => row.balance !== String(CENTS))).toEqual([]);
+      const [{ claims }] = await replica.query<{ claims: number }>(
+        `SELECT count(DISTINCT message_id)::int AS claims FROM processed_messages WHERE consumer = 'PaymentWebhooksController.onEvent'`,
+        [],
+        DATABASE,
+      );
+      expect(claims).toBe(EVENTS);
+
+      measured.push({
+        mode,
+        acknowledgedBeforeKill: acknowledgedBeforeKill.length,
+        retried,
+        lostAndReprocessed: lost.length,
+        healthDownAfterMs: Math.round(healthDownAt - killedAt!),
+        recoveryMs: Math.round(firstAnswerAfterMove! - killedAt!),
+        healthUpAfterMs: Math.round(healthUpAt - killedAt!),
+        effects: effects.reduce((sum, row) => sum + row.entries, 0),
+      });
+    } catch (error) {
+      const { demo, primary, replica } = started;
+      console.log(
+        [demo && `demo:\n${demo.output()}`, primary && `primary:\n${await primary.log()}`, replica && `replica:\n${await replica.log()}`]
+          .filter(Boolean)
+          .join('\n\n'),
+      );
+      throw error;
+    }
+  });
+});
