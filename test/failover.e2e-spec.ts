@@ -20,17 +20,36 @@ interface FailoverFigures {
   mode: ReplicationMode;
   acknowledgedBeforeKill: number;
   retried: number;
+  /** 2xx answers of the load that were replays: commits the kill cut the answer of, found on the replica. */
+  replayedInLoad: number;
   lostAndReprocessed: number;
   healthDownAfterMs: number;
   recoveryMs: number;
   healthUpAfterMs: number;
   effects: number;
+  /** The answers that were not 2xx, by status (0: no HTTP answer). */
+  failedAnswers: Map<number, number>;
 }
 
 /** The demo's `GET /health`: its status and the terminus body. */
 async function health(baseUrl: string): Promise<{ status: number; body: { status: string; details?: Record<string, { status: string }> } }> {
   const response = await fetch(`${baseUrl}/health`);
   return { status: response.status, body: (await response.json()) as { status: string } };
+}
+
+/** A `credit.granted` event of the payments provider, crediting an account of its own. */
+function paymentEvent(id: string, account: string) {
+  return { id, type: 'credit.granted', data: { account, cents: CENTS } };
+}
+
+/** One delivery of `event` to the demo's webhook: the status (0 when no HTTP answer came) and whether it was a replay. */
+async function deliverOnce(baseUrl: string, event: object): Promise<{ status: number; replayed: boolean; error?: string }> {
+  try {
+    const answer = await post(`${baseUrl}/webhooks/payments`, event);
+    return { status: answer.status, replayed: answer.headers.get('idempotent-replayed') === 'true' };
+  } catch (error) {
+    return { status: 0, replayed: false, error: (error as Error).message };
+  }
 }
 
 /**
@@ -61,9 +80,11 @@ async function health(baseUrl: string): Promise<{ status: number; body: { status
     for (const figures of measured) {
       console.log(
         `failover, ${figures.mode} replication: ${EVENTS} events sent, ${figures.effects} effects; ` +
-          `${figures.acknowledgedBeforeKill} acknowledged before the kill, ${figures.retried} retried by the provider, ` +
+          `${figures.acknowledgedBeforeKill} acknowledged before the kill, ${figures.retried} retried by the provider ` +
+          `(${figures.replayedInLoad} answered as replays), ` +
           `${figures.lostAndReprocessed} acknowledged but lost on the replica and reprocessed; /health down ${figures.healthDownAfterMs} ms ` +
-          `after the kill, first 2xx after the move ${figures.recoveryMs} ms after the kill, /health up after ${figures.healthUpAfterMs} ms`,
+          `after the kill, first 2xx after the move ${figures.recoveryMs} ms after the kill, /health up after ${figures.healthUpAfterMs} ms; ` +
+          `answers that were not 2xx: ${[...figures.failedAnswers].map(([status, count]) => `${status} x${count}`).join(', ')}`,
       );
     }
   });
@@ -91,6 +112,8 @@ async function health(baseUrl: string): Promise<{ status: number; body: { status
       const eventId = (i: number) => `evt-failover-${mode}-${i}`;
       const account = (i: number) => `acc-failover-${mode}-${i}`;
       const attempts = new Map<string, number>();
+      const failedAnswers = new Map<number, number>();
+      let replayedInLoad = 0;
       const acknowledged = new Set<string>();
       let killedAt: number | undefined;
       let movedAt: number | undefined;
@@ -101,19 +124,19 @@ async function health(baseUrl: string): Promise<{ status: number; body: { status
       /** Posts event `i` until it gets a 2xx (a replay counts), backing off from 25 ms to 1 s, as a webhook provider does. */
       const deliver = async (i: number) => {
         const id = eventId(i);
-        const started = performance.now();
+        const firstAttemptAt = performance.now();
         for (let attempt = 1; ; attempt++) {
           attempts.set(id, attempt);
-          const answer = await post(`${baseUrl}/webhooks/payments`, { id, type: 'credit.granted', data: { account: account(i), cents: CENTS } }).catch(
-            (error: Error) => ({ status: 0, error }),
-          );
+          const answer = await deliverOnce(baseUrl, paymentEvent(id, account(i)));
           if (answer.status >= 200 && answer.status < 300) {
             acknowledged.add(id);
+            if (answer.replayed) replayedInLoad++;
             if (movedAt !== undefined) firstAnswerAfterMove ??= performance.now();
             return;
           }
+          failedAnswers.set(answer.status, (failedAnswers.get(answer.status) ?? 0) + 1);
           if (failoverError) throw failoverError;
-          if (performance.now() - started > DELIVERY_DEADLINE_MS) {
+          if (performance.now() - firstAttemptAt > DELIVERY_DEADLINE_MS) {
             throw new Error(`event ${id} got no 2xx in ${DELIVERY_DEADLINE_MS} ms (${attempt} attempts, last ${JSON.stringify(answer)})`);
           }
           await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, 25 * 2 ** (attempt - 1))));
@@ -121,26 +144,26 @@ async function health(baseUrl: string): Promise<{ status: number; body: { status
       };
 
       /** Kills the primary, promotes the replica, reads what it holds, then moves the demo's address to it. */
-      const failOver = async (live: PostgresCluster, standby: PostgresCluster, address: TcpProxy) => {
+      const failOver = async () => {
         const acknowledgedBeforeKill = [...acknowledged];
         killedAt = performance.now();
-        await live.killImmediately();
+        await primary.killImmediately();
         await until(async () => (await health(baseUrl)).status >= 300, '/health is down while there is no primary');
         const healthDownAt = performance.now();
         const down = await health(baseUrl);
         expect(down).toMatchObject({ status: 503, body: { status: 'error', details: { database: { status: 'down' } } } });
 
-        await standby.promote();
+        await replica.promote();
         // Every 2xx so far came from the old primary: the new one is not reachable yet.
         const acknowledgedBeforeMove = [...acknowledged];
-        const held = await standby.query<{ message_id: string }>(
+        const held = await replica.query<{ message_id: string }>(
           `SELECT message_id FROM processed_messages WHERE message_id = ANY($1)`,
           [acknowledgedBeforeMove],
           DATABASE,
         );
         const heldIds = new Set(held.map((row) => row.message_id));
         // The claim and the work survive together or not at all.
-        const claimsWithoutOneEffect = await standby.query(
+        const claimsWithoutOneEffect = await replica.query(
           `SELECT p.message_id, count(l.id)::int AS effects
            FROM processed_messages p LEFT JOIN ledger_entries l ON l.account = replace(p.message_id, 'evt-', 'acc-')
            GROUP BY p.message_id HAVING count(l.id) <> 1`,
@@ -148,7 +171,7 @@ async function health(baseUrl: string): Promise<{ status: number; body: { status
           DATABASE,
         );
         expect(claimsWithoutOneEffect).toEqual([]);
-        const effectsWithoutClaim = await standby.query(
+        const effectsWithoutClaim = await replica.query(
           `SELECT l.account FROM ledger_entries l
            WHERE NOT EXISTS (SELECT 1 FROM processed_messages p WHERE p.message_id = replace(l.account, 'acc-', 'evt-'))`,
           [],
@@ -156,7 +179,7 @@ async function health(baseUrl: string): Promise<{ status: number; body: { status
         );
         expect(effectsWithoutClaim).toEqual([]);
 
-        address.retarget(standby.port);
+        proxy.retarget(replica.port);
         movedAt = performance.now();
         await until(async () => (await health(baseUrl)).status === 200, '/health is up once the address has moved', 30_000);
         return {
@@ -173,7 +196,7 @@ async function health(baseUrl: string): Promise<{ status: number; body: { status
           while (next < EVENTS) {
             await deliver(next++);
             if (!failover && acknowledged.size >= KILL_AFTER) {
-              failover = failOver(primary, replica, proxy);
+              failover = failOver();
               failover.catch((error: unknown) => (failoverError = error));
             }
           }
@@ -187,9 +210,9 @@ async function health(baseUrl: string): Promise<{ status: number; body: { status
       // The provider delivers every event once more (at least once): answered as replays, but for what the replica lost.
       const reprocessed: string[] = [];
       for (let i = 0; i < EVENTS; i++) {
-        const answer = await post(`${baseUrl}/webhooks/payments`, { id: eventId(i), type: 'credit.granted', data: { account: account(i), cents: CENTS } });
-        expect(answer.status).toBe(200);
-        if (answer.headers.get('idempotent-replayed') !== 'true') reprocessed.push(eventId(i));
+        const answer = await deliverOnce(baseUrl, paymentEvent(eventId(i), account(i)));
+        expect(answer).toMatchObject({ status: 200 });
+        if (!answer.replayed) reprocessed.push(eventId(i));
       }
       expect(reprocessed).toEqual(expect.arrayContaining(lost));
       if (mode === 'synchronous') {
@@ -222,11 +245,13 @@ async function health(baseUrl: string): Promise<{ status: number; body: { status
         mode,
         acknowledgedBeforeKill: acknowledgedBeforeKill.length,
         retried,
+        replayedInLoad,
         lostAndReprocessed: lost.length,
         healthDownAfterMs: Math.round(healthDownAt - killedAt!),
         recoveryMs: Math.round(firstAnswerAfterMove! - killedAt!),
         healthUpAfterMs: Math.round(healthUpAt - killedAt!),
         effects: effects.reduce((sum, row) => sum + row.entries, 0),
+        failedAnswers,
       });
     } catch (error) {
       const { demo, primary, replica } = started;
