@@ -72,8 +72,8 @@ export class PostgresCluster {
     private readonly binaries: string,
     /** The folder of the pair: both data folders and their logs. */
     private readonly folder: string,
-    /** `primary` or `replica`: its data folder and log in `folder`. */
-    readonly name: string,
+    /** Its data folder and its log in `folder` are named after it. */
+    readonly name: 'primary' | 'replica',
     readonly port: number,
   ) {}
 
@@ -109,11 +109,7 @@ export class PostgresCluster {
       }
       await primary.runTool('initdb', ['-D', primary.dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-sync']);
       await appendFile(join(primary.dataDir, 'pg_hba.conf'), 'host replication postgres 127.0.0.1/32 trust\n');
-      await primary.configure([
-        'wal_level = replica',
-        'max_wal_senders = 4',
-        'max_connections = 100',
-      ]);
+      await primary.configure(['wal_level = replica', 'max_wal_senders = 4']);
       await primary.start();
       await primary.query(`CREATE DATABASE ${database}`);
     } catch (error) {
