@@ -111,6 +111,15 @@ describe("the dependencies' internals the module relies on", () => {
     expect(runner.isReleased).toBe(true);
   });
 
+  it("lists a connected runner in the driver's connectedQueryRunners, which the driver releases on shutdown, and unlists it on release", async () => {
+    const listed = (dataSource.driver as unknown as { connectedQueryRunners: QueryRunner[] }).connectedQueryRunners;
+    const runner = dataSource.driver.createQueryRunner('master');
+    await runner.connect();
+    expect(listed).toContain(runner);
+    await runner.release();
+    expect(listed).not.toContain(runner);
+  });
+
   it("reads Nest's route, response and pattern metadata under the keys and values the module uses", () => {
     expect([RouteParamtypes.RESPONSE, RouteParamtypes.NEXT]).toEqual([internals.RESPONSE_PARAMTYPE, internals.NEXT_PARAMTYPE]);
     expect([ROUTE_ARGS_METADATA, RESPONSE_PASSTHROUGH_METADATA, SSE_METADATA]).toEqual(['__routeArguments__', '__responsePassthrough__', '__sse__']);

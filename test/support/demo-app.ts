@@ -28,11 +28,12 @@ export async function startDemoApp(
 }
 
 /** A JSON POST; answers status, headers and the parsed body. */
-export async function post(url: string, body: unknown, headers: Record<string, string> = {}) {
+export async function post(url: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) {
   const response = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
+    signal,
   });
   const text = await response.text();
   return {

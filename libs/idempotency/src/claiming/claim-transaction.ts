@@ -14,6 +14,11 @@ interface TransactionState {
   transactionDepth: number;
 }
 
+/** The runners TypeORM's PostgreSQL driver holds connected, which it releases on shutdown (PostgresDriver of TypeORM 1.1). */
+interface ConnectedRunners {
+  connectedQueryRunners: QueryRunner[];
+}
+
 /** The methods of TypeORM's query runner that the claim's transaction guards, as TypeORM defines them. */
 type GuardedMethods = Pick<QueryRunner, 'startTransaction' | 'commitTransaction' | 'rollbackTransaction' | 'release'>;
 
@@ -112,6 +117,14 @@ export class ClaimTransaction {
       release: queryRunner.release.bind(queryRunner),
     };
     const transaction = new ClaimTransaction(dataSource, queryRunner, client, claimant, own);
+    // On shutdown TypeORM's driver releases the runners it lists until none is left; this one
+    // ignores release() from others, so listed it would keep the shutdown looping for ever.
+    // Unlisted, the pool's end waits for the claim to settle and give its connection back.
+    const listed = (dataSource.driver as unknown as ConnectedRunners).connectedQueryRunners;
+    const index = listed.indexOf(queryRunner);
+    if (index !== -1) {
+      listed.splice(index, 1);
+    }
     const depth = () => (queryRunner as unknown as TransactionState).transactionDepth;
     Object.assign(queryRunner, {
       startTransaction: async (isolationLevel?: IsolationLevel) => {

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, ModuleRef } from '@nestjs/core';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import type { AsyncLocalStorage } from 'node:async_hooks';
@@ -22,12 +22,14 @@ type CreateQueryRunner = (mode?: ReplicationMode) => QueryRunner;
  *
  * Other data sources cannot commit with the claim: the first use of one inside a handler logs a
  * warning naming the handler and the data source.
+ *
+ * The join stays for the data source's life: a handler still in flight while the application shuts
+ * down (its module hooks run before the data source closes) keeps writing in its claim's transaction.
  */
 @Injectable()
-export class DataSourceJoin implements OnModuleInit, OnModuleDestroy {
+export class DataSourceJoin implements OnModuleInit {
   private readonly logger = new Logger('Idempotency');
   private dataSource: DataSource | undefined;
-  private readonly restores: (() => void)[] = [];
   private readonly warned = new Set<string>();
 
   constructor(
@@ -44,10 +46,6 @@ export class DataSourceJoin implements OnModuleInit, OnModuleDestroy {
         this.warnOnUse(wrapper.instance, String(wrapper.name));
       }
     }
-  }
-
-  onModuleDestroy(): void {
-    this.restores.splice(0).forEach((restore) => restore());
   }
 
   /** The data source of the claims, joined to them; resolved at the first call (a message may come before `onModuleInit`). */
@@ -83,16 +81,8 @@ export class DataSourceJoin implements OnModuleInit, OnModuleDestroy {
     dataSource: DataSource,
     choose: (claim: ActiveClaim | undefined, mode: ReplicationMode, create: CreateQueryRunner) => QueryRunner,
   ): void {
-    const hadOwn = Object.hasOwn(dataSource, 'createQueryRunner');
     const original = dataSource.createQueryRunner;
     const create: CreateQueryRunner = (mode) => original.call(dataSource, mode);
     dataSource.createQueryRunner = (mode: ReplicationMode = 'master') => choose(this.storage.getStore(), mode, create);
-    this.restores.push(() => {
-      if (hadOwn) {
-        dataSource.createQueryRunner = original;
-      } else {
-        delete (dataSource as Partial<DataSource>).createQueryRunner;
-      }
-    });
   }
 }
