@@ -183,7 +183,7 @@ async function measureChurn(serverUrl: string, settings: SizingSettings, log: (l
     log(`churn on PostgreSQL ${server.version}, ${server.source}`);
     await insertBulkRows(database, { count: settings.churnRows, firstExpiry: new Date(), expirySpacingMs: 1000 / settings.churnRate, log });
     await database.query(`VACUUM ANALYZE ${TABLE}`);
-    const churn = { rate: settings.churnRate, seconds: settings.churnSeconds, concurrency: settings.concurrency, sampleSeconds: settings.sampleSeconds, log };
+    const churn = { rate: settings.churnRate, seconds: settings.churnSeconds, concurrency: settings.churnConcurrency, sampleSeconds: settings.sampleSeconds, log };
     log(`churn with the defaults: ${settings.churnRate} claims/s for ${settings.churnSeconds} s`);
     const defaults = await runChurn(database, { ...churn, parameters: null });
     const parameters = recommendedParameters(settings.churnRate, purgeIntervalSeconds());

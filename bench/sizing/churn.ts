@@ -7,14 +7,15 @@ export type StorageParameters = Readonly<Record<string, number>>;
 
 /** The parameters this sizing recommends for a table that receives `rate` messages a second and is purged every `purgeIntervalSeconds`. */
 export function recommendedParameters(rate: number, purgeIntervalSeconds: number): StorageParameters {
-  // A fixed threshold of one purge interval's deletions, not a share of the table: 20 % of a big
-  // table is an hour's or a day's worth of dead rows before the first vacuum.
-  const onePurge = Math.round(rate * purgeIntervalSeconds);
+  // A fixed threshold, not a share of the table (20 % of a big table is hours or days of dead
+  // rows before the first vacuum): half of what one purge run deletes, so that every run's dead
+  // rows are vacuumed at the launcher's next visit.
+  const halfAPurge = Math.round((rate * purgeIntervalSeconds) / 2);
   return {
     autovacuum_vacuum_scale_factor: 0,
-    autovacuum_vacuum_threshold: onePurge,
+    autovacuum_vacuum_threshold: halfAPurge,
     autovacuum_vacuum_insert_scale_factor: 0,
-    autovacuum_vacuum_insert_threshold: onePurge,
+    autovacuum_vacuum_insert_threshold: halfAPurge,
     autovacuum_vacuum_cost_limit: 2000,
   };
 }

@@ -64,7 +64,7 @@ export async function insertBulkRows(database: SizingDatabase, { count, firstExp
       `INSERT INTO "${TABLE}" (consumer, message_id, sender, fingerprint, response_status, response_headers, response_body, processed_at, expires_at)
        SELECT $1, gen_random_uuid()::text, $2, encode(sha256(('event-' || i)::bytea), 'hex'), $3, $4::json, $5,
               expiry - $8 * interval '1 millisecond', expiry
-       FROM generate_series($6::bigint, $7::bigint) AS i, LATERAL (SELECT $9::timestamptz + i * $10 * interval '1 millisecond' AS expiry) AS e`,
+       FROM generate_series($6::bigint, $7::bigint) AS i, LATERAL (SELECT $9::timestamptz + i * $10::float8 * interval '1 millisecond' AS expiry) AS e`,
       [
         WEBHOOK_HANDLER.consumer,
         WEBHOOK_HANDLER.sender,
