@@ -47,7 +47,7 @@ async function main(): Promise<void> {
     const server = {
       source: process.env.DATABASE_URL ? ('DATABASE_URL' as const) : ('default' as const),
       version: database.serverVersion,
-      settings: Object.fromEntries(await Promise.all(RECORDED_SETTINGS.map(async (name) => [name, await database.setting(name)]))),
+      settings: await readSettings(database),
     };
     log(`PostgreSQL ${server.version} (${server.source}), database ${database.name}; ${settings.quick ? 'QUICK trial' : 'full run'}`);
     measured = { server, ...(await measureMainServer(database, settings, log)) };
@@ -89,6 +89,14 @@ async function main(): Promise<void> {
   await writeFile(file, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`\n${sizingTable(results)}\n\nRecommended for ${TARGET.messagesPerSecond.toLocaleString('en-US')}/s: ${alterTableSql(results.recommendedParameters)};\n`);
   log(`results: ${file}`);
+}
+
+async function readSettings(database: SizingDatabase): Promise<Record<string, string>> {
+  const settings: Record<string, string> = {};
+  for (const name of RECORDED_SETTINGS) {
+    settings[name] = await database.setting(name);
+  }
+  return settings;
 }
 
 function purgeIntervalSeconds(): number {

@@ -47,6 +47,8 @@ export interface Extrapolation {
   walBytesPerClaimAtScale: number;
   /** Primary-key full-page images per claim at the target. */
   imagesPerClaimAtScale: number;
+  /** WAL per claim when the claims land in a partition of one day's or one hour's messages. */
+  walBytesPerClaimPartitioned: { daily: number; hourly: number };
   walBytesPerDay: { claims: number; purge: number; vacuum: number; total: number };
   purgeRowsPerSecondNeeded: number;
 }
@@ -60,7 +62,8 @@ const DAY = 86_400;
  * claims between two checkpoints touch L(1 - e^(-C/L)); at the target L is tens of millions and
  * nearly every claim writes an image. Its WAL is then the measured bytes without images, plus that
  * share of the measured average image. C assumes timed checkpoints (`checkpointTimeoutSeconds`),
- * with max_wal_size raised so that no checkpoint comes sooner.
+ * with max_wal_size raised so that no checkpoint comes sooner. In a table partitioned by the
+ * messages' time, the claims land in the current partition's smaller index: fewer images.
  */
 export function extrapolate(results: Pick<SizingResults, 'storage' | 'claims' | 'purge'>, checkpointTimeoutSeconds: number): Extrapolation {
   const { storage, claims, purge } = results;
@@ -69,10 +72,16 @@ export function extrapolate(results: Pick<SizingResults, 'storage' | 'claims' | 
   const imageBytes = claims.wal.fullPageImageBytes ?? claims.wal.fullPageImages * PAGE_BYTES;
   const imageSize = claims.wal.fullPageImages === 0 ? PAGE_BYTES : imageBytes / claims.wal.fullPageImages;
   const withoutImages = (claims.wal.bytes - imageBytes) / claims.claims;
-  const leaves = (Object.entries(indexes).find(([name]) => name.endsWith('_pkey'))?.[1] ?? 0) / PAGE_BYTES;
+  const keyBytesPerRow = Object.entries(storage.bytesPerRow.indexes).find(([name]) => name.endsWith('_pkey'))?.[1] ?? 0;
   const claimsPerCheckpoint = TARGET.messagesPerSecond * checkpointTimeoutSeconds;
-  const imagesPerClaim = (leaves / claimsPerCheckpoint) * (1 - Math.exp(-claimsPerCheckpoint / leaves));
-  const walBytesPerClaimAtScale = Math.round(withoutImages + imagesPerClaim * imageSize);
+  // The claims land in an index of `rows` rows: the whole table's, or the current partition's.
+  const walPerClaim = (rows: number) => {
+    const leaves = (keyBytesPerRow * rows) / PAGE_BYTES;
+    const imagesPerClaim = (leaves / claimsPerCheckpoint) * (1 - Math.exp(-claimsPerCheckpoint / leaves));
+    return { imagesPerClaim, bytes: Math.round(withoutImages + imagesPerClaim * imageSize) };
+  };
+  const { imagesPerClaim, bytes: walBytesPerClaimAtScale } = walPerClaim(TARGET_ROWS);
+  const partitionedBy = (seconds: number) => walPerClaim(TARGET.messagesPerSecond * seconds).bytes;
   const perDay = TARGET.messagesPerSecond * DAY;
   const walPerDay = {
     claims: walBytesPerClaimAtScale * perDay,
@@ -84,6 +93,7 @@ export function extrapolate(results: Pick<SizingResults, 'storage' | 'claims' | 
     storageBytes: { table: scale(storage.bytesPerRow.table), indexes, total: scale(storage.bytesPerRow.total) },
     walBytesPerClaimAtScale,
     imagesPerClaimAtScale: imagesPerClaim,
+    walBytesPerClaimPartitioned: { daily: partitionedBy(DAY), hourly: partitionedBy(3600) },
     walBytesPerDay: { ...walPerDay, total: walPerDay.claims + walPerDay.purge + walPerDay.vacuum },
     purgeRowsPerSecondNeeded: TARGET.messagesPerSecond,
   };
@@ -118,6 +128,11 @@ export function sizingTable(results: SizingResults): string {
       'WAL per claim (claim + recorded response + COMMIT)',
       `${count(claims.walBytesPerClaim)} B (${count(claims.fullPageImagesPerClaim, 2)} full-page images)`,
       `${count(at.walBytesPerClaimAtScale)} B (${count(at.imagesPerClaimAtScale, 2)} primary-key images)`,
+    ],
+    [
+      'WAL per claim, partitioned by message time: daily / hourly',
+      '',
+      `${count(at.walBytesPerClaimPartitioned.daily)} B / ${count(at.walBytesPerClaimPartitioned.hourly)} B`,
     ],
     ['WAL per purged row: the purge', `${count(purge.walBytesPerRow, 1)} B`, ''],
     ['WAL per purged row: the vacuum after it', `${count(purge.vacuum.walBytesPerRow, 1)} B`, ''],
