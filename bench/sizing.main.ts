@@ -43,6 +43,7 @@ async function main(): Promise<void> {
 
   const database = await openSizingDatabase(serverUrl, 'main');
   let measured: Pick<SizingResults, 'server' | 'storage' | 'claims' | 'purge'>;
+  let checkpointTimeoutSeconds: number;
   try {
     const server = {
       source: process.env.DATABASE_URL ? ('DATABASE_URL' as const) : ('default' as const),
@@ -50,13 +51,14 @@ async function main(): Promise<void> {
       settings: await readSettings(database),
     };
     log(`PostgreSQL ${server.version} (${server.source}), database ${database.name}; ${settings.quick ? 'QUICK trial' : 'full run'}`);
+    const [{ seconds }] = await database.query<{ seconds: number }>(`SELECT setting::int AS seconds FROM pg_settings WHERE name = 'checkpoint_timeout'`);
+    checkpointTimeoutSeconds = seconds;
     measured = { server, ...(await measureMainServer(database, settings, log)) };
   } finally {
     await database.close();
   }
 
   const churn = await measureChurn(serverUrl, settings, log);
-  const checkpointTimeoutSeconds = Number.parseInt(measured.server.settings.checkpoint_timeout, 10) * (measured.server.settings.checkpoint_timeout.endsWith('min') ? 60 : 1);
   const holdMsMean = measured.claims.holdMs.mean;
   const date = new Date(started).toISOString();
   const results: SizingResults = {

@@ -42,7 +42,7 @@ export interface ChurnResult {
   claimsPerSecond: number;
   purgedRows: number;
   purgeRuns: number;
-  /** Purge runs' rows per second, while the claims ran. */
+  /** The last purge run's rows per second, while the claims ran. */
   purgeRowsPerSecond: number;
   autovacuums: number;
   maxDeadTuples: number;
@@ -88,7 +88,9 @@ export async function runChurn(database: SizingDatabase, churn: Churn): Promise<
   const catchUp = await startPurgeApp(database.url, { poolSize: 1, timer: false });
   await catchUp.purgeNow();
   await catchUp.close();
-  await database.query(`ALTER TABLE ${TABLE} RESET (${Object.keys(recommendedParameters(1, 1)).join(', ')})`);
+  // The names of every parameter this sizing sets, whatever their values.
+  const tuned = Object.keys(recommendedParameters(1, 1));
+  await database.query(`ALTER TABLE ${TABLE} RESET (${tuned.join(', ')})`);
   if (churn.parameters) {
     await database.query(alterTableSql(churn.parameters));
   }
@@ -111,31 +113,32 @@ export async function runChurn(database: SizingDatabase, churn: Churn): Promise<
   };
   await sample();
   const sampler = setInterval(() => void sample(), churn.sampleSeconds * 1000);
+  let load: Awaited<ReturnType<typeof runClaims>>;
+  let purge: ReturnType<typeof app.figures>;
   try {
-    const load = await runClaims(app.dataSource, { concurrency: churn.concurrency, seconds: churn.seconds, rate: churn.rate });
-    clearInterval(sampler);
-    const purge = app.figures();
-    await app.close();
-    await new Promise((resolve) => setTimeout(resolve, 1500));
-    await sample();
-    const after = await readStatistics(database);
-    const updates = Number(after.n_tup_upd) - Number(before.n_tup_upd);
-    const purgeMs = purge.lastRun === null ? 0 : purge.lastRun.durationMs;
-    return {
-      parameters: churn.parameters,
-      seconds: load.seconds,
-      claims: load.claims,
-      claimsPerSecond: load.claimsPerSecond,
-      purgedRows: purge.rows,
-      purgeRuns: purge.runs.purged,
-      purgeRowsPerSecond: purge.lastRun === null || purgeMs === 0 ? 0 : purge.lastRun.rows / (purgeMs / 1000),
-      autovacuums: samples[samples.length - 1].autovacuums,
-      maxDeadTuples: Math.max(...samples.map((each) => each.deadTuples)),
-      finalDeadTuples: samples[samples.length - 1].deadTuples,
-      hotUpdateShare: updates === 0 ? 0 : (Number(after.n_tup_hot_upd) - Number(before.n_tup_hot_upd)) / updates,
-      samples,
-    };
+    load = await runClaims(app.dataSource, { concurrency: churn.concurrency, seconds: churn.seconds, rate: churn.rate });
+    purge = app.figures();
   } finally {
     clearInterval(sampler);
+    await app.close();
   }
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  await sample();
+  const after = await readStatistics(database);
+  const updates = Number(after.n_tup_upd) - Number(before.n_tup_upd);
+  const lastRun = purge.lastRun;
+  return {
+    parameters: churn.parameters,
+    seconds: load.seconds,
+    claims: load.claims,
+    claimsPerSecond: load.claimsPerSecond,
+    purgedRows: purge.rows,
+    purgeRuns: purge.runs.purged,
+    purgeRowsPerSecond: lastRun === null || lastRun.durationMs === 0 ? 0 : lastRun.rows / (lastRun.durationMs / 1000),
+    autovacuums: samples[samples.length - 1].autovacuums,
+    maxDeadTuples: Math.max(...samples.map((each) => each.deadTuples)),
+    finalDeadTuples: samples[samples.length - 1].deadTuples,
+    hotUpdateShare: updates === 0 ? 0 : (Number(after.n_tup_hot_upd) - Number(before.n_tup_hot_upd)) / updates,
+    samples,
+  };
 }
