@@ -1,5 +1,6 @@
 import type { BenchAppProcess, Platform } from '../support/bench-app.process.js';
 import type { BenchDatabase } from '../support/bench-database.js';
+import type { BenchRuntime, BenchRuntimes } from '../support/bench-runtime.js';
 import type { Summary } from '../support/measurement.js';
 import { round } from '../support/stats.js';
 
@@ -25,7 +26,10 @@ export interface BenchSettings {
 export interface BenchContext {
   readonly settings: BenchSettings;
   readonly database: BenchDatabase;
-  startApp(platform: Platform): Promise<BenchAppProcess>;
+  /** The Node every case's app processes run on (`headline`), and the one case 1 also runs on. */
+  readonly runtimes: BenchRuntimes;
+  /** Starts the bench app on `platform`, on `runtime` (by default the headline runtime). */
+  startApp(platform: Platform, runtime?: BenchRuntime): Promise<BenchAppProcess>;
   log(line: string): void;
 }
 

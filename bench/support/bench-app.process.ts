@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { PurgeRun } from 'nestjs-idempotent-consumer';
 import type { HealthTiming, ProcessUsage } from '../app/bench.controller.js';
 import { REDIS_ENV } from './bench-redis.js';
+import type { BenchRuntime } from './bench-runtime.js';
 
 /** The HTTP platforms the cases run on. */
 export type Platform = 'express' | 'fastify';
@@ -13,6 +14,8 @@ const APP_ENTRY = fileURLToPath(new URL('../app/main.js', import.meta.url));
 /** The bench app running as a child process, on one platform. */
 export interface BenchAppProcess {
   readonly platform: Platform;
+  /** The Node.js it runs on. */
+  readonly runtime: BenchRuntime;
   readonly baseUrl: string;
   /** The process's CPU time and memory so far; with `gc`, the memory after a full garbage collection. */
   usage(options?: { gc: boolean }): Promise<ProcessUsage>;
@@ -24,17 +27,18 @@ export interface BenchAppProcess {
 }
 
 /**
- * Starts the bench app on `platform` in a process of its own, so the load generator (this
- * process) and the app do not share an event loop.
+ * Starts the bench app on `platform` in a process of its own on `runtime`, so the load generator
+ * (this process) and the app do not share an event loop.
  */
-export async function startBenchApp(platform: Platform, databaseUrl: string): Promise<BenchAppProcess> {
-  const app = await forkBenchProcess<{ port: number }>(`the bench app (${platform})`, APP_ENTRY, {
+export async function startBenchApp(platform: Platform, databaseUrl: string, runtime: BenchRuntime): Promise<BenchAppProcess> {
+  const app = await forkBenchProcess<{ port: number }>(`the bench app (${platform}, ${runtime.name})`, APP_ENTRY, runtime, {
     BENCH_DATABASE_URL: databaseUrl,
     BENCH_PLATFORM: platform,
   });
   const baseUrl = `http://127.0.0.1:${app.ready.port}`;
   return {
     platform,
+    runtime,
     baseUrl,
     usage: (options) => answer<ProcessUsage>(`${baseUrl}/usage?gc=${options?.gc === true}`),
     purge: () => answer<PurgeRun>(`${baseUrl}/purge`, 'POST'),
@@ -63,13 +67,19 @@ export interface ForkedBenchProcess<Ready> {
 }
 
 /**
- * Forks the bench process `entry` (named `name` in errors) with `env` added to the runner's, and
- * waits for its first IPC message; every bench process is given the run's Redis lease store. It is started with `--expose-gc` for the memory readings; only
+ * Forks the bench process `entry` (named `name` in errors) on `runtime` with `env` added to the
+ * runner's, and waits for its first IPC message; every bench process is given the run's Redis lease store. It is started with `--expose-gc` for the memory readings; only
  * those call the collector. `BENCH_APP_NODE_ARGS` adds Node options, for looking into a figure:
  * `BENCH_APP_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof'`.
  */
-export async function forkBenchProcess<Ready>(name: string, entry: string, env: Record<string, string>): Promise<ForkedBenchProcess<Ready>> {
+export async function forkBenchProcess<Ready>(
+  name: string,
+  entry: string,
+  runtime: BenchRuntime,
+  env: Record<string, string>,
+): Promise<ForkedBenchProcess<Ready>> {
   const child = fork(entry, [], {
+    execPath: runtime.execPath,
     env: { ...process.env, ...REDIS_ENV, ...env },
     execArgv: ['--expose-gc', ...(process.env.BENCH_APP_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],

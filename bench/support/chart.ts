@@ -22,7 +22,9 @@ export function renderChart(results: BenchResults): string {
   text(16, y, `nest-idempotency benchmarks · ${results.date.slice(0, 10)}${results.quick ? ' · QUICK TRIAL, not comparable' : ''}`, 'font-size="18" font-weight="bold"');
   y += 22;
   const { machine, database, method } = results;
-  text(16, y, `${machine.cpus} × ${machine.cpuModel} · ${machine.memoryGiB} GiB · Node ${machine.node} · PostgreSQL ${database.version} (${database.server})`, 'fill="#57606a"');
+  const { headline, beside } = results.appRuntimes;
+  const apps = `apps on Node ${headline.version}${beside ? ` (case 1 also ${beside.version})` : ''}, runner ${machine.node}`;
+  text(16, y, `${machine.cpus} × ${machine.cpuModel} · ${machine.memoryGiB} GiB · ${apps} · PostgreSQL ${database.version} (${database.server})`, 'fill="#57606a"');
   y += 18;
   text(
     16,
