@@ -6,9 +6,9 @@ import { cpus, loadavg, release, totalmem, type } from 'node:os';
 import { join } from 'node:path';
 import { parseArguments } from './bench.settings.js';
 import { type BenchContext, CaseSkipped } from './cases/bench-case.js';
-import { CASES } from './cases/index.js';
 import { startBenchApp } from './support/bench-app.process.js';
 import { openBenchDatabase } from './support/bench-database.js';
+import { ensureBenchPackage } from './support/bench-packages.js';
 import { checkRedis, deleteRunKeys, REDIS_URL } from './support/bench-redis.js';
 import { type BenchRuntime, prepareRuntimes } from './support/bench-runtime.js';
 import { renderChart } from './support/chart.js';
@@ -25,6 +25,9 @@ async function main(): Promise<void> {
     throw new Error(`Redis does not answer at ${REDIS_URL} (${(error as Error).message}): the lease-mode handlers need it; set REDIS_URL`);
   });
   const runtimes = await prepareRuntimes(node, log);
+  await ensureBenchPackage('peer', [], log);
+  // Imported only now: the cases import the bench app, which loads the peer from bench/peer.
+  const { CASES } = await import('./cases/index.js');
   const database = await openBenchDatabase();
   log(
     `PostgreSQL ${database.serverVersion} (${database.server}); ${cpus().length} cores; apps on Node ${runtimes.headline.version}` +

@@ -34,8 +34,8 @@ export const httpFirstDeliveries: BenchCase = {
   },
 };
 
-/** The bench app's credit routes: `POST /<route>/credits`. */
-export type CreditRoute = 'plain' | 'idempotent' | 'lease-postgres' | 'lease-redis';
+/** The bench app's credit routes: `POST /<route>/credits` (`peer`: @node-idempotency/nestjs). */
+export type CreditRoute = 'plain' | 'idempotent' | 'lease-postgres' | 'lease-redis' | 'peer';
 
 /**
  * Loads each of `routes` on `platform` with first deliveries (every request a new key; `label`

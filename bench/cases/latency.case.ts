@@ -5,6 +5,7 @@ import { type Arm, describe, interleave, type Measurement, type Summary, summari
 import { round } from '../support/stats.js';
 import { type BenchCase, type BenchContext, type CaseReport, type ChartGroup, checkFloor, emptyReport } from './bench-case.js';
 import type { CreditRoute } from './http-first-deliveries.case.js';
+import { PEER_LABEL } from './peer.case.js';
 
 const ADDED_P50_FLOOR_MS = 0.3;
 const ADDED_P99_FLOOR_MS = 1;
@@ -17,7 +18,8 @@ const RATE_TOLERANCE = 0.02;
  * Case 9: the latency the idempotent handler adds to the plain one when neither is saturated: both
  * at one fixed request rate, half the plain handler's saturation throughput (measured first, on
  * the plain process), interleaved, on Express and on Fastify. Added p50 and p99 are the idempotent
- * arm's medians minus the plain arm's.
+ * arm's medians minus the plain arm's. The peer of case 10 runs beside them at the same rate; the
+ * floors are ours only.
  */
 export const latency: BenchCase = {
   id: 9,
@@ -25,8 +27,8 @@ export const latency: BenchCase = {
   async run(context): Promise<CaseReport> {
     const report = emptyReport();
     for (const platform of PLATFORMS) {
-      const measured = await measureAtFixedRate(context, platform, 'c9', ['plain', 'idempotent']);
-      const added = reportAddedLatency(report, platform, measured, { idempotent: 'idempotent' });
+      const measured = await measureAtFixedRate(context, platform, 'c9', ['plain', 'idempotent', 'peer']);
+      const added = reportAddedLatency(report, platform, measured, { idempotent: 'idempotent', peer: PEER_LABEL });
       report.floors.push(
         checkFloor(`${platform}: added p50 at ${measured.rate}/s (ms)`, added.idempotent.p50, 'at most', ADDED_P50_FLOOR_MS),
         checkFloor(`${platform}: added p99 at ${measured.rate}/s (ms)`, added.idempotent.p99, 'at most', ADDED_P99_FLOOR_MS),

@@ -45,3 +45,9 @@ function isInstalled(dir: string, products: readonly string[]): boolean {
   };
   return locked.every(atLockedVersion) && products.every((product) => existsSync(join(dir, product)));
 }
+
+/** The version of `dependency` installed in the bench package `name`. */
+export function installedVersion(name: BenchPackage, dependency: string): string {
+  const manifest = join(benchPackageDir(name), 'node_modules', dependency, 'package.json');
+  return (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version;
+}
