@@ -60,7 +60,12 @@ export interface TableRow {
 export interface ChartGroup {
   readonly title: string;
   readonly unit: string;
-  readonly bars: readonly { readonly label: string; readonly value: number }[];
+  /**
+   * `series` picks the bar's colour, so that one variant keeps its colour over several bars and
+   * groups (plain 0, ours 1, the peer 2, the order of the groups against plain); by default, the
+   * bar's place in its group.
+   */
+  readonly bars: readonly { readonly label: string; readonly value: number; readonly series?: number }[];
   /** One line under the bars: the ratio and its floor. */
   readonly note: string;
   /** Whether the group's floor is met; undefined where the case has none. */

@@ -28,7 +28,10 @@ export const latency: BenchCase = {
     const report = emptyReport();
     for (const platform of PLATFORMS) {
       const measured = await measureAtFixedRate(context, platform, 'c9', ['plain', 'idempotent', 'peer']);
-      const added = reportAddedLatency(report, platform, measured, { idempotent: 'idempotent', peer: PEER_LABEL });
+      const added = reportAddedLatency(report, platform, measured, {
+        idempotent: { name: 'idempotent', short: 'ours', series: 1 },
+        peer: { name: PEER_LABEL, short: 'peer', series: 2 },
+      });
       report.floors.push(
         checkFloor(`${platform}: added p50 at ${measured.rate}/s (ms)`, added.idempotent.p50, 'at most', ADDED_P50_FLOOR_MS),
         checkFloor(`${platform}: added p99 at ${measured.rate}/s (ms)`, added.idempotent.p99, 'at most', ADDED_P99_FLOOR_MS),
@@ -36,7 +39,7 @@ export const latency: BenchCase = {
       const group = report.chart.pop() as ChartGroup;
       report.chart.push({
         ...group,
-        note: `${group.note} (floors ≤ ${ADDED_P50_FLOOR_MS.toFixed(2)} and ≤ ${ADDED_P99_FLOOR_MS.toFixed(2)} ms)`,
+        note: `${group.note}; ours' floors ≤ ${ADDED_P50_FLOOR_MS.toFixed(2)} / ≤ ${ADDED_P99_FLOOR_MS.toFixed(2)} ms`,
         met: report.floors.slice(-2).every((floor) => floor.met),
       });
       report.details[platform] = { ...measured, added };
@@ -116,19 +119,26 @@ export interface AddedLatency {
   p99: number;
 }
 
+/** How a variant is named in the table (`name`) and on the chart (`short`), and its colour there. */
+export interface LatencyVariant {
+  name: string;
+  short: string;
+  series: number;
+}
+
 /**
- * Adds the rows (plain, then each of `variants`, by route with its display label) and a chart
- * group of p50 and p99 bars to `report`; returns the latency each variant adds to plain.
+ * Adds the rows (plain, then each of `variants`, by route) and a chart group of p50 and p99 bars
+ * to `report`; returns the latency each variant adds to plain.
  */
 export function reportAddedLatency<Route extends CreditRoute>(
   report: CaseReport,
   platform: Platform,
   { rate, medians, lowestRateShare }: FixedRateMeasurement<Route | 'plain'>,
-  variants: Partial<Record<Route, string>>,
+  variants: Partial<Record<Route, LatencyVariant>>,
 ): Record<Route, AddedLatency> {
   const latencyOf = (summary: Summary) => ({ p50: summary.p50 ?? Number.NaN, p99: summary.p99 ?? Number.NaN });
   const plain = latencyOf(medians.plain);
-  const labelled = Object.entries(variants) as [Route, string][];
+  const labelled = Object.entries(variants) as [Route, LatencyVariant][];
   const added = Object.fromEntries(
     labelled.map(([route]) => {
       const { p50, p99 } = latencyOf(medians[route]);
@@ -137,24 +147,24 @@ export function reportAddedLatency<Route extends CreditRoute>(
   ) as Record<Route, AddedLatency>;
   const rateNote = (route: Route | 'plain') =>
     lowestRateShare[route] < 1 - RATE_TOLERANCE ? `; RATE NOT HELD: ${Math.round(lowestRateShare[route] * rate)}/s achieved in a round` : '';
-  const signed = (ms: number) => `${ms >= 0 ? '+' : '−'}${Math.abs(ms).toFixed(2)} ms`;
+  const signed = (ms: number) => `${ms >= 0 ? '+' : '−'}${Math.abs(ms).toFixed(2)}`;
   report.rows.push(
     { variant: `${platform}, plain at ${rate}/s`, ...medians.plain, figure: `asked ${rate}/s${rateNote('plain')}` },
-    ...labelled.map(([route, name]) => ({
+    ...labelled.map(([route, { name }]) => ({
       variant: `${platform}, ${name} at ${rate}/s`,
       ...medians[route],
-      figure: `p50 ${signed(added[route].p50)}, p99 ${signed(added[route].p99)} vs plain${rateNote(route)}`,
+      figure: `p50 ${signed(added[route].p50)} ms, p99 ${signed(added[route].p99)} ms vs plain${rateNote(route)}`,
     })),
   );
   const bars = (percentile: 'p50' | 'p99') => [
-    { label: `plain ${percentile}`, value: plain[percentile] },
-    ...labelled.map(([route, name]) => ({ label: `${name} ${percentile}`, value: latencyOf(medians[route])[percentile] })),
+    { label: `plain ${percentile}`, value: plain[percentile], series: 0 },
+    ...labelled.map(([route, { short, series }]) => ({ label: `${short} ${percentile}`, value: latencyOf(medians[route])[percentile], series })),
   ];
   report.chart.push({
     title: `9 · latency at ${rate}/s (half of plain's saturation) · ${platform}`,
     unit: 'ms',
     bars: [...bars('p50'), ...bars('p99')],
-    note: labelled.map(([route, name]) => `${name} adds p50 ${signed(added[route].p50)}, p99 ${signed(added[route].p99)}`).join('; '),
+    note: `added p50 / p99 (ms): ${labelled.map(([route, { short }]) => `${short} ${signed(added[route].p50)} / ${signed(added[route].p99)}`).join(', ')}`,
   });
   return added;
 }

@@ -46,7 +46,7 @@ export function renderChart(results: BenchResults): string {
       const max = Math.max(...group.bars.map((bar) => bar.value), 1);
       group.bars.forEach((bar, i) => {
         const width = Math.max(1, (bar.value / max) * BAR_AREA);
-        parts.push(`<rect x="${LABEL_WIDTH}" y="${y}" width="${width.toFixed(1)}" height="${BAR_HEIGHT}" fill="${COLORS[i % COLORS.length]}"/>`);
+        parts.push(`<rect x="${LABEL_WIDTH}" y="${y}" width="${width.toFixed(1)}" height="${BAR_HEIGHT}" fill="${COLORS[(bar.series ?? i) % COLORS.length]}"/>`);
         text(LABEL_WIDTH - 8, y + 15, bar.label, 'text-anchor="end"');
         text(LABEL_WIDTH + width + 6, y + 15, `${bar.value.toLocaleString('en-US', { maximumFractionDigits: bar.value >= 100 ? 0 : bar.value >= 10 ? 1 : 2 })} ${group.unit}`);
         y += BAR_HEIGHT + BAR_GAP;
