@@ -99,10 +99,12 @@ export async function forkBenchProcess<Ready>(
 const EXIT_TIMEOUT_MS = 15_000;
 
 /**
- * SIGTERM, then SIGKILL if the process has not exited within `EXIT_TIMEOUT_MS`, said loudly: an app
- * told to stop while claims are in flight can spin in TypeORM's `closePool` for ever (the claim's
- * query runner ignores `release()`, and that loop never yields to the I/O that would end the
- * claim), and the run must not hang on it once its measurements are taken.
+ * SIGTERM, then SIGKILL if the process has not exited within `EXIT_TIMEOUT_MS`, said loudly. An app
+ * sent SIGTERM while its idempotent route is under load spins in TypeORM's `closePool` for ever:
+ * that loop awaits `release()` of each connected query runner until none is left, the claim's
+ * runner makes `release()` a no-op, and the loop never yields to the I/O that would end the claim
+ * (the plain route's app exits in about 2 s). The run must not hang on it once its measurements
+ * are taken; the fix belongs in the library.
  */
 async function stop(name: string, child: ChildProcess, exited: Promise<void>): Promise<void> {
   if (child.exitCode === null && child.signalCode === null) {
