@@ -4,7 +4,7 @@ import { Test } from '@nestjs/testing';
 import amqplib from 'amqplib';
 import { IdempotencyMetricsService, IdempotencyOptionsError } from 'nestjs-idempotent-consumer';
 import { AppModule } from '../apps/demo-api/src/app.module.js';
-import { consumeCredits } from '../apps/demo-api/src/messaging/rabbitmq.js';
+import { CREDIT_QUEUE_TYPES, consumeCredits } from '../apps/demo-api/src/messaging/rabbitmq.js';
 import { MessageShapesController, MessageShapesModule } from './fixtures/message-shapes.module.js';
 import { RABBITMQ_URL, rabbitMqAvailable } from './support/brokers.js';
 import { CapturingLogger } from './support/capturing-logger.js';
@@ -14,11 +14,11 @@ import { createTestDatabase, type TestDatabase, until } from './support/test-dat
 
 const describeWithBroker = (await rabbitMqAvailable()) ? describe : describe.skip;
 
-describeWithBroker('the guarantee on the message handler shapes real services have (RabbitMQ)', () => {
+describeWithBroker.each(CREDIT_QUEUE_TYPES)('the guarantee on the message handler shapes real services have (RabbitMQ, %s queue)', (queueType) => {
   let db: TestDatabase;
   let connection: amqplib.ChannelModel;
   let channel: amqplib.ConfirmChannel;
-  const queue = `shapes-e2e-${process.pid}-${Date.now()}`;
+  const queue = `shapes-e2e-${queueType}-${process.pid}-${Date.now()}`;
   const deadQueue = `${queue}.dead`;
   let app: INestApplication | undefined;
   let logger: CapturingLogger;
@@ -26,7 +26,7 @@ describeWithBroker('the guarantee on the message handler shapes real services ha
   async function startConsumer(databaseUrl = db.url): Promise<MessageShapesController> {
     logger = new CapturingLogger();
     ({ app } = await startDemoApp('express', databaseUrl, [MessageShapesModule], logger, { purge: { interval: false } }));
-    await consumeCredits(app, RABBITMQ_URL, queue);
+    await consumeCredits(app, RABBITMQ_URL, { name: queue, type: queueType });
     return app.get(MessageShapesController);
   }
 

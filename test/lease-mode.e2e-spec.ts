@@ -39,7 +39,7 @@ describeWithBrokers('lease mode, for handlers with external effects', () => {
       purge: { interval: false },
       stores: { redis: new RedisLeaseStore(redis, prefix) },
     }));
-    await consumeCredits(app, RABBITMQ_URL, queue);
+    await consumeCredits(app, RABBITMQ_URL, { name: queue, type: 'classic' });
     connection = await amqplib.connect(RABBITMQ_URL);
     channel = await connection.createConfirmChannel();
   });

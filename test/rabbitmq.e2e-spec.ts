@@ -1,6 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import amqplib from 'amqplib';
-import { consumeCredits } from '../apps/demo-api/src/messaging/rabbitmq.js';
+import { CREDIT_QUEUE_TYPES, consumeCredits } from '../apps/demo-api/src/messaging/rabbitmq.js';
 import { FIXTURE_TABLES_SQL } from './fixtures/fixture.module.js';
 import { MessageFixtureController, MessageFixtureModule } from './fixtures/message-fixture.module.js';
 import { RABBITMQ_URL, rabbitMqAvailable } from './support/brokers.js';
@@ -12,11 +12,11 @@ import { createTestDatabase, type TestDatabase, until } from './support/test-dat
 
 const describeWithBroker = (await rabbitMqAvailable()) ? describe : describe.skip;
 
-describeWithBroker('exactly-once RabbitMQ consumers', () => {
+describeWithBroker.each(CREDIT_QUEUE_TYPES)('exactly-once RabbitMQ consumers on a %s queue', (queueType) => {
   let db: TestDatabase;
   let connection: amqplib.ChannelModel;
   let channel: amqplib.ConfirmChannel;
-  const queue = `credits-e2e-${process.pid}-${Date.now()}`;
+  const queue = `credits-e2e-${queueType}-${process.pid}-${Date.now()}`;
   const deadQueue = `${queue}.dead`;
   const children: DemoProcess[] = [];
   let app: INestApplication | undefined;
@@ -25,7 +25,7 @@ describeWithBroker('exactly-once RabbitMQ consumers', () => {
   async function startConsumer(brokerUrl = RABBITMQ_URL): Promise<MessageFixtureController> {
     logger = new CapturingLogger();
     ({ app } = await startDemoApp('express', db.url, [MessageFixtureModule], logger));
-    await consumeCredits(app, brokerUrl, queue);
+    await consumeCredits(app, brokerUrl, { name: queue, type: queueType });
     return app.get(MessageFixtureController);
   }
 
@@ -101,7 +101,7 @@ describeWithBroker('exactly-once RabbitMQ consumers', () => {
 
   it('a consumer SIGKILLed mid-handler: the broker redelivers (redelivered flag) and the effect happens once', async () => {
     const account = 'acc-sigkill';
-    const first = await startDemoProcess({ DATABASE_URL: db.url, RABBITMQ_URL, RABBITMQ_QUEUE: queue });
+    const first = await startDemoProcess({ DATABASE_URL: db.url, RABBITMQ_URL, RABBITMQ_QUEUE: queue, RABBITMQ_QUEUE_TYPE: queueType });
     children.push(first);
     await publish('credit.grant', { account, cents: 100 }, 'seed-sigkill');
     await until(async () => (await ledgerRows(account)) === 1, 'the seed credit is processed');
@@ -130,7 +130,7 @@ describeWithBroker('exactly-once RabbitMQ consumers', () => {
     const account = 'acc-lost-ack';
     const proxy = new TcpProxy('127.0.0.1', Number(new URL(RABBITMQ_URL).port || 5672));
     await proxy.start();
-    const first = await startDemoProcess({ DATABASE_URL: db.url, RABBITMQ_URL: proxy.url(RABBITMQ_URL), RABBITMQ_QUEUE: queue });
+    const first = await startDemoProcess({ DATABASE_URL: db.url, RABBITMQ_URL: proxy.url(RABBITMQ_URL), RABBITMQ_QUEUE: queue, RABBITMQ_QUEUE_TYPE: queueType });
     children.push(first);
     await publish('credit.grant', { account, cents: 100 }, 'seed-lost-ack');
     await until(async () => (await ledgerRows(account)) === 1, 'the seed credit is processed');
@@ -203,6 +203,41 @@ describeWithBroker('exactly-once RabbitMQ consumers', () => {
     expect(logger.lines.some((line) => line.startsWith('ERROR') && line.includes('dead-letter') && line.includes('failed 3 times'))).toBe(true);
   });
 
+  it("a failing message whose consumer restarts before each retry: a quorum queue's x-delivery-count carries the attempts over, a classic queue's consumers each count from 1", async () => {
+    // The consumers' verdicts on the message as they log them: one each, as each retry is held for 30 s.
+    const verdicts: string[] = [];
+    let handlerRuns = 0;
+    const verdictOf = (line: string) =>
+      /'fixture\.held-poison' failed \((attempt \d of 3)\) and is requeued/.exec(line)?.[1] ??
+      /'fixture\.held-poison' was rejected to the dead-letter path: it (failed \d times)/.exec(line)?.[1];
+    for (let consumer = 0; consumer < 3; consumer++) {
+      const fixture = await startConsumer();
+      if (consumer === 0) {
+        await publish('fixture.held-poison', { id: 'held-1' }, 'held-1');
+      }
+      await until(() => Promise.resolve(logger.lines.some((line) => verdictOf(line) !== undefined)), 'the consumer settles its delivery');
+      await stopConsumer(); // the retry is held for 30 s: the message returns to the queue unprocessed
+      verdicts.push(...logger.lines.map(verdictOf).filter((verdict) => verdict !== undefined));
+      handlerRuns += fixture.attempts.heldPoison;
+    }
+    console.log(`${queueType} queue, a failing message over 3 consumer restarts: ${verdicts.join('; ')}`);
+    expect(handlerRuns).toBe(3);
+    expect(await count(`SELECT count(*) AS n FROM effects WHERE key = 'held-1'`)).toBe(0);
+    expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE message_id = 'held-1'`)).toBe(0);
+    if (queueType === 'quorum') {
+      expect(verdicts).toEqual(['attempt 1 of 3', 'attempt 2 of 3', 'failed 3 times']);
+      await until(async () => (await ready(deadQueue)) === 1, 'the message reaches the dead-letter queue');
+      const deadLettered = (await channel.get(deadQueue, { noAck: true })) as amqplib.GetMessage;
+      // Rejected by the module, not dropped by the broker's delivery limit ('delivery_limit').
+      expect(deadLettered.properties.headers?.['x-first-death-reason']).toBe('rejected');
+      expect(await ready()).toBe(0);
+    } else {
+      expect(verdicts).toEqual(['attempt 1 of 3', 'attempt 1 of 3', 'attempt 1 of 3']);
+      await until(async () => (await ready()) === 1, 'the message is back in the queue');
+      expect(await ready(deadQueue)).toBe(0);
+    }
+  });
+
   it('a message without messageId is dead-lettered with a log line naming the property, and nothing is processed', async () => {
     await startConsumer();
     const claimsBefore = await count('SELECT count(*) AS n FROM processed_messages');
@@ -236,7 +271,7 @@ describeWithBroker('exactly-once RabbitMQ consumers', () => {
 
   it('three consumers, 2,000 messages with 10 % duplicates, one SIGKILLed mid-run → effects equal distinct messages', async () => {
     for (let i = 0; i < 3; i++) {
-      children.push(await startDemoProcess({ DATABASE_URL: db.url, RABBITMQ_URL, RABBITMQ_QUEUE: queue }));
+      children.push(await startDemoProcess({ DATABASE_URL: db.url, RABBITMQ_URL, RABBITMQ_QUEUE: queue, RABBITMQ_QUEUE_TYPE: queueType }));
     }
     const distinct = 1_800;
     const ids = Array.from({ length: distinct }, (_, i) => `load-${i}`);

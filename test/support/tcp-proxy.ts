@@ -4,7 +4,8 @@ import { createServer, type Server, type Socket } from 'node:net';
  * A TCP proxy to a broker or a database that the test can cut: `holdClientBytes()` stops
  * forwarding what the client sends (an ack, say) while the connection stays open, as a network
  * partition would; `dropConnections()` cuts the connections, as a broker restart would;
- * `refuse()` and `accept()` take the server away and bring it back, as an outage does.
+ * `refuse()` and `accept()` take the server away and bring it back, as an outage does;
+ * `retarget(port)` moves the address to another server, as a failover to a promoted replica does.
  */
 export class TcpProxy {
   private readonly sockets = new Set<Socket>();
@@ -15,7 +16,7 @@ export class TcpProxy {
 
   constructor(
     private readonly targetHost: string,
-    private readonly targetPort: number,
+    private targetPort: number,
   ) {}
 
   async start(): Promise<void> {
@@ -52,6 +53,15 @@ export class TcpProxy {
   /** Cuts every open connection and refuses new ones until `accept()`, as a server that is down does. */
   refuse(): void {
     this.refusing = true;
+    this.dropConnections();
+  }
+
+  /**
+   * Sends new connections to `port` of the same host from now on, and cuts the open ones, as a
+   * virtual IP or a DNS name moved to a promoted replica does: clients must reconnect to reach it.
+   */
+  retarget(port: number): void {
+    this.targetPort = port;
     this.dropConnections();
   }
 

@@ -3,7 +3,7 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module.js';
 import { openDatabase } from './database/database.js';
-import { consumeCredits } from './messaging/rabbitmq.js';
+import { consumeCredits, creditQueueFromEnvironment } from './messaging/rabbitmq.js';
 
 async function bootstrap(): Promise<void> {
   const database = await openDatabase();
@@ -11,9 +11,9 @@ async function bootstrap(): Promise<void> {
   // Initialised first, so the idempotency module is ready (and has checked the consumer) before a message arrives.
   await app.init();
   if (process.env.RABBITMQ_URL) {
-    const queue = process.env.RABBITMQ_QUEUE ?? 'credits';
+    const queue = creditQueueFromEnvironment(process.env);
     await consumeCredits(app, process.env.RABBITMQ_URL, queue);
-    Logger.log(`Consuming credit.grant from RabbitMQ queue '${queue}'`, 'DemoApi');
+    Logger.log(`Consuming credit.grant from RabbitMQ ${queue.type} queue '${queue.name}'`, 'DemoApi');
   }
   const port = Number(process.env.PORT ?? 3000);
   await app.listen(port, '127.0.0.1');

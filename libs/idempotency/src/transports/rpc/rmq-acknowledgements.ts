@@ -32,11 +32,6 @@ interface OpenMessage {
   readonly verdicts: Verdict[];
 }
 
-interface DelayedRequeue {
-  readonly timer: NodeJS.Timeout;
-  readonly requeue: () => void;
-}
-
 /** Failed attempts remembered per message; the oldest are forgotten beyond this many. */
 const MAX_REMEMBERED_FAILURES = 10_000;
 
@@ -49,15 +44,18 @@ const SHUTDOWN_DRAIN_TIMEOUT_MS = 10_000;
  * `@EventPattern` handlers of a pattern on one delivery): ack when all committed or found a
  * duplicate; requeue after a delay that doubles with each failure when one failed; nack without
  * requeue (dead-letter) when one can never succeed or the attempts are spent. On shutdown it lets
- * the handlers in flight settle and requeues the delayed retries at once, before Nest closes the
- * channel, so a message already processed is acked rather than redelivered.
+ * the handlers in flight settle before Nest closes the channel, so a message already processed is
+ * acked rather than redelivered, and drops the delayed retries: their messages stay
+ * unacknowledged, and the channel's close returns each to the queue once. (A requeue while this
+ * consumer is still subscribed would hand them straight back to it, to be returned again by the
+ * close: two deliveries, which a quorum queue counts in `x-delivery-count`, for one attempt.)
  */
 @Injectable()
 export class RmqAcknowledgements implements BeforeApplicationShutdown {
   private readonly logger = new Logger('Idempotency');
   private readonly open = new WeakMap<object, OpenMessage>();
   private readonly failedAttempts = new Map<string, number>();
-  private readonly delayed = new Set<DelayedRequeue>();
+  private readonly delayedRequeues = new Set<NodeJS.Timeout>();
   private unsettledHandlers = 0;
   private onDrained: (() => void) | undefined;
 
@@ -70,10 +68,10 @@ export class RmqAcknowledgements implements BeforeApplicationShutdown {
       ]);
       clearTimeout(timer);
     }
-    for (const retry of [...this.delayed]) {
-      clearTimeout(retry.timer);
-      retry.requeue();
+    for (const timer of this.delayedRequeues) {
+      clearTimeout(timer);
     }
+    this.delayedRequeues.clear();
   }
 
   /**
@@ -144,17 +142,11 @@ export class RmqAcknowledgements implements BeforeApplicationShutdown {
 
   /** Requeues after `delayMs`; the message stays unacknowledged meanwhile, so a crash redelivers it. */
   private requeueAfter(delayMs: number, requeue: () => void): void {
-    const retry: DelayedRequeue = {
-      timer: setTimeout(() => {
-        this.delayed.delete(retry);
-        requeue();
-      }, delayMs),
-      requeue: () => {
-        this.delayed.delete(retry);
-        requeue();
-      },
-    };
-    this.delayed.add(retry);
+    const timer = setTimeout(() => {
+      this.delayedRequeues.delete(timer);
+      requeue();
+    }, delayMs);
+    this.delayedRequeues.add(timer);
   }
 
   /** Runs a settlement; a channel closed under us is no failure: the broker redelivers, and the claim answers. */
