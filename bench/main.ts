@@ -6,28 +6,42 @@ import { cpus, loadavg, release, totalmem, type } from 'node:os';
 import { join } from 'node:path';
 import { parseArguments } from './bench.settings.js';
 import { type BenchContext, CaseSkipped } from './cases/bench-case.js';
-import { CASES } from './cases/index.js';
 import { startBenchApp } from './support/bench-app.process.js';
 import { openBenchDatabase } from './support/bench-database.js';
+import { ensureBenchPackage } from './support/bench-packages.js';
 import { checkRedis, deleteRunKeys, REDIS_URL } from './support/bench-redis.js';
+import { type BenchRuntime, prepareRuntimes } from './support/bench-runtime.js';
 import { renderChart } from './support/chart.js';
-import { type BenchResults, type CaseResult, markdownTable } from './support/results.js';
+import { type AppRuntime, type BenchResults, type CaseResult, markdownTable } from './support/results.js';
 import { round } from './support/stats.js';
 
 const RESULTS_DIR = join(process.cwd(), 'bench', 'results');
 
 async function main(): Promise<void> {
   const started = Date.now();
-  const { settings, cases: selected } = parseArguments(process.argv.slice(2));
+  const { settings, cases: selected, node } = parseArguments(process.argv.slice(2));
   const log = (line: string) => console.log(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${line}`);
   await checkRedis().catch((error: unknown) => {
     throw new Error(`Redis does not answer at ${REDIS_URL} (${(error as Error).message}): the lease-mode handlers need it; set REDIS_URL`);
   });
+  const runtimes = await prepareRuntimes(node, log);
+  await ensureBenchPackage('peer', [], log);
+  // Imported only now: the cases import the bench app, which loads the peer from bench/peer.
+  const { CASES } = await import('./cases/index.js');
   const database = await openBenchDatabase();
-  log(`PostgreSQL ${database.serverVersion} (${database.server}); ${cpus().length} cores; ${settings.quick ? 'QUICK trial' : 'full run'}`);
+  log(
+    `PostgreSQL ${database.serverVersion} (${database.server}); ${cpus().length} cores; apps on Node ${runtimes.headline.version}` +
+      `${runtimes.beside ? ` (case 1 also on ${runtimes.beside.version})` : ''}; ${settings.quick ? 'QUICK trial' : 'full run'}`,
+  );
   const results: CaseResult[] = [];
   try {
-    const context: BenchContext = { settings, database, log, startApp: (platform) => startBenchApp(platform, database.url) };
+    const context: BenchContext = {
+      settings,
+      database,
+      runtimes,
+      log,
+      startApp: (platform, runtime = runtimes.headline) => startBenchApp(platform, database.url, runtime),
+    };
     for (const benchCase of CASES) {
       if (selected && !selected.includes(benchCase.id)) {
         results.push({ id: benchCase.id, title: benchCase.title, status: 'not run', reason: 'not selected with --cases' });
@@ -64,6 +78,10 @@ async function main(): Promise<void> {
       os: `${type()} ${release()}`,
       node: process.version,
     },
+    appRuntimes: {
+      headline: describeRuntime(runtimes.headline),
+      ...(runtimes.beside ? { beside: describeRuntime(runtimes.beside) } : {}),
+    },
     database: { server: database.server, version: database.serverVersion },
     method: {
       rounds: settings.rounds,
@@ -76,7 +94,8 @@ async function main(): Promise<void> {
         'Each case runs its variants in turn (A/B/A/B) after an unmeasured warm-up of each, and reports the median of the rounds ' +
         'for throughput, p50 and p99 separately; ratios are of the medians. The bench app runs in child processes (case 1: one ' +
         'per platform and variant), Nest logger off; autocannon runs in the runner process; every HTTP request carries a new ' +
-        'Idempotency-Key unless replayed. Case 4 fills a RabbitMQ queue per variant with consumerMessages messages over the ' +
+        'Idempotency-Key unless replayed. The app processes run on appRuntimes.headline; case 1 also on appRuntimes.beside. ' +
+        'The runner (autocannon included) runs on machine.node. Case 4 fills a RabbitMQ queue per variant with consumerMessages messages over the ' +
         'rounds, then times a consumer process draining it until the database holds every effect. App CPU is the app ' +
         'process\'s user + system time per request (or message). See docs/benchmarks.md.',
     },
@@ -94,6 +113,10 @@ async function main(): Promise<void> {
   if (results.some((result) => result.status === 'failed')) {
     process.exitCode = 1;
   }
+}
+
+function describeRuntime({ name, version, source }: BenchRuntime): AppRuntime {
+  return { name, version, source };
 }
 
 main().catch((error: unknown) => {

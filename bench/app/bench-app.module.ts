@@ -2,6 +2,7 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { IdempotencyModule, type LeaseStore } from 'nestjs-idempotent-consumer';
 import { LedgerEntry } from '../../apps/demo-api/src/credits/ledger-entry.entity.js';
+import { PeerModule } from '../peer/peer.module.js';
 import { BenchMessagesController } from './bench-messages.controller.js';
 import { BenchController } from './bench.controller.js';
 
@@ -15,7 +16,9 @@ export const PREFETCH = POOL_SIZE;
  * The bench app: the bench controllers (HTTP routes and RabbitMQ patterns) on the demo's credit
  * tables. The schema is created by the runner before any app starts (see `support/bench-database.ts`).
  * No purge timer: the app purges only when a case asks it to, never during another case's rounds.
- * `redisStore` is the lease store the `lease-redis` handlers use.
+ * `redisStore` is the lease store the `lease-redis` handlers use. The peer the bench compares with
+ * is in every process too (`POST /peer/credits`), so each process is the same program whichever
+ * route a case loads.
  */
 @Module({})
 export class BenchAppModule {
@@ -25,6 +28,7 @@ export class BenchAppModule {
       imports: [
         TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl, entities: [LedgerEntry], extra: { max: POOL_SIZE } }),
         IdempotencyModule.forRoot({ retention: '7d', purge: { interval: false }, stores: { redis: redisStore } }),
+        PeerModule.register(),
       ],
       controllers: [BenchController, BenchMessagesController],
     };

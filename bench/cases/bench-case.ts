@@ -1,5 +1,6 @@
 import type { BenchAppProcess, Platform } from '../support/bench-app.process.js';
 import type { BenchDatabase } from '../support/bench-database.js';
+import type { BenchRuntime, BenchRuntimes } from '../support/bench-runtime.js';
 import type { Summary } from '../support/measurement.js';
 import { round } from '../support/stats.js';
 
@@ -25,7 +26,10 @@ export interface BenchSettings {
 export interface BenchContext {
   readonly settings: BenchSettings;
   readonly database: BenchDatabase;
-  startApp(platform: Platform): Promise<BenchAppProcess>;
+  /** The Node every case's app processes run on (`headline`), and the one case 1 also runs on. */
+  readonly runtimes: BenchRuntimes;
+  /** Starts the bench app on `platform`, on `runtime` (by default the headline runtime). */
+  startApp(platform: Platform, runtime?: BenchRuntime): Promise<BenchAppProcess>;
   log(line: string): void;
 }
 
@@ -56,7 +60,12 @@ export interface TableRow {
 export interface ChartGroup {
   readonly title: string;
   readonly unit: string;
-  readonly bars: readonly { readonly label: string; readonly value: number }[];
+  /**
+   * `series` picks the bar's colour, so that one variant keeps its colour over several bars and
+   * groups (plain 0, ours 1, the peer 2, the order of the groups against plain); by default, the
+   * bar's place in its group.
+   */
+  readonly bars: readonly { readonly label: string; readonly value: number; readonly series?: number }[];
   /** One line under the bars: the ratio and its floor. */
   readonly note: string;
   /** Whether the group's floor is met; undefined where the case has none. */

@@ -1,6 +1,6 @@
-import { PLATFORMS } from '../support/bench-app.process.js';
+import { type BenchAppProcess, PLATFORMS } from '../support/bench-app.process.js';
 import type { BenchDatabase } from '../support/bench-database.js';
-import { creditBody, runAppLoad, uniqueCredits } from '../support/http-load.js';
+import { creditBody, type HttpLoad, runAppLoad, uniqueCredits } from '../support/http-load.js';
 import { type Arm, interleave, summarize } from '../support/measurement.js';
 import { round } from '../support/stats.js';
 import { type BenchCase, type CaseReport, checkFloor, emptyReport } from './bench-case.js';
@@ -22,9 +22,8 @@ export const httpDuplicates: BenchCase = {
       const app = await startApp(platform);
       try {
         const path = '/idempotent/credits';
-        const replayed = (n: number) => ({ key: `c2-${platform}-seed-${n % REPLAYED_KEYS}`, body: creditBody(n % REPLAYED_KEYS) });
-        // Twice round the keys, so each one has surely been processed before the first round.
-        await runAppLoad(app, path, { connections: settings.connections, amount: 2 * REPLAYED_KEYS, request: replayed });
+        const replayed = replayedCredits(`c2-${platform}`);
+        await processReplayedKeys(app, path, settings.connections, replayed);
         const first: Arm = {
           name: `${platform} first deliveries`,
           measure: (r, seconds) =>
@@ -64,8 +63,18 @@ export const httpDuplicates: BenchCase = {
   },
 };
 
+/** Requests that go round the same `REPLAYED_KEYS` keys (`<label>-seed-<n>`), each with its own body every time. */
+export function replayedCredits(label: string): HttpLoad['request'] {
+  return (n) => ({ key: `${label}-seed-${n % REPLAYED_KEYS}`, body: creditBody(n % REPLAYED_KEYS) });
+}
+
+/** Sends `replayed` to `path` twice round its keys, so each one has surely been processed before a replay round. */
+export async function processReplayedKeys(app: BenchAppProcess, path: string, connections: number, replayed: HttpLoad['request']): Promise<void> {
+  await runAppLoad(app, path, { connections, amount: 2 * REPLAYED_KEYS, request: replayed });
+}
+
 /** Runs `load` and fails when it wrote a ledger row: a replay that ran the handler is not one. */
-async function expectNoNewLedgerRows<T>(database: BenchDatabase, load: () => Promise<T>): Promise<T> {
+export async function expectNoNewLedgerRows<T>(database: BenchDatabase, load: () => Promise<T>): Promise<T> {
   const before = await settledLedgerRows(database);
   const result = await load();
   const after = await settledLedgerRows(database);

@@ -1,45 +1,52 @@
 import { type BenchAppProcess, type Platform, PLATFORMS } from '../support/bench-app.process.js';
+import type { BenchRuntime } from '../support/bench-runtime.js';
 import { runAppLoad, uniqueCredits } from '../support/http-load.js';
 import { type Arm, interleave, type Measurement, type Summary, summarize, withDatabaseCpu } from '../support/measurement.js';
 import { type BenchCase, type BenchContext, type CaseReport, emptyReport, reportAgainstPlain } from './bench-case.js';
 
 /**
  * Case 1: the credit handler with `@IdempotentHandler()` against the very same handler and
- * transaction without it, every request a new key, on Express and on Fastify.
+ * transaction without it, every request a new key, on Express and on Fastify; on the headline
+ * Node and then on the one beside it (Node 24 and Node 20).
  */
 export const httpFirstDeliveries: BenchCase = {
   id: 1,
   title: 'HTTP, first deliveries',
   async run(context): Promise<CaseReport> {
     const report = emptyReport();
+    const { headline, beside } = context.runtimes;
     for (const platform of PLATFORMS) {
-      const { rounds, medians } = await measureFirstDeliveries(context, platform, 'c1', ['plain', 'idempotent']);
-      const ratio = reportAgainstPlain(report, {
-        variant: platform,
-        floorLabel: `${platform}: idempotent / plain throughput`,
-        chartTitle: `1 · first deliveries · ${platform}`,
-        unit: 'req/s',
-        plain: medians.plain,
-        idempotent: medians.idempotent,
-      });
-      report.details[platform] = { rounds, medians, ratio };
+      for (const runtime of beside ? [headline, beside] : [headline]) {
+        const { rounds, medians } = await measureFirstDeliveries(context, platform, `c1-${runtime.name}`, ['plain', 'idempotent'], runtime);
+        const variant = `${platform}, ${runtime.name}`;
+        const ratio = reportAgainstPlain(report, {
+          variant,
+          floorLabel: `${variant}: idempotent / plain throughput`,
+          chartTitle: `1 · first deliveries · ${platform} · ${runtime.name}`,
+          unit: 'req/s',
+          plain: medians.plain,
+          idempotent: medians.idempotent,
+        });
+        report.details[variant] = { node: runtime.version, rounds, medians, ratio };
+      }
     }
     return report;
   },
 };
 
-/** The bench app's credit routes: `POST /<route>/credits`. */
-export type CreditRoute = 'plain' | 'idempotent' | 'lease-postgres' | 'lease-redis';
+/** The bench app's credit routes: `POST /<route>/credits` (`peer`: @node-idempotency/nestjs). */
+export type CreditRoute = 'plain' | 'idempotent' | 'lease-postgres' | 'lease-redis' | 'peer';
 
 /**
  * Loads each of `routes` on `platform` with first deliveries (every request a new key; `label`
- * names the keys), interleaved, and returns the rounds and medians of each.
+ * names the keys), interleaved, with the apps on `runtime`, and returns the rounds and medians of each.
  */
 export async function measureFirstDeliveries<Route extends CreditRoute>(
-  { settings, database, startApp, log }: BenchContext,
+  { settings, database, runtimes, startApp, log }: BenchContext,
   platform: Platform,
   label: string,
   routes: Route[],
+  runtime: BenchRuntime = runtimes.headline,
 ): Promise<{ rounds: Record<string, Measurement[]>; medians: Record<Route, Summary> }> {
   // One process per route: the plain one never runs an idempotent request, so it never pays for
   // what the module switches on once used (on Node 20, AsyncLocalStorage's promise hooks,
@@ -47,7 +54,7 @@ export async function measureFirstDeliveries<Route extends CreditRoute>(
   const apps = new Map<Route, BenchAppProcess>();
   try {
     for (const route of routes) {
-      apps.set(route, await startApp(platform));
+      apps.set(route, await startApp(platform, runtime));
     }
     const arm = (route: Route): Arm => ({
       name: `${platform} ${route}`,

@@ -3,11 +3,13 @@ import { databaseLimit } from './database-limit.case.js';
 import { health } from './health.case.js';
 import { httpDuplicates } from './http-duplicates.case.js';
 import { httpFirstDeliveries } from './http-first-deliveries.case.js';
+import { latency } from './latency.case.js';
 import { leaseMode } from './lease-mode.case.js';
 import { memory } from './memory.case.js';
+import { peer } from './peer.case.js';
 import { purge } from './purge.case.js';
 import { rabbitmqConsumer } from './rabbitmq-consumer.case.js';
 
 /** The cases `npm run bench` measures, in the order it runs them. Add a case here, one file each. */
-export const CASES: readonly BenchCase[] = [httpFirstDeliveries, httpDuplicates, databaseLimit, rabbitmqConsumer, purge, health, memory, leaseMode];
+export const CASES: readonly BenchCase[] = [httpFirstDeliveries, httpDuplicates, databaseLimit, rabbitmqConsumer, purge, health, memory, leaseMode, latency, peer];
 

@@ -53,7 +53,7 @@ export interface DrainedConsumers<Variant extends ConsumerArm> {
  * @throws CaseSkipped when RabbitMQ does not answer.
  */
 export async function drainConsumers<Variant extends ConsumerArm>(
-  { settings, database, log }: BenchContext,
+  { settings, database, runtimes, log }: BenchContext,
   label: string,
   variants: Variant[],
 ): Promise<DrainedConsumers<Variant>> {
@@ -70,7 +70,7 @@ export async function drainConsumers<Variant extends ConsumerArm>(
     const arm = async (variant: ConsumerArm): Promise<Arm> => {
       // One process per variant, as in case 1: the plain one never pays for what the module
       // switches on once used. A queue per variant, so the two never share a backlog.
-      const consumer = await startBenchConsumer(database.url, broker.url);
+      const consumer = await startBenchConsumer(database.url, broker.url, runtimes.headline);
       consumers.push(consumer);
       const queue = `${runQueue}-${variant}`;
       await broker.declareQueue(queue);

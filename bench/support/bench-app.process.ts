@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { PurgeRun } from 'nestjs-idempotent-consumer';
 import type { HealthTiming, ProcessUsage } from '../app/bench.controller.js';
 import { REDIS_ENV } from './bench-redis.js';
+import type { BenchRuntime } from './bench-runtime.js';
 
 /** The HTTP platforms the cases run on. */
 export type Platform = 'express' | 'fastify';
@@ -13,6 +14,8 @@ const APP_ENTRY = fileURLToPath(new URL('../app/main.js', import.meta.url));
 /** The bench app running as a child process, on one platform. */
 export interface BenchAppProcess {
   readonly platform: Platform;
+  /** The Node.js it runs on. */
+  readonly runtime: BenchRuntime;
   readonly baseUrl: string;
   /** The process's CPU time and memory so far; with `gc`, the memory after a full garbage collection. */
   usage(options?: { gc: boolean }): Promise<ProcessUsage>;
@@ -24,17 +27,18 @@ export interface BenchAppProcess {
 }
 
 /**
- * Starts the bench app on `platform` in a process of its own, so the load generator (this
- * process) and the app do not share an event loop.
+ * Starts the bench app on `platform` in a process of its own on `runtime`, so the load generator
+ * (this process) and the app do not share an event loop.
  */
-export async function startBenchApp(platform: Platform, databaseUrl: string): Promise<BenchAppProcess> {
-  const app = await forkBenchProcess<{ port: number }>(`the bench app (${platform})`, APP_ENTRY, {
+export async function startBenchApp(platform: Platform, databaseUrl: string, runtime: BenchRuntime): Promise<BenchAppProcess> {
+  const app = await forkBenchProcess<{ port: number }>(`the bench app (${platform}, ${runtime.name})`, APP_ENTRY, runtime, {
     BENCH_DATABASE_URL: databaseUrl,
     BENCH_PLATFORM: platform,
   });
   const baseUrl = `http://127.0.0.1:${app.ready.port}`;
   return {
     platform,
+    runtime,
     baseUrl,
     usage: (options) => answer<ProcessUsage>(`${baseUrl}/usage?gc=${options?.gc === true}`),
     purge: () => answer<PurgeRun>(`${baseUrl}/purge`, 'POST'),
@@ -63,13 +67,19 @@ export interface ForkedBenchProcess<Ready> {
 }
 
 /**
- * Forks the bench process `entry` (named `name` in errors) with `env` added to the runner's, and
- * waits for its first IPC message; every bench process is given the run's Redis lease store. It is started with `--expose-gc` for the memory readings; only
+ * Forks the bench process `entry` (named `name` in errors) on `runtime` with `env` added to the
+ * runner's, and waits for its first IPC message; every bench process is given the run's Redis lease store. It is started with `--expose-gc` for the memory readings; only
  * those call the collector. `BENCH_APP_NODE_ARGS` adds Node options, for looking into a figure:
  * `BENCH_APP_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof'`.
  */
-export async function forkBenchProcess<Ready>(name: string, entry: string, env: Record<string, string>): Promise<ForkedBenchProcess<Ready>> {
+export async function forkBenchProcess<Ready>(
+  name: string,
+  entry: string,
+  runtime: BenchRuntime,
+  env: Record<string, string>,
+): Promise<ForkedBenchProcess<Ready>> {
   const child = fork(entry, [], {
+    execPath: runtime.execPath,
     env: { ...process.env, ...REDIS_ENV, ...env },
     execArgv: ['--expose-gc', ...(process.env.BENCH_APP_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
@@ -82,12 +92,31 @@ export async function forkBenchProcess<Ready>(name: string, entry: string, env: 
     child.once('message', (message: Ready) => done(message));
     child.once('exit', (code) => fail(new Error(`${name} exited with ${code} before it was ready:\n${output}`)));
   });
-  return { child, ready, output: () => output, stop: () => stop(child, exited) };
+  return { child, ready, output: () => output, stop: () => stop(name, child, exited) };
 }
 
-async function stop(child: ChildProcess, exited: Promise<void>): Promise<void> {
+/** How long a bench process has to exit after SIGTERM before the runner kills it. */
+const EXIT_TIMEOUT_MS = 15_000;
+
+/**
+ * SIGTERM, then SIGKILL if the process has not exited within `EXIT_TIMEOUT_MS`, said loudly. An app
+ * sent SIGTERM while its idempotent route is under load spins in TypeORM's `closePool` for ever:
+ * that loop awaits `release()` of each connected query runner until none is left, the claim's
+ * runner makes `release()` a no-op, and the loop never yields to the I/O that would end the claim
+ * (the plain route's app exits in about 2 s). The run must not hang on it once its measurements
+ * are taken; the fix belongs in the library.
+ */
+async function stop(name: string, child: ChildProcess, exited: Promise<void>): Promise<void> {
   if (child.exitCode === null && child.signalCode === null) {
     child.kill('SIGTERM');
   }
-  await exited;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<boolean>((done) => (timer = setTimeout(() => done(true), EXIT_TIMEOUT_MS)));
+  const hung = await Promise.race([exited.then(() => false), timedOut]);
+  clearTimeout(timer);
+  if (hung) {
+    console.warn(`WARNING: ${name} had not exited ${EXIT_TIMEOUT_MS / 1000} s after SIGTERM: killed with SIGKILL`);
+    child.kill('SIGKILL');
+    await exited;
+  }
 }

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { ConsumerCommand, ConsumerReply } from '../app/consumer.main.js';
 import { forkBenchProcess } from './bench-app.process.js';
+import type { BenchRuntime } from './bench-runtime.js';
 
 const CONSUMER_ENTRY = fileURLToPath(new URL('../app/consumer.main.js', import.meta.url));
 
@@ -14,11 +15,11 @@ export interface BenchConsumerProcess {
 }
 
 /**
- * Starts the bench consumer in a process of its own, on the bench database and the broker at
- * `brokerUrl`. It consumes nothing until asked to; `BENCH_APP_NODE_ARGS` applies to it too.
+ * Starts the bench consumer in a process of its own on `runtime`, on the bench database and the
+ * broker at `brokerUrl`. It consumes nothing until asked to; `BENCH_APP_NODE_ARGS` applies to it too.
  */
-export async function startBenchConsumer(databaseUrl: string, brokerUrl: string): Promise<BenchConsumerProcess> {
-  const consumer = await forkBenchProcess('the bench consumer', CONSUMER_ENTRY, {
+export async function startBenchConsumer(databaseUrl: string, brokerUrl: string, runtime: BenchRuntime): Promise<BenchConsumerProcess> {
+  const consumer = await forkBenchProcess(`the bench consumer (${runtime.name})`, CONSUMER_ENTRY, runtime, {
     BENCH_DATABASE_URL: databaseUrl,
     BENCH_RABBITMQ_URL: brokerUrl,
   });

@@ -30,3 +30,17 @@ export async function deleteRunKeys(): Promise<number> {
     await client.close();
   }
 }
+
+/** How the run's Redis keeps what it is told: its `appendonly`, `appendfsync` and `save` settings. */
+export async function readRedisPersistence(): Promise<Record<string, string>> {
+  const client = await createClient({ url: REDIS_URL }).connect();
+  try {
+    const settings: Record<string, string> = {};
+    for (const name of ['appendonly', 'appendfsync', 'save']) {
+      Object.assign(settings, await client.configGet(name));
+    }
+    return settings;
+  } finally {
+    await client.close();
+  }
+}

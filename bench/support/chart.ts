@@ -22,7 +22,9 @@ export function renderChart(results: BenchResults): string {
   text(16, y, `nest-idempotency benchmarks · ${results.date.slice(0, 10)}${results.quick ? ' · QUICK TRIAL, not comparable' : ''}`, 'font-size="18" font-weight="bold"');
   y += 22;
   const { machine, database, method } = results;
-  text(16, y, `${machine.cpus} × ${machine.cpuModel} · ${machine.memoryGiB} GiB · Node ${machine.node} · PostgreSQL ${database.version} (${database.server})`, 'fill="#57606a"');
+  const { headline, beside } = results.appRuntimes;
+  const apps = `apps on Node ${headline.version}${beside ? ` (case 1 also ${beside.version})` : ''}, runner ${machine.node}`;
+  text(16, y, `${machine.cpus} × ${machine.cpuModel} · ${machine.memoryGiB} GiB · ${apps} · PostgreSQL ${database.version} (${database.server})`, 'fill="#57606a"');
   y += 18;
   text(
     16,
@@ -44,9 +46,9 @@ export function renderChart(results: BenchResults): string {
       const max = Math.max(...group.bars.map((bar) => bar.value), 1);
       group.bars.forEach((bar, i) => {
         const width = Math.max(1, (bar.value / max) * BAR_AREA);
-        parts.push(`<rect x="${LABEL_WIDTH}" y="${y}" width="${width.toFixed(1)}" height="${BAR_HEIGHT}" fill="${COLORS[i % COLORS.length]}"/>`);
+        parts.push(`<rect x="${LABEL_WIDTH}" y="${y}" width="${width.toFixed(1)}" height="${BAR_HEIGHT}" fill="${COLORS[(bar.series ?? i) % COLORS.length]}"/>`);
         text(LABEL_WIDTH - 8, y + 15, bar.label, 'text-anchor="end"');
-        text(LABEL_WIDTH + width + 6, y + 15, `${bar.value.toLocaleString('en-US', { maximumFractionDigits: bar.value >= 100 ? 0 : 1 })} ${group.unit}`);
+        text(LABEL_WIDTH + width + 6, y + 15, `${bar.value.toLocaleString('en-US', { maximumFractionDigits: bar.value >= 100 ? 0 : bar.value >= 10 ? 1 : 2 })} ${group.unit}`);
         y += BAR_HEIGHT + BAR_GAP;
       });
       y += 12;

@@ -56,9 +56,14 @@ export async function runHttpLoad(load: HttpLoad): Promise<Measurement> {
 }
 
 /** `runHttpLoad` against an endpoint of the bench app, with the app's CPU time per request. */
-export async function runAppLoad(app: BenchAppProcess, path: string, load: Omit<HttpLoad, 'url'>): Promise<Measurement> {
+export function runAppLoad(app: BenchAppProcess, path: string, load: Omit<HttpLoad, 'url'>): Promise<Measurement> {
+  return withAppCpu(app, () => runHttpLoad({ ...load, url: `${app.baseUrl}${path}` }));
+}
+
+/** Runs `measure`, a load on `app`, and adds the app's CPU time per request to its measurement. */
+export async function withAppCpu(app: BenchAppProcess, measure: () => Promise<Measurement>): Promise<Measurement> {
   const before = await app.usage();
-  const measurement = await runHttpLoad({ ...load, url: `${app.baseUrl}${path}` });
+  const measurement = await measure();
   const after = await app.usage();
   return { ...measurement, appCpuMicros: (after.cpuMicros - before.cpuMicros) / measurement.count };
 }

@@ -19,13 +19,24 @@ export interface CaseResult {
   details?: Record<string, unknown>;
 }
 
+/** A Node.js the app processes ran on. */
+export interface AppRuntime {
+  name: string;
+  /** `process.version` of the binary the apps were forked with. */
+  version: string;
+  source: string;
+}
+
 /** `bench/results/<date>.json`. */
 export interface BenchResults {
   date: string;
   /** A `--quick` trial of the harness, not a run to publish. */
   quick: boolean;
   command: string;
+  /** `node`: the runner's Node, which runs the load generators. */
   machine: { cpus: number; cpuModel: string; memoryGiB: number; os: string; node: string };
+  /** The Node every case's app processes ran on, and the one case 1 also ran on. */
+  appRuntimes: { headline: AppRuntime; beside?: AppRuntime };
   database: { server: string; version: string };
   method: {
     rounds: number;

@@ -1,0 +1,122 @@
+import { type BenchAppProcess, type Platform, PLATFORMS } from '../support/bench-app.process.js';
+import { installedVersion } from '../support/bench-packages.js';
+import { readRedisPersistence, REDIS_URL } from '../support/bench-redis.js';
+import { runAppLoad, uniqueCredits } from '../support/http-load.js';
+import { type Arm, interleave, summarize, withDatabaseCpu } from '../support/measurement.js';
+import { round } from '../support/stats.js';
+import { type BenchCase, type BenchContext, type CaseReport, emptyReport, reportVariantsAgainstPlain } from './bench-case.js';
+import { expectNoNewLedgerRows, processReplayedKeys, replayedCredits } from './http-duplicates.case.js';
+
+/** What the table and the chart call the peer. */
+export const PEER_LABEL = '@node-idempotency/nestjs';
+
+/** The routes of the case, each in a process of its own: the plain handler, ours, the peer's. */
+const ROUTES = ['plain', 'idempotent', 'peer'] as const;
+type Route = (typeof ROUTES)[number];
+type ReplayedRoute = Exclude<Route, 'plain'>;
+const REPLAYED_ROUTES: readonly ReplayedRoute[] = ['idempotent', 'peer'];
+const NAMES: Record<Route, string> = { plain: 'plain', idempotent: 'idempotent', peer: PEER_LABEL };
+const CHART_NAMES: Record<Route, string> = { plain: 'plain', idempotent: 'ours', peer: 'peer' };
+/** Each route's colour on the chart, as case 1 and case 9 colour them. */
+const SERIES: Record<Route, number> = { plain: 0, idempotent: 1, peer: 2 };
+
+/**
+ * Case 10: the peer, `@node-idempotency/nestjs` with its Redis storage, on the very same credit
+ * handler, interleaved with ours and the plain handler: first deliveries against plain (as case 1)
+ * and the replay path (as case 2), on Express and on Fastify. Case 9 has its added latency.
+ *
+ * What the peer does not guarantee (read from its source, `@node-idempotency/core` 1.0.7): its
+ * claim is a Redis `SET key IN_PROGRESS NX PX 24h` before the handler, and its record a second
+ * `SET key COMPLETE+response` after the handler returned, both outside the handler's database
+ * transaction. So:
+ * - a crash (or a failed Redis write) after the handler's COMMIT and before the record leaves the
+ *   key IN_PROGRESS: every retry gets 409 until the key expires (24 h by default), and the retry
+ *   after that runs the handler again: the credit is granted twice;
+ * - a crash after the claim and before the COMMIT rolls the work back but not the claim: retries
+ *   get 409 for 24 h before the work is done at all;
+ * - a handler that throws (a rolled-back transaction, a dropped connection, a deadlock) has its
+ *   error recorded as the key's COMPLETE answer: the retry gets the error replayed and the work is
+ *   never done while the key lives;
+ * - what Redis loses, the peer forgets: keys written less than a second before a crash with
+ *   `appendfsync everysec`, all since the last snapshot without `appendonly`, those a failover's
+ *   replica had not received. Each is processed again (`details.redis` says how this run's Redis
+ *   was configured);
+ * - a handler that outlasts the key's TTL lets a twin run beside it. The unique key is
+ *   method, URL and `Idempotency-Key` (no sender, no handler), and it is HTTP only.
+ * Ours claims in the handler's own transaction: claim, work and response commit together or not
+ * at all, so none of these cases exists (see README, *What happens on a crash*).
+ */
+export const peer: BenchCase = {
+  id: 10,
+  title: `HTTP, the peer ${PEER_LABEL} (Redis)`,
+  async run(context): Promise<CaseReport> {
+    const report = emptyReport();
+    report.details.versions = Object.fromEntries(
+      ['@node-idempotency/nestjs', '@node-idempotency/core', '@node-idempotency/storage-adapter-redis', 'redis'].map((name) => [name, installedVersion('peer', name)]),
+    );
+    report.details.redis = { url: REDIS_URL, ...(await readRedisPersistence()) };
+    for (const platform of PLATFORMS) {
+      report.details[platform] = await measurePlatform(context, report, platform);
+    }
+    return report;
+  },
+};
+
+/** The case on one platform: its rows, chart groups, and what goes into the details. */
+async function measurePlatform({ settings, database, startApp, log }: BenchContext, report: CaseReport, platform: Platform) {
+  const apps = new Map<Route, BenchAppProcess>();
+  try {
+    for (const route of ROUTES) {
+      apps.set(route, await startApp(platform));
+    }
+    const appOf = (route: Route) => apps.get(route) as BenchAppProcess;
+    const replayed = (route: ReplayedRoute) => replayedCredits(`c10-${platform}-${route}`);
+    for (const route of REPLAYED_ROUTES) {
+      await processReplayedKeys(appOf(route), `/${route}/credits`, settings.connections, replayed(route));
+    }
+    const first = (route: Route): Arm => ({
+      name: `${platform} ${route}`,
+      measure: (r, seconds) =>
+        withDatabaseCpu(database, () =>
+          runAppLoad(appOf(route), `/${route}/credits`, { connections: settings.connections, seconds, request: uniqueCredits(`c10-${platform}-${route}-${r}`) }),
+        ),
+    });
+    const replays = (route: ReplayedRoute): Arm => ({
+      name: `${platform} ${route} replays`,
+      measure: (_r, seconds) =>
+        expectNoNewLedgerRows(database, () =>
+          runAppLoad(appOf(route), `/${route}/credits`, { connections: settings.connections, seconds, request: replayed(route) }),
+        ),
+    });
+    const arms = [...ROUTES.map(first), ...REPLAYED_ROUTES.map(replays)];
+    const rounds = await interleave(arms, { ...settings, log });
+    const medians = Object.fromEntries(arms.map((arm) => [arm.name, summarize(rounds[arm.name])]));
+    const ratios = reportVariantsAgainstPlain(report, {
+      variant: platform,
+      chartTitle: `10 · first deliveries, ours and the peer · ${platform}`,
+      unit: 'req/s',
+      plain: medians[`${platform} plain`],
+      others: { [NAMES.idempotent]: medians[`${platform} idempotent`], [NAMES.peer]: medians[`${platform} peer`] },
+    });
+    const replayRatio = (route: ReplayedRoute) => round(medians[`${platform} ${route} replays`].throughput / medians[`${platform} ${route}`].throughput, 3);
+    report.rows.push(
+      ...REPLAYED_ROUTES.map((route) => ({
+        variant: `${platform}, ${NAMES[route]} replays`,
+        ...medians[`${platform} ${route} replays`],
+        figure: `${replayRatio(route).toFixed(3)} × its first deliveries`,
+      })),
+    );
+    report.chart.push({
+      title: `10 · replays, ours and the peer (${PEER_LABEL}) · ${platform}`,
+      unit: 'req/s',
+      bars: REPLAYED_ROUTES.flatMap((route) => [
+        { label: `${CHART_NAMES[route]}, first`, value: medians[`${platform} ${route}`].throughput, series: SERIES[route] },
+        { label: `${CHART_NAMES[route]}, replays`, value: medians[`${platform} ${route} replays`].throughput, series: SERIES[route] },
+      ]),
+      note: REPLAYED_ROUTES.map((route) => `${CHART_NAMES[route]}: replays / first deliveries = ${replayRatio(route).toFixed(3)}`).join(', '),
+    });
+    return { rounds, medians, ratios, replayRatios: Object.fromEntries(REPLAYED_ROUTES.map((route) => [route, replayRatio(route)])) };
+  } finally {
+    await Promise.all([...apps.values()].map((app) => app.stop()));
+  }
+}
