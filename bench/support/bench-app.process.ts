@@ -92,31 +92,12 @@ export async function forkBenchProcess<Ready>(
     child.once('message', (message: Ready) => done(message));
     child.once('exit', (code) => fail(new Error(`${name} exited with ${code} before it was ready:\n${output}`)));
   });
-  return { child, ready, output: () => output, stop: () => stop(name, child, exited) };
+  return { child, ready, output: () => output, stop: () => stop(child, exited) };
 }
 
-/** How long a bench process has to exit after SIGTERM before the runner kills it. */
-const EXIT_TIMEOUT_MS = 15_000;
-
-/**
- * SIGTERM, then SIGKILL if the process has not exited within `EXIT_TIMEOUT_MS`, said loudly. An app
- * sent SIGTERM while its idempotent route is under load spins in TypeORM's `closePool` for ever:
- * that loop awaits `release()` of each connected query runner until none is left, the claim's
- * runner makes `release()` a no-op, and the loop never yields to the I/O that would end the claim
- * (the plain route's app exits in about 2 s). The run must not hang on it once its measurements
- * are taken; the fix belongs in the library.
- */
-async function stop(name: string, child: ChildProcess, exited: Promise<void>): Promise<void> {
+async function stop(child: ChildProcess, exited: Promise<void>): Promise<void> {
   if (child.exitCode === null && child.signalCode === null) {
     child.kill('SIGTERM');
   }
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<boolean>((done) => (timer = setTimeout(() => done(true), EXIT_TIMEOUT_MS)));
-  const hung = await Promise.race([exited.then(() => false), timedOut]);
-  clearTimeout(timer);
-  if (hung) {
-    console.warn(`WARNING: ${name} had not exited ${EXIT_TIMEOUT_MS / 1000} s after SIGTERM: killed with SIGKILL`);
-    child.kill('SIGKILL');
-    await exited;
-  }
+  await exited;
 }
