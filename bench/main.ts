@@ -2,7 +2,7 @@
 // bench/results/<date>.json and bench/results/latest.svg. See docs/benchmarks.md.
 import 'reflect-metadata';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { cpus, loadavg, release, totalmem, type } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArguments } from './bench.settings.js';
 import { type BenchContext, CaseSkipped } from './cases/bench-case.js';
@@ -12,7 +12,7 @@ import { ensureBenchPackage } from './support/bench-packages.js';
 import { checkRedis, deleteRunKeys, REDIS_URL } from './support/bench-redis.js';
 import { type BenchRuntime, prepareRuntimes } from './support/bench-runtime.js';
 import { renderChart } from './support/chart.js';
-import { type AppRuntime, type BenchResults, type CaseResult, markdownTable } from './support/results.js';
+import { type AppRuntime, type BenchResults, type CaseResult, describeMachine, markdownTable } from './support/results.js';
 import { round } from './support/stats.js';
 
 const RESULTS_DIR = join(process.cwd(), 'bench', 'results');
@@ -71,13 +71,7 @@ async function main(): Promise<void> {
     date,
     quick: settings.quick,
     command: ['npm run bench', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' '),
-    machine: {
-      cpus: cpus().length,
-      cpuModel: cpus()[0]?.model.trim() ?? 'unknown',
-      memoryGiB: Math.round(totalmem() / 2 ** 30),
-      os: `${type()} ${release()}`,
-      node: process.version,
-    },
+    machine: describeMachine(),
     appRuntimes: {
       headline: describeRuntime(runtimes.headline),
       ...(runtimes.beside ? { beside: describeRuntime(runtimes.beside) } : {}),

@@ -3,13 +3,14 @@
 // prints the table of docs/operations.md#sizing.
 import 'reflect-metadata';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { cpus, loadavg, release, totalmem, type } from 'node:os';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { alterTableSql, recommendedParameters, runChurn } from './sizing/churn.js';
 import { startPurgeApp } from './sizing/purge-app.js';
 import { startPrivateServer } from './sizing/private-server.js';
 import { DEFAULT_SERVER_URL, openSizingDatabase, type SizingDatabase, TABLE } from './sizing/sizing-database.js';
 import { extrapolate, type SizingResults, sizingTable, TARGET } from './sizing/sizing-report.js';
+import { describeMachine } from './support/results.js';
 import { parseSizingArguments, type SizingSettings } from './sizing/sizing.settings.js';
 import { measureStorage } from './sizing/storage.js';
 import { measureWal } from './sizing/wal-window.js';
@@ -65,14 +66,7 @@ async function main(): Promise<void> {
     date,
     quick: settings.quick,
     command: ['npm run bench:sizing', ...(settings.quick ? ['--', '--quick'] : [])].join(' '),
-    machine: {
-      cpus: cpus().length,
-      cpuModel: cpus()[0]?.model.trim() ?? 'unknown',
-      memoryGiB: Math.round(totalmem() / 2 ** 30),
-      os: `${type()} ${release()}`,
-      node: process.version,
-      loadAverage: { before: loadBefore, after: loadavg()[0] },
-    },
+    machine: { ...describeMachine(), loadAverage: { before: loadBefore, after: loadavg()[0] } },
     ...measured,
     churn,
     recommendedParameters: recommendedParameters(TARGET.messagesPerSecond, purgeIntervalSeconds()),

@@ -2,6 +2,7 @@ import type { ChurnResult, StorageParameters } from './churn.js';
 import type { StorageFigures } from './storage.js';
 import type { ClaimLoadResult } from './webhook-claims.js';
 import type { WalWindow } from './wal-window.js';
+import type { Machine } from '../support/results.js';
 
 /** The load the sizing is for: 10,000 messages a second, each kept 7 days. */
 export const TARGET = { messagesPerSecond: 10_000, retentionDays: 7 } as const;
@@ -12,7 +13,7 @@ export interface SizingResults {
   date: string;
   quick: boolean;
   command: string;
-  machine: { cpus: number; cpuModel: string; memoryGiB: number; os: string; node: string; loadAverage: { before: number; after: number } };
+  machine: Machine & { loadAverage: { before: number; after: number } };
   server: { source: 'DATABASE_URL' | 'default'; version: string; settings: Record<string, string> };
   storage: StorageFigures;
   claims: ClaimLoadResult & { wal: WalWindow; walBytesPerClaim: number; fullPageImagesPerClaim: number; growthBytesPerClaim: number; hotUpdateShare: number };

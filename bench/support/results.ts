@@ -1,3 +1,4 @@
+import { cpus, release, totalmem, type } from 'node:os';
 import type { ChartGroup, FloorCheck, TableRow } from '../cases/bench-case.js';
 
 /** What became of a case in this run. */
@@ -34,7 +35,7 @@ export interface BenchResults {
   quick: boolean;
   command: string;
   /** `node`: the runner's Node, which runs the load generators. */
-  machine: { cpus: number; cpuModel: string; memoryGiB: number; os: string; node: string };
+  machine: Machine;
   /** The Node every case's app processes ran on, and the one case 1 also ran on. */
   appRuntimes: { headline: AppRuntime; beside?: AppRuntime };
   database: { server: string; version: string };
@@ -83,4 +84,24 @@ export function markdownTable(results: BenchResults): string {
 /** A floor's figure: a rate in whole units, a ratio or a time to `digits` decimals. */
 function figure(value: number, digits: number): string {
   return value >= 1000 ? value.toLocaleString('en-US', { maximumFractionDigits: 0 }) : value.toFixed(digits);
+}
+
+/** The machine a run measured on: its cores, memory, system and the runner's Node. */
+export interface Machine {
+  cpus: number;
+  cpuModel: string;
+  memoryGiB: number;
+  os: string;
+  node: string;
+}
+
+/** The machine this process runs on. */
+export function describeMachine(): Machine {
+  return {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model.trim() ?? 'unknown',
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    os: `${type()} ${release()}`,
+    node: process.version,
+  };
 }
