@@ -29,6 +29,26 @@ describe('a process stopped in the middle of a handler', () => {
     await db?.drop();
   });
 
+  /** Holds `account`'s row lock in a transaction of its own, so the next credit to it blocks mid-handler; `release` rolls it back. */
+  async function holdAccountLock(account: string): Promise<{ release(): Promise<void> }> {
+    const holder = await db.connect();
+    await holder.query('BEGIN');
+    await holder.query('SELECT balance FROM accounts WHERE account = $1 FOR UPDATE', [account]);
+    return {
+      release: async () => {
+        await holder.query('ROLLBACK');
+        await holder.end();
+      },
+    };
+  }
+
+  const handlerWaitsOnLock = () =>
+    until(
+      async () =>
+        (await db.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).length === 1,
+      'the handler waits on the account lock inside its claim transaction',
+    );
+
   it('killed with SIGKILL: leaves nothing committed, and the redelivery processes exactly once', async () => {
     const account = 'acc-crash';
     const first = await startDemoProcess({ DATABASE_URL: db.url });
@@ -36,25 +56,17 @@ describe('a process stopped in the middle of a handler', () => {
     expect((await post(`${first.baseUrl}/credits`, { account, cents: 100 }, { 'Idempotency-Key': 'seed' })).status).toBe(201);
 
     // Hold the account's row lock so the next credit blocks mid-handler, its claim written but uncommitted.
-    const holder = await db.connect();
-    await holder.query('BEGIN');
-    await holder.query('SELECT balance FROM accounts WHERE account = $1 FOR UPDATE', [account]);
+    const lock = await holdAccountLock(account);
     const key = 'credit-during-crash';
     const inFlightFails = expect(
       post(`${first.baseUrl}/credits`, { account, cents: 55 }, { 'Idempotency-Key': key }),
     ).rejects.toThrow('fetch failed');
-    await until(
-      async () =>
-        (await db.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`))
-          .length === 1,
-      'the handler waits on the account lock inside its claim transaction',
-    );
+    await handlerWaitsOnLock();
 
     await first.kill('SIGKILL');
     expect(first.child.signalCode).toBe('SIGKILL');
     await inFlightFails;
-    await holder.query('ROLLBACK');
-    await holder.end();
+    await lock.release();
     expect(await db.query('SELECT 1 FROM processed_messages WHERE message_id = $1', [key])).toEqual([]);
     expect(await db.query('SELECT 1 FROM ledger_entries WHERE cents = 55')).toEqual([]);
 
@@ -94,16 +106,10 @@ describe('a process stopped in the middle of a handler', () => {
       expect((await post(`${demo.baseUrl}/credits`, { account, cents: 100 }, { 'Idempotency-Key': `seed-${client}` })).status).toBe(201);
 
       // The handler blocks on the account's row lock inside its claim, between its two writes.
-      const holder = await db.connect();
-      await holder.query('BEGIN');
-      await holder.query('SELECT balance FROM accounts WHERE account = $1 FOR UPDATE', [account]);
+      const lock = await holdAccountLock(account);
       const abort = new AbortController();
       const inFlight = post(`${demo.baseUrl}/credits`, { account, cents: 55 }, { 'Idempotency-Key': key }, abort.signal).catch(() => 'aborted' as const);
-      await until(
-        async () =>
-          (await db.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).length === 1,
-        'the handler waits on the account lock inside its claim transaction',
-      );
+      await handlerWaitsOnLock();
       if (client === 'gone') {
         abort.abort();
         expect(await inFlight).toBe('aborted');
@@ -111,8 +117,7 @@ describe('a process stopped in the middle of a handler', () => {
       const exited = new Promise<number | null>((done) => demo.child.once('exit', (code) => done(code)));
       demo.child.kill('SIGTERM');
       await until(async () => !(await acceptsConnections(demo.baseUrl)), 'the stopping process no longer accepts connections');
-      await holder.query('ROLLBACK');
-      await holder.end();
+      await lock.release();
       // A shutdown that loops on the open claim never exits: until() fails here.
       await until(async () => demo.child.exitCode !== null, 'the process exits once the claim has settled');
       expect(await exited).toBe(0);
