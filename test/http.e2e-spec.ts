@@ -300,3 +300,26 @@ describe.each(PLATFORMS)('exactly-once HTTP handlers on %s', (platform) => {
     expect(await fetch(`${baseUrl}/accounts/${account}`).then((r) => r.json())).toEqual({ account, balance: 900 });
   });
 });
+
+describe('a service that has not run the claim functions migration', () => {
+  it('is answered 500 with nothing committed, and the error it logs names the migration', async () => {
+    const db = await createTestDatabase();
+    const errors: string[] = [];
+    const ignore = () => undefined;
+    const logger = { log: ignore, warn: ignore, debug: ignore, verbose: ignore, error: (message: unknown) => errors.push(String(message)) };
+    const { app, baseUrl } = await startDemoApp('express', db.url, [], logger);
+    try {
+      await db.query('DROP FUNCTION processed_messages_claim(text, text, text, text, bigint)');
+      const answer = await post(`${baseUrl}/credits`, { account: 'acc-no-functions', cents: 5 }, { 'Idempotency-Key': 'no-functions' });
+      expect(answer.status).toBe(500);
+      expect(errors.join('\n')).toContain('add the migration CreateProcessedMessagesFunctions1796256000000');
+      const [{ ledger, claims }] = await db.query<{ ledger: string; claims: string }>(
+        'SELECT (SELECT count(*) FROM ledger_entries) AS ledger, (SELECT count(*) FROM processed_messages) AS claims',
+      );
+      expect({ ledger: Number(ledger), claims: Number(claims) }).toEqual({ ledger: 0, claims: 0 });
+    } finally {
+      await app.close();
+      await db.drop();
+    }
+  });
+});

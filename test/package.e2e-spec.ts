@@ -29,7 +29,7 @@ import 'reflect-metadata';
 import { Body, Controller, Module, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { CreateProcessedMessagesTable1764633600000, IdempotencyContext, IdempotencyModule, IdempotentHandler } from 'nestjs-idempotent-consumer';
+import { CreateProcessedMessagesFunctions1796256000000, CreateProcessedMessagesTable1764633600000, IdempotencyContext, IdempotencyModule, IdempotentHandler } from 'nestjs-idempotent-consumer';
 
 @Controller('orders')
 class OrdersController {
@@ -45,7 +45,7 @@ class OrdersController {
 
 @Module({
   imports: [
-    TypeOrmModule.forRoot({ type: 'postgres', url: process.env.DATABASE_URL, migrations: [CreateProcessedMessagesTable1764633600000], migrationsRun: true }),
+    TypeOrmModule.forRoot({ type: 'postgres', url: process.env.DATABASE_URL, migrations: [CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000], migrationsRun: true }),
     IdempotencyModule.forRoot({ purge: { interval: false } }),
   ],
   controllers: [OrdersController],

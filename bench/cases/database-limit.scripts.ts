@@ -29,7 +29,7 @@ COMMIT;
  */
 export const IDEMPOTENT_REQUEST_SQL = String.raw`${GRANT_VARIABLES}
 \set key random(1, 1000000000000000)
-BEGIN ISOLATION LEVEL READ COMMITTED \; SET LOCAL lock_timeout = 50 \; INSERT INTO "processed_messages" (consumer, message_id, sender, fingerprint, expires_at) VALUES (${CONSUMER}, ${KEY}, 'default', '61d7a1e9f61d9c4dde7d591bd322cb4d132b30e7f0eb50025d95c6ac4ae6e5db', now() + 604800000 * interval '1 millisecond') ON CONFLICT ON CONSTRAINT "processed_messages_pkey" DO NOTHING RETURNING true AS claimed \; SET LOCAL lock_timeout TO DEFAULT;
+BEGIN ISOLATION LEVEL READ COMMITTED \; SELECT "processed_messages_claim"(${CONSUMER}, ${KEY}, 'default', '61d7a1e9f61d9c4dde7d591bd322cb4d132b30e7f0eb50025d95c6ac4ae6e5db', 604800000) AS claimed;
 ${GRANT}
-UPDATE "processed_messages" SET response_status = 201, response_headers = '${RECORDED_HEADERS}'::json, response_body = convert_to('{"account":"a' || :account || '","cents":' || :cents || ',"balance":' || :balance || '}', 'UTF8') WHERE consumer = ${CONSUMER} AND message_id = ${KEY} \; COMMIT;
+SELECT "processed_messages_record"(${CONSUMER}, ${KEY}, 201, '${RECORDED_HEADERS}'::json, convert_to('{"account":"a' || :account || '","cents":' || :cents || ',"balance":' || :balance || '}', 'UTF8')) \; COMMIT;
 `;

@@ -1,7 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { ClaimTransaction } from '../../libs/idempotency/src/claiming/claim-transaction.js';
-import { claimStatements, recordStatements } from '../../libs/idempotency/src/claiming/claim.queries.js';
-import { REJECT_LOCK_TIMEOUT_MS } from '../../libs/idempotency/src/idempotency.internal-constants.js';
+import { claimStatement, recordStatements } from '../../libs/idempotency/src/claiming/claim.queries.js';
 import { MODULE_DEFAULTS, WEBHOOK_RESPONSE, webhookClaim, webhookEvent } from './webhook-message.js';
 import { TABLE } from './sizing-database.js';
 
@@ -67,8 +66,8 @@ async function claimOnce(dataSource: DataSource): Promise<number> {
   const held = performance.now();
   try {
     const sql = { table: TABLE, literal: (value: string) => transaction.literal(value) };
-    const [, inserted] = await transaction.begin(request.isolationLevel, claimStatements(sql, request, REJECT_LOCK_TIMEOUT_MS));
-    if (inserted.rowCount !== 1) {
+    const [claim] = await transaction.begin(request.isolationLevel, [claimStatement(sql, request)]);
+    if (!(claim.rows[0] as { claimed: boolean }).claimed) {
       throw new Error(`the claim of new event ${request.key} found it taken`);
     }
     await transaction.commit(recordStatements(sql, request, WEBHOOK_RESPONSE));

@@ -27,7 +27,7 @@ export const OTHER_SENDERS = '(other)';
 /** PostgreSQL error codes the claim reacts to. */
 export const PG_LOCK_NOT_AVAILABLE = '55P03';
 export const PG_IN_FAILED_TRANSACTION = '25P02';
-export const PG_NO_ACTIVE_TRANSACTION = '25P01';
+export const PG_UNDEFINED_FUNCTION = '42883';
 export const PG_TRANSIENT_ERROR_CODES: ReadonlySet<string> = new Set(['40001', '40P01']);
 
 /**

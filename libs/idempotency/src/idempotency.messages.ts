@@ -45,6 +45,10 @@ export const messages = {
     `A message with the idempotency key '${key}' is still being processed; retry after it completes.`,
   transient: (key: string, code: string) =>
     `The database aborted the transaction of '${key}' (PostgreSQL ${code}); nothing was committed, retry.`,
+  claimFunctionsMissing: (table: string) =>
+    `The claim functions of the table ${table} do not exist: add the migration CreateProcessedMessagesFunctions1796256000000 ` +
+    "(subclassed with the table's name if it is not the default) to the data source's migrations, after " +
+    'CreateProcessedMessagesTable1764633600000, and run it.',
   claimVanished: (key: string) =>
     `The claim of '${key}' disappeared while it was being read (purged concurrently); retry.`,
   noClaimTransactionInLeaseMode: (consumer: string) =>
@@ -94,7 +98,7 @@ export const messages = {
   packageMissing: (packageName: string, feature: string) =>
     `The "${packageName}" package is missing: install it to use ${feature} (npm install ${packageName}).`,
   invalidTableName: (value: unknown) =>
-    `tableName must be a plain PostgreSQL identifier (letters, digits, underscores); got ${JSON.stringify(value)}.`,
+    `tableName must be a plain PostgreSQL identifier (letters, digits, underscores) of at most 56 characters; got ${JSON.stringify(value)}.`,
   invalidDataSource: (value: unknown) => `dataSource must be a data source name; got ${JSON.stringify(value)}.`,
   invalidAttemptLimit: (name: string, value: unknown) =>
     `${name} must be a whole number of at least 1; got ${JSON.stringify(value)}.`,

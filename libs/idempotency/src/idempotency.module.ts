@@ -29,7 +29,7 @@ import { RpcDelivery } from './transports/rpc/rpc-delivery.js';
  * ```ts
  * @Module({
  *   imports: [
- *     TypeOrmModule.forRoot({ type: 'postgres', url, migrations: [CreateProcessedMessagesTable1764633600000] }),
+ *     TypeOrmModule.forRoot({ type: 'postgres', url, migrations: [CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000] }),
  *     IdempotencyModule.forRoot({ retention: '7d', senders: { payments: { redeliveryHorizon: '3d' } } }),
  *   ],
  * })

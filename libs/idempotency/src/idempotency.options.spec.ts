@@ -75,6 +75,7 @@ describe('resolveModuleOptions', () => {
   it.each([
     [{ tableName: 'processed-messages' }, /tableName must be a plain PostgreSQL identifier/],
     [{ tableName: 'x; drop table y' }, /tableName must be a plain PostgreSQL identifier/],
+    [{ tableName: 'a'.repeat(57) }, /of at most 56 characters/],
     [{ dataSource: '' }, /dataSource must be a data source name/],
     [{ retention: '7 days' }, /retention must be a duration/],
     [{ inFlightWaitTimeout: '0s' }, /inFlightWaitTimeout must be a duration/],

@@ -221,7 +221,8 @@ export interface ResolvedHealthOptions {
   maxEstimatedRows: number | null;
 }
 
-const PLAIN_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,58}$/;
+/** At most 56 characters: `<table>_record`, the longest name the module derives, must fit PostgreSQL's 63. */
+const PLAIN_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,55}$/;
 
 /** Headers that describe one response on one connection, or one client: never recorded. */
 const NEVER_RECORDED_HEADERS = ['set-cookie', 'date', 'connection', 'keep-alive', 'transfer-encoding', 'content-length'];

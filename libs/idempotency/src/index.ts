@@ -23,6 +23,7 @@ export { RedisLeaseStore } from './leasing/redis-lease.store.js';
 export type { RedisEvalClient } from './leasing/redis-lease.store.js';
 export { ProcessedMessage } from './claiming/processed-message.entity.js';
 export { CreateProcessedMessagesTable1764633600000 } from './migrations/create-processed-messages-table.migration.js';
+export { CreateProcessedMessagesFunctions1796256000000 } from './migrations/create-processed-messages-functions.migration.js';
 export type { Duration } from './duration/duration.js';
 export { DEFAULT_TABLE_NAME, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, MAX_KEY_LENGTH } from './idempotency.constants.js';
 export { IdempotencyError } from './errors/idempotency.error.js';

@@ -10,21 +10,27 @@ export interface ClaimSql {
   readonly literal: (value: string) => string;
 }
 
+/** The function of `table` that claims a message (created by `CreateProcessedMessagesFunctions1796256000000`). */
+export function claimFunction(table: string): string {
+  return `${table}_claim`;
+}
+
+/** The function of `table` that records a response on a claim (created by the same migration). */
+export function recordFunction(table: string): string {
+  return `${table}_record`;
+}
+
 /**
  * The claim: inserts the message's row, or finds it taken. A twin's uncommitted row makes the
- * INSERT wait, for at most `lockTimeoutMs`, then fail with 55P03 (lock not available).
- * Its result has one row when this delivery won.
+ * INSERT wait, for at most the function's `lock_timeout`, then fail with 55P03 (lock not
+ * available). Its one row says whether this delivery won (`claimed`).
  */
-export function claimStatements({ table, literal }: ClaimSql, request: ClaimRequest, lockTimeoutMs: number): string[] {
+export function claimStatement({ table, literal }: ClaimSql, request: ClaimRequest): string {
   const fingerprint = request.fingerprint === null ? 'NULL' : literal(request.fingerprint);
-  return [
-    `SET LOCAL lock_timeout = ${lockTimeoutMs}`,
-    `INSERT INTO "${table}" (consumer, message_id, sender, fingerprint, expires_at) ` +
-      `VALUES (${literal(request.consumer)}, ${literal(request.key)}, ${literal(request.sender)}, ${fingerprint}, ` +
-      `now() + ${request.retentionMs} * interval '1 millisecond') ` +
-      `ON CONFLICT ON CONSTRAINT "${table}_pkey" DO NOTHING RETURNING true AS claimed`,
-    'SET LOCAL lock_timeout TO DEFAULT',
-  ];
+  return (
+    `SELECT "${claimFunction(table)}"(${literal(request.consumer)}, ${literal(request.key)}, ${literal(request.sender)}, ` +
+    `${fingerprint}, ${request.retentionMs}) AS claimed`
+  );
 }
 
 /** Reads the committed twin's fingerprint and recorded response. */
@@ -36,9 +42,9 @@ export function twinStatement({ table, literal }: ClaimSql, request: ClaimReques
 }
 
 /**
- * The UPDATE that records `response` on the claim row; none when the response is empty (an event
- * handler's), since the claim row already holds NULLs and rewriting it would cost the database a
- * second row version for nothing.
+ * The statement that records `response` on the claim row; none when the response is empty (an
+ * event handler's), since the claim row already holds NULLs and rewriting it would cost the
+ * database a second row version for nothing.
  */
 export function recordStatements({ table, literal }: ClaimSql, request: ClaimRequest, response: RecordedResponse): string[] {
   const { status, headers, body } = response;
@@ -48,8 +54,7 @@ export function recordStatements({ table, literal }: ClaimSql, request: ClaimReq
   const headersSql = headers === null ? 'NULL' : `${literal(JSON.stringify(headers))}::json`;
   const bodySql = body === null ? 'NULL' : `'\\x${body.toString('hex')}'::bytea`;
   return [
-    `UPDATE "${table}" SET response_status = ${status ?? 'NULL'}, response_headers = ${headersSql}, response_body = ${bodySql} ` +
-      `WHERE consumer = ${literal(request.consumer)} AND message_id = ${literal(request.key)}`,
+    `SELECT "${recordFunction(table)}"(${literal(request.consumer)}, ${literal(request.key)}, ${status ?? 'NULL'}, ${headersSql}, ${bodySql})`,
   ];
 }
 

@@ -2,12 +2,14 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ActiveClaim } from '../context/idempotency.context.js';
+import { IdempotencyError } from '../errors/idempotency.error.js';
 import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.js';
 import { IdempotencyKeyReusedError } from '../errors/idempotency-key-reused.error.js';
 import { IdempotencyTransientError } from '../errors/idempotency-transient.error.js';
 import {
   CLAIM_STORAGE,
   PG_LOCK_NOT_AVAILABLE,
+  PG_UNDEFINED_FUNCTION,
   REJECT_LOCK_TIMEOUT_MS,
   RESOLVED_OPTIONS,
   TWIN_POLL_FIRST_MS,
@@ -20,7 +22,7 @@ import { failureOutcome } from '../metrics/delivery-outcome.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { postgresErrorCode, translateDatabaseError } from './claim-errors.js';
 import type { ClaimRequest, OpenDelivery, RecordedResponse } from './claim.js';
-import { type ClaimSql, claimStatements, type StoredClaim, twinStatement } from './claim.queries.js';
+import { type ClaimSql, claimStatement, type StoredClaim, twinStatement } from './claim.queries.js';
 import { ClaimTransaction } from './claim-transaction.js';
 import { InFlightTwins, settlesWithin } from './in-flight-twins.js';
 import { OpenClaim } from './open-claim.js';
@@ -54,6 +56,7 @@ export class ClaimingService {
    * @throws IdempotencyInFlightError when a twin is still in flight past the policy's wait.
    * @throws IdempotencyUnavailableError when no pooled connection came within `connectionTimeout`.
    * @throws IdempotencyTransientError on a serialization failure or deadlock.
+   * @throws IdempotencyError when the claim's functions are missing (their migration has not run).
    */
   async claim(request: ClaimRequest): Promise<ClaimOutcome> {
     const id = `${request.consumer}\u0000${request.key}`;
@@ -94,8 +97,8 @@ export class ClaimingService {
       const dataSource = this.join.claimDataSource();
       transaction = await ClaimTransaction.connect(dataSource, this.options.connectionTimeoutMs, request);
       const sql = this.sql(transaction);
-      const [, inserted] = await transaction.begin(request.isolationLevel, claimStatements(sql, request, REJECT_LOCK_TIMEOUT_MS));
-      if (inserted.rowCount === 1) {
+      const [claim] = await transaction.begin(request.isolationLevel, [claimStatement(sql, request)]);
+      if ((claim.rows[0] as { claimed: boolean }).claimed) {
         claimed = true;
         return {
           kind: 'claimed',
@@ -110,8 +113,12 @@ export class ClaimingService {
       this.metrics.recordDelivery(request, 'duplicate');
       return { kind: 'duplicate', response };
     } catch (error) {
-      if (postgresErrorCode(error) === PG_LOCK_NOT_AVAILABLE) {
+      const code = postgresErrorCode(error);
+      if (code === PG_LOCK_NOT_AVAILABLE) {
         return undefined;
+      }
+      if (code === PG_UNDEFINED_FUNCTION) {
+        throw new IdempotencyError(messages.claimFunctionsMissing(this.options.tableName), { cause: error });
       }
       throw error;
     } finally {
