@@ -15,7 +15,6 @@ export interface CapturedResponse {
 
 type WriteCallback = (error?: Error | null) => void;
 type Writer = Pick<ServerResponse, 'writeHead' | 'write' | 'end' | 'flushHeaders'>;
-const WRITER_METHODS = ['writeHead', 'write', 'end', 'flushHeaders'] as const;
 
 /**
  * Holds back what the platform (Express, Fastify, a `@Res()` handler, a streamed file) writes to
@@ -35,18 +34,15 @@ export class ResponseCapture {
   private ended = false;
   private released = false;
   private onEnd: ((captured: CapturedResponse) => void) | undefined;
-  private readonly own: Partial<Writer> = {};
+  /** The writers the response had, its own (a middleware's, compression's say) or its class's: they get what is sent. */
+  private readonly own: Writer;
 
   private constructor(
     private readonly raw: ServerResponse,
     private readonly maxBodyBytes: number,
   ) {
-    for (const method of WRITER_METHODS) {
-      if (Object.hasOwn(raw, method)) {
-        // A middleware (compression, say) wrapped it: it gets what is sent, as before.
-        (this.own as Record<string, unknown>)[method] = raw[method];
-      }
-    }
+    const { writeHead, write, end, flushHeaders } = raw;
+    this.own = { writeHead, write, end, flushHeaders };
     Object.assign(raw, {
       writeHead: (status: number, ...rest: unknown[]) => this.holdHead(status, rest),
       write: (chunk: unknown, encoding?: unknown, callback?: unknown) => this.holdChunk(chunk, encoding, callback),
@@ -172,14 +168,12 @@ export class ResponseCapture {
     };
   }
 
+  /**
+   * Puts the writers back by assignment: deleting the own properties instead would turn the
+   * response into a dictionary-mode object in V8, slowing every later access to it.
+   */
   private release(): void {
     this.released = true;
-    for (const method of WRITER_METHODS) {
-      if (method in this.own) {
-        (this.raw as unknown as Record<string, unknown>)[method] = this.own[method];
-      } else {
-        delete (this.raw as unknown as Record<string, unknown>)[method];
-      }
-    }
+    Object.assign(this.raw, this.own);
   }
 }
