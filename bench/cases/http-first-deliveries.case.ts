@@ -2,7 +2,10 @@ import { type BenchAppProcess, type Platform, PLATFORMS } from '../support/bench
 import type { BenchRuntime } from '../support/bench-runtime.js';
 import { runAppLoad, uniqueCredits } from '../support/http-load.js';
 import { type Arm, interleave, type Measurement, type Summary, summarize, withDatabaseCpu } from '../support/measurement.js';
-import { type BenchCase, type BenchContext, type CaseReport, emptyReport, reportAgainstPlain } from './bench-case.js';
+import { type BenchCase, type BenchContext, type CaseReport, checkFloor, emptyReport, reportAgainstPlain } from './bench-case.js';
+
+/** The issue's floor for the database CPU that the claim and the record add to a request. */
+const ADDED_DATABASE_CPU_FLOOR_MICROS = 150;
 
 /**
  * Case 1: the credit handler with `@IdempotentHandler()` against the very same handler and
@@ -22,17 +25,30 @@ export const httpFirstDeliveries: BenchCase = {
         const ratio = reportAgainstPlain(report, {
           variant,
           floorLabel: `${variant}: idempotent / plain throughput`,
+          floor: 0.8,
           chartTitle: `1 · first deliveries · ${platform} · ${runtime.name}`,
           unit: 'req/s',
           plain: medians.plain,
           idempotent: medians.idempotent,
         });
-        report.details[variant] = { node: runtime.version, rounds, medians, ratio };
+        const addedDatabaseCpu = addedDatabaseCpuMicros(medians);
+        if (addedDatabaseCpu !== undefined) {
+          report.floors.push(checkFloor(`${variant}: database CPU added per request (µs)`, addedDatabaseCpu, 'at most', ADDED_DATABASE_CPU_FLOOR_MICROS));
+        }
+        report.details[variant] = { node: runtime.version, rounds, medians, ratio, addedDatabaseCpu };
       }
     }
     return report;
   },
 };
+
+/** Idempotent minus plain database CPU per request, where the server's backends could be read. */
+function addedDatabaseCpuMicros(medians: Record<'plain' | 'idempotent', Summary>): number | undefined {
+  const { plain, idempotent } = medians;
+  return plain.databaseCpuMicros === undefined || idempotent.databaseCpuMicros === undefined
+    ? undefined
+    : idempotent.databaseCpuMicros - plain.databaseCpuMicros;
+}
 
 /** The bench app's credit routes: `POST /<route>/credits` (`peer`: @node-idempotency/nestjs). */
 export type CreditRoute = 'plain' | 'idempotent' | 'lease-postgres' | 'lease-redis' | 'peer';

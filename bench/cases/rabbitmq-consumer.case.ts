@@ -27,6 +27,7 @@ export const rabbitmqConsumer: BenchCase = {
     const ratio = reportAgainstPlain(report, {
       variant: `prefetch ${PREFETCH}`,
       floorLabel: 'idempotent / plain messages per second',
+      floor: 0.85,
       chartTitle: `4 · RabbitMQ consumer · prefetch ${PREFETCH}`,
       unit: 'msg/s',
       plain: drained.medians.plain,
