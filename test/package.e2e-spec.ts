@@ -43,10 +43,22 @@ class OrdersController {
   }
 }
 
+// The store under a table name of the service's own: each of the library's migrations subclassed.
+class CreateOrderClaimsTable1796256000001 extends CreateProcessedMessagesTable1764633600000 {
+  constructor() {
+    super('order_claims');
+  }
+}
+class CreateOrderClaimsFunctions1796256000002 extends CreateProcessedMessagesFunctions1796256000000 {
+  constructor() {
+    super('order_claims');
+  }
+}
+
 @Module({
   imports: [
-    TypeOrmModule.forRoot({ type: 'postgres', url: process.env.DATABASE_URL, migrations: [CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000], migrationsRun: true }),
-    IdempotencyModule.forRoot({ purge: { interval: false } }),
+    TypeOrmModule.forRoot({ type: 'postgres', url: process.env.DATABASE_URL, migrations: [CreateOrderClaimsTable1796256000001, CreateOrderClaimsFunctions1796256000002], migrationsRun: true }),
+    IdempotencyModule.forRoot({ tableName: 'order_claims', purge: { interval: false } }),
   ],
   controllers: [OrdersController],
 })
@@ -103,6 +115,7 @@ describe('the package, installed from its tarball into a new Nest 12 service', (
     expect(again).toMatchObject({ status: 201, body: first.body });
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(await db.query('SELECT count(*)::int AS n FROM orders WHERE item = $1', [`${directory}-book`])).toEqual([{ n: 1 }]);
+    expect(await db.query('SELECT count(*)::int AS n FROM order_claims WHERE message_id = $1', [directory])).toEqual([{ n: 1 }]);
     await app.kill();
   }
 
