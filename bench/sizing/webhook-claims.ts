@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { ClaimTransaction } from '../../libs/idempotency/src/claiming/claim-transaction.js';
-import { claimStatement, recordStatements } from '../../libs/idempotency/src/claiming/claim.queries.js';
+import { claimStatement, claimWon, recordStatements } from '../../libs/idempotency/src/claiming/claim.queries.js';
 import { MODULE_DEFAULTS, WEBHOOK_RESPONSE, webhookClaim, webhookEvent } from './webhook-message.js';
 import { TABLE } from './sizing-database.js';
 
@@ -67,7 +67,7 @@ async function claimOnce(dataSource: DataSource): Promise<number> {
   try {
     const sql = { table: TABLE, literal: (value: string) => transaction.literal(value) };
     const [claim] = await transaction.begin(request.isolationLevel, [claimStatement(sql, request)]);
-    if (!(claim.rows[0] as { claimed: boolean }).claimed) {
+    if (!claimWon(claim)) {
       throw new Error(`the claim of new event ${request.key} found it taken`);
     }
     await transaction.commit(recordStatements(sql, request, WEBHOOK_RESPONSE));

@@ -1,4 +1,5 @@
 import type { ClaimRequest, RecordedResponse } from './claim.js';
+import type { StatementResult } from './claim-transaction.js';
 
 /**
  * The SQL of the claim. `table` is a validated plain identifier; every value goes through
@@ -31,6 +32,11 @@ export function claimStatement({ table, literal }: ClaimSql, request: ClaimReque
     `SELECT "${claimFunction(table)}"(${literal(request.consumer)}, ${literal(request.key)}, ${literal(request.sender)}, ` +
     `${fingerprint}, ${request.retentionMs}) AS claimed`
   );
+}
+
+/** Whether the result of `claimStatement` says this delivery won the claim. */
+export function claimWon(result: StatementResult): boolean {
+  return (result.rows[0] as { claimed: boolean }).claimed;
 }
 
 /** Reads the committed twin's fingerprint and recorded response. */

@@ -22,7 +22,7 @@ import { failureOutcome } from '../metrics/delivery-outcome.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { postgresErrorCode, translateDatabaseError } from './claim-errors.js';
 import type { ClaimRequest, OpenDelivery, RecordedResponse } from './claim.js';
-import { type ClaimSql, claimStatement, type StoredClaim, twinStatement } from './claim.queries.js';
+import { type ClaimSql, claimStatement, claimWon, type StoredClaim, twinStatement } from './claim.queries.js';
 import { ClaimTransaction } from './claim-transaction.js';
 import { InFlightTwins, settlesWithin } from './in-flight-twins.js';
 import { OpenClaim } from './open-claim.js';
@@ -98,7 +98,7 @@ export class ClaimingService {
       transaction = await ClaimTransaction.connect(dataSource, this.options.connectionTimeoutMs, request);
       const sql = this.sql(transaction);
       const [claim] = await transaction.begin(request.isolationLevel, [claimStatement(sql, request)]);
-      if ((claim.rows[0] as { claimed: boolean }).claimed) {
+      if (claimWon(claim)) {
         claimed = true;
         return {
           kind: 'claimed',
