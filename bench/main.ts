@@ -47,7 +47,9 @@ async function main(): Promise<void> {
         results.push({ id: benchCase.id, title: benchCase.title, status: 'not run', reason: 'not selected with --cases' });
         continue;
       }
-      log(`case ${benchCase.id}: ${benchCase.title}`);
+      const settling = Date.now();
+      await database.settle();
+      log(`case ${benchCase.id}: ${benchCase.title} (database settled in ${((Date.now() - settling) / 1000).toFixed(1)} s)`);
       const caseStarted = Date.now();
       const before = loadavg()[0];
       const timing = () => ({ seconds: round((Date.now() - caseStarted) / 1000, 1), loadAverage: { before, after: loadavg()[0] } });

