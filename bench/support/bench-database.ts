@@ -81,7 +81,7 @@ export async function openBenchDatabase(): Promise<BenchDatabase> {
         };
       },
       startServerCpuReading: async () => {
-        const postmaster = await postmasterOf(pool);
+        const postmaster = await postmasterOf(pool, name);
         const before = postmaster === undefined ? undefined : await readServerCpu(postmaster);
         return async () => {
           const after = postmaster === undefined ? undefined : await readServerCpu(postmaster);
@@ -136,10 +136,13 @@ async function statFields(pid: number | string): Promise<string[]> {
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 }
 
-/** The postmaster of the pool's server (its backend's parent), when that runs on this machine. */
-async function postmasterOf(pool: pg.Pool): Promise<number | undefined> {
+/** The postmaster of the pool's server (its backend's parent), when that runs on this machine: the backend serves database `name`. */
+async function postmasterOf(pool: pg.Pool, name: string): Promise<number | undefined> {
   const { rows } = await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
   try {
+    if (!(await readFile(`/proc/${rows[0].pid}/cmdline`, 'utf8')).includes(name)) {
+      return undefined;
+    }
     const [, parent] = await statFields(rows[0].pid);
     return (await readFile(`/proc/${parent}/comm`, 'utf8')).trim() === 'postgres' ? Number(parent) : undefined;
   } catch {
