@@ -36,20 +36,18 @@ export const databaseLimit: BenchCase = {
     const scriptDir = await mkdtemp(join(tmpdir(), 'idempotency-bench-scripts-'));
     const apps: BenchAppProcess[] = [];
     try {
-      const pgbenchArm = async (name: string, sql: string, clients: number): Promise<Arm> => {
-        const scriptPath = join(scriptDir, `${name}.sql`);
-        await writeFile(scriptPath, sql);
-        return {
-          name: `pgbench ${name}, ${clients} clients`,
-          measure: (_r, seconds) => withDatabaseCpu(database, () => runPgbench(pgbench, { url: database.url, scriptPath, clients, seconds }), 'server'),
-        };
-      };
-      const idempotentSql = await pgbenchArm('idempotent', IDEMPOTENT_REQUEST_SQL, settings.connections);
-      const plainSql = await pgbenchArm('plain', PLAIN_TRANSACTION_SQL, settings.connections);
-      const uncontended = [
-        await pgbenchArm('idempotent', IDEMPOTENT_REQUEST_SQL, UNCONTENDED_CLIENTS),
-        await pgbenchArm('plain', PLAIN_TRANSACTION_SQL, UNCONTENDED_CLIENTS),
-      ];
+      const scripts = { idempotent: IDEMPOTENT_REQUEST_SQL, plain: PLAIN_TRANSACTION_SQL };
+      for (const [name, sql] of Object.entries(scripts)) {
+        await writeFile(join(scriptDir, `${name}.sql`), sql);
+      }
+      const pgbenchArm = (name: keyof typeof scripts, clients: number): Arm => ({
+        name: `pgbench ${name}, ${clients} clients`,
+        measure: (_r, seconds) =>
+          withDatabaseCpu(database, () => runPgbench(pgbench, { url: database.url, scriptPath: join(scriptDir, `${name}.sql`), clients, seconds }), 'server'),
+      });
+      const idempotentSql = pgbenchArm('idempotent', settings.connections);
+      const plainSql = pgbenchArm('plain', settings.connections);
+      const uncontended = [pgbenchArm('idempotent', UNCONTENDED_CLIENTS), pgbenchArm('plain', UNCONTENDED_CLIENTS)];
       const appArms: Arm[] = [];
       for (const platform of PLATFORMS) {
         const app = await startApp(platform);
@@ -77,21 +75,22 @@ export const databaseLimit: BenchCase = {
       const fractions: Record<string, number> = {};
       const [uncontendedLimit, uncontendedPlain] = uncontended.map((arm) => summarize(rounds[arm.name]));
       const addedDatabaseCpu = {
-        [settings.connections]: addedCpu(limit.databaseCpuMicros, plainLimit.databaseCpuMicros),
-        [UNCONTENDED_CLIENTS]: addedCpu(uncontendedLimit.databaseCpuMicros, uncontendedPlain.databaseCpuMicros),
+        contended: addedCpu(limit.databaseCpuMicros, plainLimit.databaseCpuMicros),
+        uncontended: addedCpu(uncontendedLimit.databaseCpuMicros, uncontendedPlain.databaseCpuMicros),
       };
-      const added = (clients: number) => {
-        const micros = addedDatabaseCpu[clients];
-        return micros === undefined ? '' : `, database CPU +${micros} µs per transaction`;
-      };
+      const added = (micros: number | undefined) => (micros === undefined ? [] : [`database CPU +${micros} µs per transaction`]);
       report.rows.push(
         {
           variant: `pgbench, idempotent request statements, ${settings.connections} clients`,
           ...limit,
-          figure: `${claimCost.toFixed(2)} × pgbench plain${added(settings.connections)}`,
+          figure: [`${claimCost.toFixed(2)} × pgbench plain`, ...added(addedDatabaseCpu.contended)].join(', '),
         },
         { variant: `pgbench, plain transaction statements, ${settings.connections} clients`, ...plainLimit },
-        { variant: `pgbench, idempotent request statements, ${UNCONTENDED_CLIENTS} clients`, ...uncontendedLimit, figure: added(UNCONTENDED_CLIENTS).slice(2) },
+        {
+          variant: `pgbench, idempotent request statements, ${UNCONTENDED_CLIENTS} clients`,
+          ...uncontendedLimit,
+          figure: added(addedDatabaseCpu.uncontended).join(''),
+        },
         { variant: `pgbench, plain transaction statements, ${UNCONTENDED_CLIENTS} clients`, ...uncontendedPlain },
       );
       for (const arm of appArms) {
@@ -105,7 +104,7 @@ export const databaseLimit: BenchCase = {
         rounds,
         fractions,
         idempotentOverPlainDatabaseAlone: claimCost,
-        addedDatabaseCpuByClients: addedDatabaseCpu,
+        addedDatabaseCpuByClients: { [settings.connections]: addedDatabaseCpu.contended, [UNCONTENDED_CLIENTS]: addedDatabaseCpu.uncontended },
       };
       report.chart.push({
         title: '3 · database limit (pgbench: the same statements, no app)',
