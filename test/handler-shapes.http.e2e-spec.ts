@@ -5,25 +5,8 @@ import { join } from 'node:path';
 import { HANDLER_SHAPES_TABLES_SQL, HandlerShapesModule, STATEMENT_FILE } from './fixtures/handler-shapes.module.js';
 import { type Platform, PLATFORMS, startDemoApp } from './support/demo-app.js';
 import { type PgBouncer, pgBouncerAvailable, startPgBouncer } from './support/pgbouncer.js';
+import { postJson } from './support/post-json.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
-
-/** A POST answered with its raw bytes, to compare a replay with the first answer byte for byte. */
-async function send(url: string, body: unknown, headers: Record<string, string> = {}) {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
-  });
-  const bytes = Buffer.from(await response.arrayBuffer());
-  const text = bytes.toString('utf8');
-  let json: Record<string, unknown> | undefined;
-  try {
-    json = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    json = undefined;
-  }
-  return { status: response.status, headers: response.headers, bytes, json };
-}
 
 /** Both platforms straight to PostgreSQL, and Express behind PgBouncer in transaction mode. */
 const SETUPS: { platform: Platform; behindPgBouncer: boolean; setup: string }[] = [
@@ -69,7 +52,7 @@ describe.each(SETUPS)('the guarantee on the handler shapes real services have, o
     it('a handler that catches a database error and carries on is answered 500, and nothing is committed or recorded', async () => {
       const key = newKey('swallowed');
       for (let attempt = 0; attempt < 2; attempt++) {
-        const answer = await send(`${baseUrl}/shapes/swallows-error`, { id: key }, { 'Idempotency-Key': key });
+        const answer = await postJson(`${baseUrl}/shapes/swallows-error`, { id: key }, { 'Idempotency-Key': key });
         expect(answer.status).toBe(500);
         expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
         expect(answer.json).toMatchObject({ type: 'urn:idempotency:transaction-aborted', detail: expect.stringContaining('savepoint') });
@@ -80,8 +63,8 @@ describe.each(SETUPS)('the guarantee on the handler shapes real services have, o
 
     it('the same handler with the failing statement in a savepoint commits, once', async () => {
       const key = newKey('savepoint');
-      const first = await send(`${baseUrl}/shapes/savepoint`, { id: key }, { 'Idempotency-Key': key });
-      const again = await send(`${baseUrl}/shapes/savepoint`, { id: key }, { 'Idempotency-Key': key });
+      const first = await postJson(`${baseUrl}/shapes/savepoint`, { id: key }, { 'Idempotency-Key': key });
+      const again = await postJson(`${baseUrl}/shapes/savepoint`, { id: key }, { 'Idempotency-Key': key });
       expect([first.status, again.status]).toEqual([201, 201]);
       expect(again.headers.get('idempotent-replayed')).toBe('true');
       expect(await effects('savepoint', key)).toBe(1);
@@ -92,7 +75,7 @@ describe.each(SETUPS)('the guarantee on the handler shapes real services have, o
     it('a handler that commits it through its query runner is refused before anything commits', async () => {
       const key = newKey('commits-itself');
       for (let attempt = 0; attempt < 2; attempt++) {
-        const answer = await send(`${baseUrl}/shapes/commits-itself`, { id: key }, { 'Idempotency-Key': key });
+        const answer = await postJson(`${baseUrl}/shapes/commits-itself`, { id: key }, { 'Idempotency-Key': key });
         expect(answer.status).toBe(500);
         expect(answer.json).toMatchObject({
           type: 'urn:idempotency:claim-transaction',
@@ -105,10 +88,10 @@ describe.each(SETUPS)('the guarantee on the handler shapes real services have, o
 
     it('a handler that ends it with a bare COMMIT is answered 500, and so is every retry: never an empty 2xx', async () => {
       const key = newKey('raw-commit');
-      const first = await send(`${baseUrl}/shapes/raw-commit`, { id: key }, { 'Idempotency-Key': key });
+      const first = await postJson(`${baseUrl}/shapes/raw-commit`, { id: key }, { 'Idempotency-Key': key });
       expect(first.status).toBe(500);
       expect(first.json).toMatchObject({ type: 'urn:idempotency:claim-transaction', detail: expect.stringContaining("ended the claim's transaction itself") });
-      const retry = await send(`${baseUrl}/shapes/raw-commit`, { id: key }, { 'Idempotency-Key': key });
+      const retry = await postJson(`${baseUrl}/shapes/raw-commit`, { id: key }, { 'Idempotency-Key': key });
       expect(retry.status).toBe(500);
       expect(retry.json).toMatchObject({ type: 'urn:idempotency:claim-transaction', detail: expect.stringContaining('without its response') });
       // The bare COMMIT committed the claim and the work before it; the handler does not run again.
@@ -119,8 +102,8 @@ describe.each(SETUPS)('the guarantee on the handler shapes real services have, o
 
   it('records and replays what the client was sent after a global ClassSerializerInterceptor, never what it hid', async () => {
     const key = newKey('user');
-    const first = await send(`${baseUrl}/shapes/users`, { id: key, name: 'Ada' }, { 'Idempotency-Key': key });
-    const replay = await send(`${baseUrl}/shapes/users`, { id: key, name: 'Ada' }, { 'Idempotency-Key': key });
+    const first = await postJson(`${baseUrl}/shapes/users`, { id: key, name: 'Ada' }, { 'Idempotency-Key': key });
+    const replay = await postJson(`${baseUrl}/shapes/users`, { id: key, name: 'Ada' }, { 'Idempotency-Key': key });
     expect(first).toMatchObject({ status: 201, json: { id: key, name: 'Ada' } });
     expect(first.json).not.toHaveProperty('passwordHash');
     expect(replay.status).toBe(201);
@@ -133,12 +116,12 @@ describe.each(SETUPS)('the guarantee on the handler shapes real services have, o
 
   it('replays a status and headers set at run time (@Res({ passthrough: true })), but never Set-Cookie', async () => {
     const key = newKey('accepted');
-    const first = await send(`${baseUrl}/shapes/accepted/${key}`, {}, { 'Idempotency-Key': key });
+    const first = await postJson(`${baseUrl}/shapes/accepted/${key}`, {}, { 'Idempotency-Key': key });
     expect(first.status).toBe(202);
     expect(first.headers.get('location')).toBe(`/shapes/credits/${key}`);
     expect(first.headers.get('x-credit-id')).toBe(`credit-${key}`);
     expect(first.headers.get('set-cookie')).toMatch(/session=.*-secret/);
-    const replay = await send(`${baseUrl}/shapes/accepted/${key}`, {}, { 'Idempotency-Key': key });
+    const replay = await postJson(`${baseUrl}/shapes/accepted/${key}`, {}, { 'Idempotency-Key': key });
     expect(replay.status).toBe(202);
     expect(replay.headers.get('location')).toBe(`/shapes/credits/${key}`);
     expect(replay.headers.get('x-credit-id')).toBe(`credit-${key}`);
@@ -153,8 +136,8 @@ describe.each(SETUPS)('the guarantee on the handler shapes real services have, o
 
   it('answers the duplicate of a @Res() handler that writes its response itself, with that response', async () => {
     const key = newKey('by-hand');
-    const first = await send(`${baseUrl}/shapes/writes-itself`, { id: key }, { 'Idempotency-Key': key });
-    const replay = await send(`${baseUrl}/shapes/writes-itself`, { id: key }, { 'Idempotency-Key': key });
+    const first = await postJson(`${baseUrl}/shapes/writes-itself`, { id: key }, { 'Idempotency-Key': key });
+    const replay = await postJson(`${baseUrl}/shapes/writes-itself`, { id: key }, { 'Idempotency-Key': key });
     expect(first).toMatchObject({ status: 201, json: { id: key, written: 'by hand' } });
     expect(replay.status).toBe(201);
     expect(replay.bytes.equals(first.bytes)).toBe(true);
@@ -169,8 +152,8 @@ describe.each(SETUPS)('the guarantee on the handler shapes real services have, o
     ['a string', 'text'],
   ])('replays %s byte for byte, with its content headers, and nothing of the server', async (_, route) => {
     const key = newKey(route);
-    const first = await send(`${baseUrl}/shapes/${route}`, { id: key }, { 'Idempotency-Key': key });
-    const replay = await send(`${baseUrl}/shapes/${route}`, { id: key }, { 'Idempotency-Key': key });
+    const first = await postJson(`${baseUrl}/shapes/${route}`, { id: key }, { 'Idempotency-Key': key });
+    const replay = await postJson(`${baseUrl}/shapes/${route}`, { id: key }, { 'Idempotency-Key': key });
     expect(first.status).toBeLessThan(300);
     expect(replay.status).toBe(first.status);
     expect(replay.bytes.equals(first.bytes)).toBe(true);
@@ -189,7 +172,7 @@ describe.each(SETUPS)('the guarantee on the handler shapes real services have, o
     const id = newKey('evt');
     const answers = [];
     for (const provider of ['a', 'b', 'a', 'b']) {
-      answers.push(await send(`${baseUrl}/shapes/provider-${provider}`, { id }));
+      answers.push(await postJson(`${baseUrl}/shapes/provider-${provider}`, { id }));
     }
     expect(answers.map((answer) => answer.json)).toEqual([
       { receivedBy: 'ProviderAWebhooksController', consumer: 'ProviderAWebhooksController.receive' },
@@ -204,21 +187,21 @@ describe.each(SETUPS)('the guarantee on the handler shapes real services have, o
   });
 
   it("checks a sender function's answer like a key: bad input gets a 400, nothing is claimed", async () => {
-    const missing = await send(`${baseUrl}/shapes/sender`, { id: 'x' }, { 'Idempotency-Key': newKey('no-sender') });
+    const missing = await postJson(`${baseUrl}/shapes/sender`, { id: 'x' }, { 'Idempotency-Key': newKey('no-sender') });
     expect(missing).toMatchObject({ status: 400, json: { detail: 'The message has no sender: the sender function is missing.' } });
-    const tooLong = await send(`${baseUrl}/shapes/sender`, { id: 'x' }, { 'Idempotency-Key': newKey('long-sender'), 'x-sender': 's'.repeat(300) });
+    const tooLong = await postJson(`${baseUrl}/shapes/sender`, { id: 'x' }, { 'Idempotency-Key': newKey('long-sender'), 'x-sender': 's'.repeat(300) });
     expect(tooLong).toMatchObject({ status: 400, json: { detail: expect.stringContaining('is 300 characters long') } });
     expect(await effects('sender', 'x')).toBe(0);
     const key = newKey('sender');
-    const good = await send(`${baseUrl}/shapes/sender`, { id: key }, { 'Idempotency-Key': key, 'x-sender': 'partner-7' });
+    const good = await postJson(`${baseUrl}/shapes/sender`, { id: key }, { 'Idempotency-Key': key, 'x-sender': 'partner-7' });
     expect(good).toMatchObject({ status: 201, json: { sender: 'partner-7' } });
   });
 
   it("lets a handler leave a provider's attempt counter out of the fingerprint: an honest retry is replayed, a changed event refused", async () => {
     const id = newKey('provider-event');
-    const first = await send(`${baseUrl}/shapes/retried-by-provider`, { id, amount: 10, attempt: 1 });
-    const retry = await send(`${baseUrl}/shapes/retried-by-provider`, { id, amount: 10, attempt: 2 });
-    const changed = await send(`${baseUrl}/shapes/retried-by-provider`, { id, amount: 11, attempt: 3 });
+    const first = await postJson(`${baseUrl}/shapes/retried-by-provider`, { id, amount: 10, attempt: 1 });
+    const retry = await postJson(`${baseUrl}/shapes/retried-by-provider`, { id, amount: 10, attempt: 2 });
+    const changed = await postJson(`${baseUrl}/shapes/retried-by-provider`, { id, amount: 11, attempt: 3 });
     expect(first.status).toBe(200);
     expect(retry.status).toBe(200);
     expect(retry.headers.get('idempotent-replayed')).toBe('true');
@@ -228,7 +211,7 @@ describe.each(SETUPS)('the guarantee on the handler shapes real services have, o
 
   it('joins a dataSource.transaction() of the handler to the claim: it commits once, with the claim', async () => {
     const key = newKey('data-source');
-    const answers = await Promise.all(Array.from({ length: 10 }, () => send(`${baseUrl}/shapes/through-data-source/${key}`, {}, { 'Idempotency-Key': key })));
+    const answers = await Promise.all(Array.from({ length: 10 }, () => postJson(`${baseUrl}/shapes/through-data-source/${key}`, {}, { 'Idempotency-Key': key })));
     expect(answers.filter((answer) => answer.status === 201)).not.toHaveLength(0);
     expect(answers.every((answer) => answer.status === 201 || answer.status === 409)).toBe(true);
     expect(await effects('through-data-source', key)).toBe(1);

@@ -2,6 +2,7 @@ import { Body, Controller, type INestApplication, Module, Post, Res } from '@nes
 import { IdempotencyContext, IdempotentHandler } from 'nestjs-idempotent-consumer';
 import type { ServerResponse } from 'node:http';
 import { PLATFORMS, startDemoApp } from './support/demo-app.js';
+import { postJson } from './support/post-json.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 
 /** The module's `replay.maxBodyBytes` in this suite: small, so the bodies around it stay small. */
@@ -62,23 +63,6 @@ class BodyLimitController {
 @Module({ controllers: [BodyLimitController] })
 class BodyLimitModule {}
 
-/** A POST answered with its raw bytes, to compare a replay with the first answer byte for byte. */
-async function send(url: string, body: unknown, headers: Record<string, string> = {}) {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
-  });
-  const bytes = Buffer.from(await response.arrayBuffer());
-  let json: Record<string, unknown> | undefined;
-  try {
-    json = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>;
-  } catch {
-    json = undefined;
-  }
-  return { status: response.status, headers: response.headers, bytes, json };
-}
-
 describe.each(PLATFORMS)(`replay.maxBodyBytes (${LIMIT}) on %s`, (platform) => {
   let db: TestDatabase;
   let app: INestApplication;
@@ -102,7 +86,7 @@ describe.each(PLATFORMS)(`replay.maxBodyBytes (${LIMIT}) on %s`, (platform) => {
     );
 
   /** The answer README.md and IdempotencyResponseTooLargeError document: 500, problem+json, naming the option. */
-  function expectTooLargeAnswer(answer: Awaited<ReturnType<typeof send>>, key: string) {
+  function expectTooLargeAnswer(answer: Awaited<ReturnType<typeof postJson>>, key: string) {
     expect(answer.status).toBe(500);
     expect(answer.headers.get('content-type')).toBe('application/problem+json');
     expect(answer.headers.get('idempotent-replayed')).toBeNull();
@@ -135,7 +119,7 @@ describe.each(PLATFORMS)(`replay.maxBodyBytes (${LIMIT}) on %s`, (platform) => {
   ])('answers a JSON body %s 500 response-too-large, commits nothing, and runs the handler again for the same key', async (_, bytes) => {
     const key = newKey(`json-${bytes}`);
     for (let attempt = 1; attempt <= 2; attempt++) {
-      const answer = await send(`${baseUrl}/body-limit/json`, { id: key, bytes }, { 'Idempotency-Key': key });
+      const answer = await postJson(`${baseUrl}/body-limit/json`, { id: key, bytes }, { 'Idempotency-Key': key });
       expectTooLargeAnswer(answer, key);
       expect(runsOf('json', key)).toBe(attempt);
       expect(await effects('json', key)).toBe(0);
@@ -149,12 +133,12 @@ describe.each(PLATFORMS)(`replay.maxBodyBytes (${LIMIT}) on %s`, (platform) => {
     ['one byte under the limit', LIMIT - 1],
   ])('commits a JSON body %s once, and replays its bytes to the duplicate', async (_, bytes) => {
     const key = newKey(`json-${bytes}`);
-    const first = await send(`${baseUrl}/body-limit/json`, { id: key, bytes }, { 'Idempotency-Key': key });
+    const first = await postJson(`${baseUrl}/body-limit/json`, { id: key, bytes }, { 'Idempotency-Key': key });
     expect(first.status).toBe(201);
     expect(first.bytes).toHaveLength(bytes);
     expect(first.json).toMatchObject({ id: key });
     expect(first.headers.get('idempotent-replayed')).toBeNull();
-    const again = await send(`${baseUrl}/body-limit/json`, { id: key, bytes }, { 'Idempotency-Key': key });
+    const again = await postJson(`${baseUrl}/body-limit/json`, { id: key, bytes }, { 'Idempotency-Key': key });
     expect(again.status).toBe(201);
     expect(again.bytes.equals(first.bytes)).toBe(true);
     expect(again.headers.get('content-type')).toBe(first.headers.get('content-type'));
@@ -172,7 +156,7 @@ describe.each(PLATFORMS)(`replay.maxBodyBytes (${LIMIT}) on %s`, (platform) => {
     // Four writes of 400 bytes: 400, 800, then 1200 crosses 1024 on the third, and one more follows.
     const request = { id: key, chunks: 4, chunkBytes: 400 };
     for (let attempt = 1; attempt <= 2; attempt++) {
-      const answer = await send(`${baseUrl}/body-limit/stream`, request, { 'Idempotency-Key': key });
+      const answer = await postJson(`${baseUrl}/body-limit/stream`, request, { 'Idempotency-Key': key });
       expectTooLargeAnswer(answer, key);
       expect(runsOf('stream', key)).toBe(attempt);
       expect(await effects('stream', key)).toBe(0);
@@ -184,13 +168,13 @@ describe.each(PLATFORMS)(`replay.maxBodyBytes (${LIMIT}) on %s`, (platform) => {
   it('commits a @Res() handler whose written chunks add up to exactly the limit once, and replays them to the duplicate', async () => {
     const key = newKey('stream-at');
     const request = { id: key, chunks: 4, chunkBytes: LIMIT / 4 };
-    const first = await send(`${baseUrl}/body-limit/stream`, request, { 'Idempotency-Key': key });
+    const first = await postJson(`${baseUrl}/body-limit/stream`, request, { 'Idempotency-Key': key });
     expect(first.status).toBe(200);
     expect(first.headers.get('content-type')).toBe('application/x-ndjson');
     expect(first.bytes).toHaveLength(LIMIT);
     expect(first.bytes.toString('utf8').split('\n')).toHaveLength(5);
     expect(first.headers.get('idempotent-replayed')).toBeNull();
-    const again = await send(`${baseUrl}/body-limit/stream`, request, { 'Idempotency-Key': key });
+    const again = await postJson(`${baseUrl}/body-limit/stream`, request, { 'Idempotency-Key': key });
     expect(again.status).toBe(200);
     expect(again.bytes.equals(first.bytes)).toBe(true);
     expect(again.headers.get('content-type')).toBe('application/x-ndjson');
