@@ -193,7 +193,7 @@ async function deliverOnce(baseUrl: string, event: object): Promise<{ status: nu
         DATABASE,
       );
       const [{ claims }] = await replica.query<{ claims: number }>(
-        `SELECT count(DISTINCT message_id)::int AS claims FROM processed_messages WHERE consumer = 'PaymentWebhooksController.onEvent'`,
+        `SELECT count(DISTINCT message_id)::int AS claims FROM processed_messages WHERE consumer = 'POST /webhooks/payments'`,
         [],
         DATABASE,
       );

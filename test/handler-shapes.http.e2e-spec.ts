@@ -175,15 +175,15 @@ describe.each(SETUPS)('the guarantee on the handler shapes real services have, o
       answers.push(await postJson(`${baseUrl}/shapes/provider-${provider}`, { id }));
     }
     expect(answers.map((answer) => answer.json)).toEqual([
-      { receivedBy: 'ProviderAWebhooksController', consumer: 'ProviderAWebhooksController.receive' },
-      { receivedBy: 'ProviderBWebhooksController', consumer: 'ProviderBWebhooksController.receive' },
-      { receivedBy: 'ProviderAWebhooksController', consumer: 'ProviderAWebhooksController.receive' },
-      { receivedBy: 'ProviderBWebhooksController', consumer: 'ProviderBWebhooksController.receive' },
+      { receivedBy: 'ProviderAWebhooksController', consumer: 'POST /shapes/provider-a' },
+      { receivedBy: 'ProviderBWebhooksController', consumer: 'POST /shapes/provider-b' },
+      { receivedBy: 'ProviderAWebhooksController', consumer: 'POST /shapes/provider-a' },
+      { receivedBy: 'ProviderBWebhooksController', consumer: 'POST /shapes/provider-b' },
     ]);
     expect(answers.map((answer) => answer.headers.get('idempotent-replayed'))).toEqual([null, null, 'true', 'true']);
     expect(await effects('ProviderAWebhooksController', id)).toBe(1);
     expect(await effects('ProviderBWebhooksController', id)).toBe(1);
-    expect((await claims(id)).map((claim) => claim.consumer)).toEqual(['ProviderAWebhooksController.receive', 'ProviderBWebhooksController.receive']);
+    expect((await claims(id)).map((claim) => claim.consumer)).toEqual(['POST /shapes/provider-a', 'POST /shapes/provider-b']);
   });
 
   it("checks a sender function's answer like a key: bad input gets a 400, nothing is claimed", async () => {

@@ -85,7 +85,7 @@ describe.each(ROUTES)('idempotent handlers on a small connection pool, $route', 
     expect(refused.body).toMatchObject({ type: 'urn:idempotency:unavailable', detail: expect.stringContaining('all 2 connections of the pool were busy') });
     expect((await Promise.all(holders)).map((answer) => answer.status)).toEqual([201, 201]);
     expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE message_id = 'starved'`)).toBe(0);
-    expect(app!.get(IdempotencyMetricsService).deliveries()).toContainEqual(expect.objectContaining({ consumer: 'PoolShapesController.slow', unavailable: 1 }));
+    expect(app!.get(IdempotencyMetricsService).deliveries()).toContainEqual(expect.objectContaining({ consumer: 'POST /pool/slow/:ms/:id', unavailable: 1 }));
     expect((await post(`${baseUrl}/pool/slow/10/starved`, {}, { 'Idempotency-Key': 'starved' })).status).toBe(201);
     expect(await effects('starved')).toBe(1);
   });

@@ -70,7 +70,7 @@ describeWithBroker.each(CREDIT_QUEUE_TYPES)('the guarantee on the message handle
     expect(await effects('swallow', 'swallowed-1')).toBe(0);
     expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE message_id = 'swallowed-1'`)).toBe(0);
     expect(app!.get(IdempotencyMetricsService).deliveries()).toContainEqual(
-      expect.objectContaining({ consumer: 'MessageShapesController.swallow', processed: 0, failed: 3 }),
+      expect.objectContaining({ consumer: 'shapes.swallow', processed: 0, failed: 3 }),
     );
     expect(logger.lines).toContainEqual(expect.stringMatching(/^WARN .*attempt 1 of 3\) and is requeued in 100 ms: PostgreSQL aborted the transaction/));
     expect(logger.lines).toContainEqual(expect.stringMatching(/^ERROR .*dead-letter.*failed 3 times/));

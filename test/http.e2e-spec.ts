@@ -196,11 +196,11 @@ describe.each(PLATFORMS)('exactly-once HTTP handlers on %s', (platform) => {
     for (let i = 0; i < 3; i++) {
       expect(await post(`${baseUrl}/fixture/first`, { id })).toMatchObject({
         status: 200,
-        body: { handler: 'first', consumer: 'FixtureController.first', sender: 'default' },
+        body: { handler: 'first', consumer: 'POST /fixture/first', sender: 'default' },
       });
       expect(await post(`${baseUrl}/fixture/second`, { id })).toMatchObject({
         status: 200,
-        body: { handler: 'second', consumer: 'FixtureController.second' },
+        body: { handler: 'second', consumer: 'POST /fixture/second' },
       });
     }
     expect(await db.query('SELECT handler FROM effects WHERE key = $1 ORDER BY handler', [id])).toEqual([
@@ -295,7 +295,7 @@ describe.each(PLATFORMS)('exactly-once HTTP handlers on %s', (platform) => {
     expect(again).toMatchObject({ status: 200, body: first.body });
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(await db.query('SELECT sender, consumer FROM processed_messages WHERE message_id = $1', [event.id])).toEqual([
-      { sender: 'payments', consumer: 'PaymentWebhooksController.onEvent' },
+      { sender: 'payments', consumer: 'POST /webhooks/payments' },
     ]);
     expect(await fetch(`${baseUrl}/accounts/${account}`).then((r) => r.json())).toEqual({ account, balance: 900 });
   });

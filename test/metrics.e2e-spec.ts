@@ -76,21 +76,21 @@ describe.each(PLATFORMS)('delivery metrics end to end on %s', (platform) => {
     expect(response.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8');
     const samples = parseSamples(await response.text());
     const expected = {
-      [series('CreditsController.grant', 'default', 'processed')]: 4,
-      [series('CreditsController.grant', 'default', 'duplicate')]: 2,
-      [series('CreditsController.grant', 'default', 'rejected')]: 4,
-      [series('CreditsController.grant', 'default', 'unavailable')]: 0,
-      [series('CreditsController.grant', 'default', 'failed')]: 0,
-      [series('FixtureController.flaky', 'default', 'processed')]: 1,
-      [series('FixtureController.flaky', 'default', 'duplicate')]: 0,
-      [series('FixtureController.flaky', 'default', 'rejected')]: 0,
-      [series('FixtureController.flaky', 'default', 'unavailable')]: 0,
-      [series('FixtureController.flaky', 'default', 'failed')]: 1,
-      [series('PaymentWebhooksController.onEvent', 'payments', 'processed')]: 2,
-      [series('PaymentWebhooksController.onEvent', 'payments', 'duplicate')]: 1,
-      [series('PaymentWebhooksController.onEvent', 'payments', 'rejected')]: 0,
-      [series('PaymentWebhooksController.onEvent', 'payments', 'unavailable')]: 0,
-      [series('PaymentWebhooksController.onEvent', 'payments', 'failed')]: 0,
+      [series('POST /credits', 'default', 'processed')]: 4,
+      [series('POST /credits', 'default', 'duplicate')]: 2,
+      [series('POST /credits', 'default', 'rejected')]: 4,
+      [series('POST /credits', 'default', 'unavailable')]: 0,
+      [series('POST /credits', 'default', 'failed')]: 0,
+      [series('POST /fixture/flaky', 'default', 'processed')]: 1,
+      [series('POST /fixture/flaky', 'default', 'duplicate')]: 0,
+      [series('POST /fixture/flaky', 'default', 'rejected')]: 0,
+      [series('POST /fixture/flaky', 'default', 'unavailable')]: 0,
+      [series('POST /fixture/flaky', 'default', 'failed')]: 1,
+      [series('POST /webhooks/payments', 'payments', 'processed')]: 2,
+      [series('POST /webhooks/payments', 'payments', 'duplicate')]: 1,
+      [series('POST /webhooks/payments', 'payments', 'rejected')]: 0,
+      [series('POST /webhooks/payments', 'payments', 'unavailable')]: 0,
+      [series('POST /webhooks/payments', 'payments', 'failed')]: 0,
       'idempotency_purge_runs_total{outcome="purged"}': 0,
       'idempotency_purge_runs_total{outcome="skipped"}': 0,
       'idempotency_purge_runs_total{outcome="failed"}': 0,
@@ -101,9 +101,9 @@ describe.each(PLATFORMS)('delivery metrics end to end on %s', (platform) => {
     };
     expect(Object.fromEntries(samples)).toEqual(expected);
     expect(app.get(IdempotencyMetricsService).deliveries()).toEqual([
-      { consumer: 'CreditsController.grant', sender: 'default', processed: 4, duplicate: 2, rejected: 4, unavailable: 0, failed: 0 },
-      { consumer: 'FixtureController.flaky', sender: 'default', processed: 1, duplicate: 0, rejected: 0, unavailable: 0, failed: 1 },
-      { consumer: 'PaymentWebhooksController.onEvent', sender: 'payments', processed: 2, duplicate: 1, rejected: 0, unavailable: 0, failed: 0 },
+      { consumer: 'POST /credits', sender: 'default', processed: 4, duplicate: 2, rejected: 4, unavailable: 0, failed: 0 },
+      { consumer: 'POST /fixture/flaky', sender: 'default', processed: 1, duplicate: 0, rejected: 0, unavailable: 0, failed: 1 },
+      { consumer: 'POST /webhooks/payments', sender: 'payments', processed: 2, duplicate: 1, rejected: 0, unavailable: 0, failed: 0 },
     ]);
   });
 });

@@ -96,7 +96,7 @@ describe('the purge of 1,000,000 expired ids while claims run', () => {
     expect(run.batches).toBe(EXPIRED / 5000 + 1);
     expect(await countProcessedMessages(db, 'Seed.expired')).toBe(0);
     expect(await countProcessedMessages(db, 'Seed.unexpired')).toBe(UNEXPIRED);
-    expect(await countProcessedMessages(db, 'CreditsController.grant')).toBe(claims);
+    expect(await countProcessedMessages(db, 'POST /credits')).toBe(claims);
     expect(claims - claimsBefore).toBe(during.length);
     expect(app.get(IdempotencyMetricsService).purge()).toMatchObject({ runs: { purged: 1, skipped: 0, failed: 0 }, rows: EXPIRED });
     const checking = performance.now();

@@ -147,7 +147,7 @@ describe.each(PLATFORMS)(`replay.maxBodyBytes (${LIMIT}) on %s`, (platform) => {
     expect(await effects('json', key)).toBe(1);
     const stored = await claims(key);
     expect(stored).toHaveLength(1);
-    expect(stored[0]).toMatchObject({ consumer: 'BodyLimitController.json', response_status: 201 });
+    expect(stored[0]).toMatchObject({ consumer: 'POST /body-limit/json', response_status: 201 });
     expect(stored[0].response_body?.equals(first.bytes)).toBe(true);
   });
 
@@ -181,6 +181,6 @@ describe.each(PLATFORMS)(`replay.maxBodyBytes (${LIMIT}) on %s`, (platform) => {
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(runsOf('stream', key)).toBe(1);
     expect(await effects('stream', key)).toBe(1);
-    expect(await claims(key)).toMatchObject([{ consumer: 'BodyLimitController.stream', response_status: 200 }]);
+    expect(await claims(key)).toMatchObject([{ consumer: 'POST /body-limit/stream', response_status: 200 }]);
   });
 });

@@ -52,7 +52,7 @@ describe('the boot-time check of every idempotent handler', () => {
     const error = await startupError(ConsumerClashModule);
     expect(error).toBeInstanceOf(IdempotencyConsumerConflictError);
     expect((error as Error).message).toMatch(
-      /^CreditsController\.grant \(in CreditsModule\) and ConsumerClashController\.grant \(in ConsumerClashModule\) claim the same consumer name 'CreditsController\.grant'/,
+      /^CreditsController\.grant \(in CreditsModule\) and ConsumerClashController\.grant \(in ConsumerClashModule\) claim the same consumer name 'POST \/credits'/,
     );
   });
 

@@ -12,7 +12,7 @@ const GRANT = String.raw`INSERT INTO accounts (account, balance) VALUES ('a' || 
 INSERT INTO "ledger_entries"("account", "cents", "created_at") VALUES ('a' || :account, :cents, DEFAULT) RETURNING "id", "created_at";`;
 
 const KEY = `'pgbench-' || :client_id || '-' || :key`;
-const CONSUMER = `'BenchController.idempotent'`;
+const CONSUMER = `'POST /idempotent/credits'`;
 /** The headers the Express app records with the response: those set while it was written. */
 const RECORDED_HEADERS = String.raw`{"content-type":"application/json; charset=utf-8","etag":"W/\"2e-0Zp6bVt0OK1Ty3z1yJrOoq1dGJE\""}`;
 

@@ -23,6 +23,8 @@ export const RETRY_AFTER_SECONDS = 1;
 /** Distinct sender names counted apart in the metrics; the others are counted as `OTHER_SENDERS`. */
 export const MAX_COUNTED_SENDERS = 100;
 export const OTHER_SENDERS = '(other)';
+/** The sender of handlers that name none. */
+export const DEFAULT_SENDER = 'default';
 
 /** PostgreSQL error codes the claim reacts to. */
 export const PG_LOCK_NOT_AVAILABLE = '55P03';

@@ -133,9 +133,29 @@ export const messages = {
   retentionTooShortForAnySender: (handler: string, retention: string, sender: string, horizon: string) =>
     `${handler} keeps message ids for ${retention} and chooses its sender per message, so it must outlast the longest ` +
     `redelivery horizon declared, that of '${sender}' (${horizon}). Set retention: '${horizon}' or longer on the handler.`,
-  consumerConflict: (consumer: string, handlers: readonly string[]) =>
+  consumerConflict: (consumer: string, handlers: readonly string[], formerNames: readonly (string | undefined)[]) =>
     `${handlers.join(' and ')} claim the same consumer name '${consumer}', so each would skip the other's messages as ` +
-    `duplicates. Give each its own name with @IdempotentHandler({ consumer }).`,
+    `duplicates. Give each its own name with @IdempotentHandler({ consumer })` +
+    (formerNames.some(Boolean)
+      ? `; to keep recognising the ids they processed before 0.3.0, use their former names (${formerNames.filter(Boolean).map((name) => `'${name}'`).join(', ')}).`
+      : '.'),
+  invalidFlag: (name: string, value: unknown) => `${name} must be true or false; got ${JSON.stringify(value)}.`,
+  safeMethodUnsupported: (handler: string, method: string) =>
+    `${handler} has @IdempotentHandler() on a ${method} route: a safe method needs no key, and a recorded answer would be ` +
+    'replayed stale for the whole retention. Put @IdempotentHandler() on the POST, PUT, PATCH or DELETE routes that change state.',
+  undeclaredSenders: (senders: readonly string[]) =>
+    `Handlers name the senders ${senders.map((sender) => `'${sender}'`).join(', ')}, which the module's senders option does not declare, ` +
+    'so their retention cannot be checked against the redelivery horizon: add senders: { <name>: { redeliveryHorizon } } for each.',
+  legacyConsumers: (pairs: readonly (readonly [string, string])[]) =>
+    `The store holds ids under the consumer names that handlers had before 0.3.0; each is still recognised while it holds any: ` +
+    pairs.map(([consumer, legacy]) => `'${consumer}' (formerly '${legacy}')`).join(', ') + '.',
+  unusedConsumers: (consumers: readonly string[], more: boolean) =>
+    `The store holds ids of consumers that no handler of this application claims: ${consumers.map((name) => `'${name}'`).join(', ')}` +
+    `${more ? ', and more' : ''}. A renamed handler would process their redeliveries again: give it its former name ` +
+    "with @IdempotentHandler({ consumer }). (Set the module's warnOnUnusedConsumers: false where other applications share the table.)",
+  legacyLeaseConsumer: (handler: string, consumer: string, legacy: string) =>
+    `${handler} is a lease-mode handler whose ids are stored under its name before 0.3.0, '${legacy}', while it now claims '${consumer}'. ` +
+    `Set @IdempotentHandler({ consumer: '${legacy}' }) on it so that its redeliveries are recognised.`,
   purged: (table: string, rows: number, batches: number, durationMs: number) =>
     `Purged ${rows} expired message ids from ${table} in ${batches} batches, ${durationMs} ms.`,
   purgeFailed: (table: string, rows: number) =>

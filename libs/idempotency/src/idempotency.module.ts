@@ -5,6 +5,7 @@ import { ClaimingService } from './claiming/claiming.service.js';
 import { IdempotencyContext } from './context/idempotency.context.js';
 import { IdempotencyMetadataAccessor } from './decorators/idempotency-metadata.accessor.js';
 import { IdempotencyExplorer } from './discovery/idempotency.explorer.js';
+import { StoredConsumers } from './discovery/stored-consumers.js';
 import { IdempotencyHealthIndicator } from './health/idempotency.health.js';
 import { CLAIM_STORAGE, MODULE_OPTIONS_TOKEN, RESOLVED_OPTIONS } from './idempotency.internal-constants.js';
 import { ConfigurableModuleClass } from './idempotency.module-definition.js';
@@ -48,6 +49,7 @@ import { RpcDelivery } from './transports/rpc/rpc-delivery.js';
     IdempotencyContext,
     IdempotencyMetadataAccessor,
     IdempotencyExplorer,
+    StoredConsumers,
     DataSourceJoin,
     ClaimingService,
     LeaseStores,

@@ -26,6 +26,7 @@ describe('resolveModuleOptions', () => {
       metricsRegistry: undefined,
       stores: {},
       store: 'postgres',
+      warnOnUnusedConsumers: true,
     });
   });
 

@@ -68,6 +68,14 @@ export interface IdempotencyModuleOptions {
    * @default 'postgres'
    */
   store?: string;
+  /**
+   * At start-up, warn when the processed-messages table holds ids of consumer names that no
+   * handler of this application claims (a renamed `consumer`, a removed handler): their
+   * redeliveries would be processed again. One bounded index scan. Turn it off where several
+   * applications share the table.
+   * @default true
+   */
+  warnOnUnusedConsumers?: boolean;
 }
 
 /** What the module knows about one sender. */
@@ -193,6 +201,7 @@ export interface ResolvedIdempotencyOptions {
   metricsRegistry: MetricsRegistry | false | undefined;
   stores: Readonly<Record<string, LeaseStore>>;
   store: string;
+  warnOnUnusedConsumers: boolean;
 }
 
 /** `replay` with its defaults applied. */
@@ -255,6 +264,7 @@ export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): Re
     metricsRegistry: resolveMetricsRegistry(options.metrics ?? {}),
     stores: resolveStores(options.stores ?? {}),
     store: options.store ?? 'postgres',
+    warnOnUnusedConsumers: toFlag('warnOnUnusedConsumers', options.warnOnUnusedConsumers ?? true),
   };
 }
 
@@ -344,4 +354,11 @@ function resolveMetricsRegistry(metrics: MetricsOptions): MetricsRegistry | fals
 
 function isPositiveInteger(value: unknown): value is number {
   return typeof value === 'number' && Number.isInteger(value) && value > 0;
+}
+
+function toFlag(name: string, value: unknown): boolean {
+  if (typeof value !== 'boolean') {
+    throw new IdempotencyOptionsError(messages.invalidFlag(name, value));
+  }
+  return value;
 }

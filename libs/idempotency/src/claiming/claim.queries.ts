@@ -24,13 +24,20 @@ export function recordFunction(table: string): string {
 /**
  * The claim: inserts the message's row, or finds it taken. A twin's uncommitted row makes the
  * INSERT wait, for at most the function's `lock_timeout`, then fail with 55P03 (lock not
- * available). Its one row says whether this delivery won (`claimed`).
+ * available). Its one row says whether this delivery won (`claimed`). With `formerConsumer` (the
+ * handler's name before 0.3.0), a row stored under that name counts as taken too.
  */
-export function claimStatement({ table, literal }: ClaimSql, request: ClaimRequest): string {
+export function claimStatement({ table, literal }: ClaimSql, request: ClaimRequest, formerConsumer?: string): string {
   const fingerprint = request.fingerprint === null ? 'NULL' : literal(request.fingerprint);
+  const claim =
+    `"${claimFunction(table)}"(${literal(request.consumer)}, ${literal(request.key)}, ${literal(request.sender)}, ` +
+    `${fingerprint}, ${request.retentionMs})`;
+  if (formerConsumer === undefined) {
+    return `SELECT ${claim} AS claimed`;
+  }
   return (
-    `SELECT "${claimFunction(table)}"(${literal(request.consumer)}, ${literal(request.key)}, ${literal(request.sender)}, ` +
-    `${fingerprint}, ${request.retentionMs}) AS claimed`
+    `SELECT CASE WHEN EXISTS (SELECT FROM "${table}" WHERE consumer = ${literal(formerConsumer)} AND message_id = ${literal(request.key)}) ` +
+    `THEN false ELSE ${claim} END AS claimed`
   );
 }
 
@@ -39,11 +46,15 @@ export function claimWon(result: StatementResult): boolean {
   return (result.rows[0] as { claimed: boolean }).claimed;
 }
 
-/** Reads the committed twin's fingerprint and recorded response. */
-export function twinStatement({ table, literal }: ClaimSql, request: ClaimRequest): string {
+/** Reads the committed twin's fingerprint and recorded response (under the consumer's own name first, then its former one). */
+export function twinStatement({ table, literal }: ClaimSql, request: ClaimRequest, formerConsumer?: string): string {
+  const columns = `SELECT fingerprint, response_status, response_headers, response_body, lease_token IS NOT NULL AS leased FROM "${table}"`;
+  if (formerConsumer === undefined) {
+    return `${columns} WHERE consumer = ${literal(request.consumer)} AND message_id = ${literal(request.key)}`;
+  }
   return (
-    `SELECT fingerprint, response_status, response_headers, response_body, lease_token IS NOT NULL AS leased FROM "${table}" ` +
-    `WHERE consumer = ${literal(request.consumer)} AND message_id = ${literal(request.key)}`
+    `${columns} WHERE consumer IN (${literal(request.consumer)}, ${literal(formerConsumer)}) AND message_id = ${literal(request.key)} ` +
+    `ORDER BY consumer = ${literal(request.consumer)} DESC LIMIT 1`
   );
 }
 

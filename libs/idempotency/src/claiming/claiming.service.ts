@@ -24,7 +24,8 @@ import { postgresErrorCode, translateDatabaseError } from './claim-errors.js';
 import type { ClaimRequest, OpenDelivery, RecordedResponse } from './claim.js';
 import { type ClaimSql, claimStatement, claimWon, type StoredClaim, twinStatement } from './claim.queries.js';
 import { ClaimTransaction } from './claim-transaction.js';
-import { InFlightTwins, settlesWithin } from './in-flight-twins.js';
+import { endingWithin, InFlightTwins, type TwinEnding } from './in-flight-twins.js';
+import { StoredConsumers } from '../discovery/stored-consumers.js';
 import { OpenClaim } from './open-claim.js';
 
 /** How a claim ended: this delivery won it and must now run the handler, or a twin had processed the message. */
@@ -48,6 +49,7 @@ export class ClaimingService {
     @Inject(CLAIM_STORAGE) private readonly storage: AsyncLocalStorage<ActiveClaim>,
     private readonly join: DataSourceJoin,
     private readonly metrics: IdempotencyMetricsService,
+    private readonly consumers: StoredConsumers,
   ) {}
 
   /**
@@ -66,8 +68,14 @@ export class ClaimingService {
       for (;;) {
         const entered = this.twins.enter(id);
         if ('twin' in entered) {
-          if (!(await settlesWithin(entered.twin, deadline - performance.now()))) {
+          const ending = await endingWithin(entered.twin, deadline - performance.now());
+          if (ending === undefined) {
             throw new IdempotencyInFlightError(request.consumer, request.key);
+          }
+          // A committed twin: read its record at once, beside the other waiting twins, with no deadline left to race.
+          const duplicate = ending === 'committed' ? await this.attempt(request, () => undefined) : undefined;
+          if (duplicate) {
+            return duplicate;
           }
           continue;
         }
@@ -90,25 +98,28 @@ export class ClaimingService {
   }
 
   /** One try on a connection of its own: the claim, a duplicate, or undefined while a twin of another process holds it. */
-  private async attempt(request: ClaimRequest, settle: () => void): Promise<ClaimOutcome | undefined> {
+  private async attempt(request: ClaimRequest, settle: (ending: TwinEnding) => void): Promise<ClaimOutcome | undefined> {
     let transaction: ClaimTransaction | undefined;
     let claimed = false;
+    let ending: TwinEnding = 'open';
     try {
       const dataSource = this.join.claimDataSource();
       transaction = await ClaimTransaction.connect(dataSource, this.options.connectionTimeoutMs, request);
       const sql = this.sql(transaction);
-      const [claim] = await transaction.begin(request.isolationLevel, [claimStatement(sql, request)]);
+      const formerConsumer = this.consumers.formerNameOf(request.consumer);
+      const [claim] = await transaction.begin(request.isolationLevel, [claimStatement(sql, request, formerConsumer)]);
       if (claimWon(claim)) {
         claimed = true;
         return {
           kind: 'claimed',
           claim: new OpenClaim(transaction, request, sql, this.storage, (outcome) => {
-            settle();
+            settle(outcome === 'processed' ? 'committed' : 'open');
             this.metrics.recordDelivery(request, outcome);
           }),
         };
       }
-      const response = await this.readTwin(transaction, sql, request);
+      const response = await this.readTwin(transaction, sql, request, formerConsumer);
+      ending = 'committed';
       this.logger.log(messages.duplicate(request.consumer, request.key, request.sender));
       this.metrics.recordDelivery(request, 'duplicate');
       return { kind: 'duplicate', response };
@@ -124,14 +135,14 @@ export class ClaimingService {
     } finally {
       if (!claimed) {
         await transaction?.close();
-        settle();
+        settle(ending);
       }
     }
   }
 
   /** Reads the committed twin's response and ends this delivery's transaction. */
-  private async readTwin(transaction: ClaimTransaction, sql: ClaimSql, request: ClaimRequest): Promise<RecordedResponse> {
-    const [found] = await transaction.rollback([twinStatement(sql, request)]);
+  private async readTwin(transaction: ClaimTransaction, sql: ClaimSql, request: ClaimRequest, formerConsumer: string | undefined): Promise<RecordedResponse> {
+    const [found] = await transaction.rollback([twinStatement(sql, request, formerConsumer)]);
     const twin = found.rows[0] as StoredClaim | undefined;
     if (!twin) {
       throw new IdempotencyTransientError(messages.claimVanished(request.key), request.consumer, request.key);

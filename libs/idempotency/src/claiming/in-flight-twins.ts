@@ -5,39 +5,43 @@
  * this only tells a twin when trying again is worth a round trip.
  */
 export class InFlightTwins {
-  private readonly settled = new Map<string, Promise<void>>();
+  private readonly settled = new Map<string, Promise<TwinEnding>>();
 
   /**
    * Records that a delivery of `id` is being claimed or processed here, unless another one is.
-   * @returns a function to call once it settled, or the promise of the twin already in flight.
+   * @returns a function to call once it settled, or the promise of how the twin in flight ends.
    */
-  enter(id: string): { settle: () => void } | { twin: Promise<void> } {
+  enter(id: string): { settle: (ending: TwinEnding) => void } | { twin: Promise<TwinEnding> } {
     const twin = this.settled.get(id);
     if (twin) {
       return { twin };
     }
-    let settle!: () => void;
-    const settledHere = new Promise<void>((resolve) => (settle = resolve));
+    let settle!: (ending: TwinEnding) => void;
+    const settledHere = new Promise<TwinEnding>((resolve) => (settle = resolve));
     this.settled.set(id, settledHere);
     return {
-      settle: () => {
+      settle: (ending) => {
         if (this.settled.get(id) === settledHere) {
           this.settled.delete(id);
         }
-        settle();
+        settle(ending);
       },
     };
   }
 }
 
-/** Resolves true when `promise` settles within `timeoutMs`, false otherwise. */
-export async function settlesWithin(promise: Promise<void>, timeoutMs: number): Promise<boolean> {
+/**
+ * How a twin's delivery ended: `committed` when the message is now processed in the database (the
+ * twin committed it, or found it committed), so every waiting twin is a duplicate to replay at
+ * once; `open` when it is not (rolled back, or held by a delivery of another process).
+ */
+export type TwinEnding = 'committed' | 'open';
+
+/** How `twin` ended, or undefined when it did not within `timeoutMs`. */
+export async function endingWithin(twin: Promise<TwinEnding>, timeoutMs: number): Promise<TwinEnding | undefined> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([
-      promise.then(() => true),
-      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, timeoutMs)))),
-    ]);
+    return await Promise.race([twin, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), Math.max(0, timeoutMs))))]);
   } finally {
     clearTimeout(timer);
   }

@@ -1,13 +1,24 @@
-import { Controller, Next, Post, Res } from '@nestjs/common';
+import { Controller, Next, Post, Put, Res } from '@nestjs/common';
+import { EventPattern } from '@nestjs/microservices';
 import { Reflector } from '@nestjs/core';
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
 import { resolveModuleOptions } from '../idempotency.options.js';
 import { IdempotencyMetadataAccessor } from './idempotency-metadata.accessor.js';
 import { IdempotentHandler } from './idempotent-handler.decorator.js';
 
+@Controller('payments')
 class PaymentsController {
+  @Post()
   @IdempotentHandler()
   plain() {}
+
+  @Put(':id/refund')
+  @IdempotentHandler({ key: { body: 'id' } })
+  refund() {}
+
+  @EventPattern('payment.settled')
+  @IdempotentHandler()
+  settled() {}
 
   @IdempotentHandler({
     consumer: 'ledger',
@@ -72,15 +83,17 @@ describe('IdempotencyMetadataAccessor', () => {
   const accessor = new IdempotencyMetadataAccessor(new Reflector(), resolveModuleOptions({ retention: '7d' }));
   const resolve = (method: keyof PaymentsController) => accessor.resolveFor(PaymentsController, method);
 
-  it('defaults the consumer to class and method, and the rest to the module', () => {
+  it('defaults the consumer to the route, keeps the former name, fingerprints the client key, and the rest to the module', () => {
     expect(resolve('plain')).toEqual({
       name: 'PaymentsController.plain',
-      consumer: 'PaymentsController.plain',
+      consumer: 'POST /payments',
+      legacyConsumer: 'PaymentsController.plain',
+      requestMethod: 'POST',
       key: undefined,
       sender: 'default',
       retentionMs: 7 * 86_400_000,
       inFlight: undefined,
-      fingerprint: undefined,
+      fingerprint: 'request',
       isolationLevel: undefined,
       maxAttempts: 5,
       retryDelayMs: 1_000,
@@ -95,6 +108,8 @@ describe('IdempotencyMetadataAccessor', () => {
     expect(resolve('configured')).toEqual({
       name: 'PaymentsController.configured',
       consumer: 'ledger',
+      legacyConsumer: undefined,
+      requestMethod: undefined,
       key: { body: 'id' },
       sender: 'stripe',
       retentionMs: 72 * 3_600_000,
@@ -122,8 +137,31 @@ describe('IdempotencyMetadataAccessor', () => {
   it('gives a method inherited by two controllers a consumer per controller, resolved once each', () => {
     const a = accessor.resolveFor(ProviderAController, 'receive');
     const b = accessor.resolveFor(ProviderBController, 'receive');
-    expect([a.consumer, b.consumer]).toEqual(['ProviderAController.receive', 'ProviderBController.receive']);
+    expect([a.consumer, b.consumer]).toEqual(['POST /a', 'POST /b']);
+    expect([a.legacyConsumer, b.legacyConsumer]).toEqual(['ProviderAController.receive', 'ProviderBController.receive']);
     expect(accessor.resolveFor(ProviderAController, 'receive')).toBe(a);
+  });
+
+  it('names a consumer by its external contract, which renaming the class or the method leaves as it is', () => {
+    @Controller('payments')
+    class RenamedPaymentsController {
+      @Post()
+      @IdempotentHandler()
+      placePayment() {}
+
+      @EventPattern('payment.settled')
+      @IdempotentHandler()
+      onSettled() {}
+    }
+    expect(accessor.resolveFor(RenamedPaymentsController, 'placePayment').consumer).toBe(resolve('plain').consumer);
+    expect(accessor.resolveFor(RenamedPaymentsController, 'onSettled').consumer).toBe('payment.settled');
+    expect(resolve('refund').consumer).toBe('PUT /payments/:id/refund');
+    expect(resolve('settled')).toMatchObject({ consumer: 'payment.settled', legacyConsumer: 'PaymentsController.settled', requestMethod: undefined });
+  });
+
+  it('compares no fingerprint by default for keys taken from the message itself', () => {
+    expect(resolve('refund').fingerprint).toBe(false);
+    expect(resolve('settled').fingerprint).toBe(false);
   });
 
   it('knows which handlers write their response themselves', () => {

@@ -1,11 +1,15 @@
 import { Inject, Injectable, type ExecutionContext, type Type } from '@nestjs/common';
-import { RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA, SSE_METADATA } from '@nestjs/common/constants.js';
+import { RequestMethod } from '@nestjs/common';
+import { METHOD_METADATA, PATH_METADATA, RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA, SSE_METADATA } from '@nestjs/common/constants.js';
 import { Reflector } from '@nestjs/core';
 import { MAX_RETENTION_MS, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
+import { IDEMPOTENCY_KEY_HEADER } from '../idempotency.constants.js';
 import { messages } from '../idempotency.messages.js';
 import { toSenderName } from '../keys/message-key.js';
+import { patternKey } from '../discovery/pattern-key.js';
 import {
+  DEFAULT_SENDER,
   HANDLER_OPTIONS_METADATA,
   NEXT_PARAMTYPE,
   PATTERN_HANDLER_METADATA,
@@ -24,14 +28,29 @@ const ISOLATION_LEVELS: readonly IsolationLevel[] = ['READ UNCOMMITTED', 'READ C
 export interface ResolvedHandler {
   /** `Class.method`, the class being the concrete controller. */
   readonly name: string;
+  /**
+   * The name its claims are scoped to: the handler's `consumer` option, else its external contract
+   * (`POST /webhooks/payments`, or the message pattern), which renaming a class or method leaves as it is.
+   */
   readonly consumer: string;
+  /**
+   * The default consumer of versions before 0.3.0 (`Class.method`) when the handler sets no
+   * `consumer` and that name differs: ids stored under it are still recognised while the store holds any.
+   */
+  readonly legacyConsumer: string | undefined;
+  /** HTTP: the route's request method (`'POST'`, ...); undefined for a message handler. */
+  readonly requestMethod: string | undefined;
   readonly key: KeySource | undefined;
   readonly sender: string | ((context: ExecutionContext) => string);
   readonly retentionMs: number;
   /** Unset means the transport's default: `'reject'` for HTTP, `'wait'` for message handlers. */
   readonly inFlight: InFlightPolicy | undefined;
-  /** Unset means the transport's default; `false`: no fingerprint is compared. */
-  readonly fingerprint: ((context: ExecutionContext) => unknown) | false | undefined;
+  /**
+   * A function of what to hash; `'request'`: the HTTP method, URL and body (the default for a key
+   * sent by the client in the `Idempotency-Key` header); `false`: no fingerprint is compared (the
+   * default for keys taken from the message itself).
+   */
+  readonly fingerprint: ((context: ExecutionContext) => unknown) | 'request' | false;
   /** Unset means the data source's default isolation level. */
   readonly isolationLevel: IsolationLevel | undefined;
   readonly maxAttempts: number;
@@ -115,17 +134,24 @@ export class IdempotencyMetadataAccessor {
 
   private resolveNew(target: Type, methodName: string): ResolvedHandler {
     const name = `${target.name}.${methodName}`;
-    const options = this.getOptions(target.prototype[methodName]) ?? {};
+    const method = target.prototype[methodName] as object;
+    const options = this.getOptions(method) ?? {};
+    const patterns = this.getPatterns(method);
+    const requestMethod = patterns ? undefined : routeMethod(method);
+    const contract = patterns ? patterns.patterns.map(patternKey).join(' | ') : requestMethod && `${requestMethod} ${routePath(target, method)}`;
+    const consumer = options.consumer ?? contract ?? name;
     return {
       name,
-      consumer: options.consumer ?? name,
+      consumer,
+      legacyConsumer: options.consumer === undefined && consumer !== name ? name : undefined,
+      requestMethod,
       key: options.key,
-      sender: toSender(name, options.sender ?? 'default'),
+      sender: toSender(name, options.sender ?? DEFAULT_SENDER),
       retentionMs: options.retention
         ? toMilliseconds(`retention of ${name}`, options.retention, MAX_RETENTION_MS)
         : this.moduleOptions.retentionMs,
       inFlight: oneOf(`inFlight of ${name}`, options.inFlight, ['reject', 'wait']),
-      fingerprint: toFingerprint(name, options.fingerprint),
+      fingerprint: toFingerprint(name, options.fingerprint, !patterns && isClientKey(options.key)),
       isolationLevel: oneOf(`isolationLevel of ${name}`, options.isolationLevel, ISOLATION_LEVELS),
       maxAttempts: toAttemptLimit(`maxAttempts of ${name}`, options.maxAttempts ?? 5),
       retryDelayMs: toMilliseconds(`retryDelay of ${name}`, options.retryDelay ?? '1s', MAX_TIMER_MS),
@@ -165,11 +191,33 @@ function toSender(name: string, value: unknown): ResolvedHandler['sender'] {
   }
 }
 
-function toFingerprint(name: string, value: unknown): ResolvedHandler['fingerprint'] {
+/** The route's HTTP method, as Nest's `RequestMethod` names it. */
+function routeMethod(method: object): string | undefined {
+  const value = Reflect.getMetadata(METHOD_METADATA, method) as RequestMethod | undefined;
+  return value === undefined ? undefined : RequestMethod[value];
+}
+
+/** The route's path as the controller and the method declare it (no global prefix, no version): `/webhooks/payments`. */
+function routePath(target: Type, method: object): string {
+  const segments = [Reflect.getMetadata(PATH_METADATA, target), Reflect.getMetadata(PATH_METADATA, method)].map((path: unknown) =>
+    ([] as unknown[])
+      .concat(path ?? [])
+      .map((part) => String(part).replace(/^\/+|\/+$/g, ''))
+      .join(','),
+  );
+  return `/${segments.filter(Boolean).join('/')}`;
+}
+
+/** Whether the key is one the client chose, in the `Idempotency-Key` header (the HTTP default). */
+function isClientKey(key: KeySource | undefined): boolean {
+  return key === undefined || (typeof key === 'object' && 'header' in key && key.header.toLowerCase() === IDEMPOTENCY_KEY_HEADER.toLowerCase());
+}
+
+function toFingerprint(name: string, value: unknown, clientKey: boolean): ResolvedHandler['fingerprint'] {
   if (value !== undefined && value !== false && typeof value !== 'function') {
     throw new IdempotencyOptionsError(messages.invalidFingerprint(name, value));
   }
-  return value as ResolvedHandler['fingerprint'];
+  return (value as ResolvedHandler['fingerprint'] | undefined) ?? (clientKey ? 'request' : false);
 }
 
 function toAttemptLimit(name: string, value: unknown): number {

@@ -1,4 +1,5 @@
-import { Controller, Injectable, Module, Post, Sse, type Type } from '@nestjs/common';
+import { All, Controller, Get, Head, Injectable, Module, Options, Post, Sse, type Type } from '@nestjs/common';
+import { EventPattern } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import { IdempotentHandler } from '../decorators/idempotent-handler.decorator.js';
@@ -119,13 +120,29 @@ class TransactionalOnRedisController {
 @Module({ controllers: [TransactionalOnRedisController] })
 class TransactionalOnRedisModule {}
 
+@Controller('ledger')
+class LedgerEventsController {
+  @EventPattern('credit.granted')
+  @IdempotentHandler()
+  record() {}
+}
+@Controller('mail')
+class MailEventsController {
+  @EventPattern('credit.granted')
+  @IdempotentHandler()
+  notify() {}
+}
+@Module({ controllers: [LedgerEventsController, MailEventsController] })
+class FanOutModule {}
+
 const redisStore = { claim: async () => ({ kind: 'claimed' as const, tookOver: false }), complete: async () => true, release: async () => true, extend: async () => true };
 
 /** Starts a module with `imports`, without a database: the explorer needs none. */
 async function start(options: IdempotencyModuleOptions, imports: Type[]): Promise<void> {
   const moduleRef = await Test.createTestingModule({
     imports: [IdempotencyModule.forRoot({ purge: { interval: false }, ...options }), ...imports],
-    providers: [{ provide: getDataSourceToken(), useValue: {} }],
+    // No database: the start-up scan of stored consumer names finds none.
+    providers: [{ provide: getDataSourceToken(), useValue: { query: async () => [] } }],
   }).compile();
   await moduleRef.init();
   await moduleRef.close();
@@ -226,5 +243,34 @@ describe('IdempotencyExplorer', () => {
     const error = await start({ stores: { redis: redisStore } }, [TransactionalOnRedisModule]).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(IdempotencyOptionsError);
     expect((error as Error).message).toMatch(/^TransactionalOnRedisController.handle runs in the transactional mode.*its store is 'redis'. Set mode: 'lease'/);
+  });
+
+  it('refuses two handlers of one event pattern that both default to its name, suggesting their former names', async () => {
+    const error = await start({}, [FanOutModule]).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(IdempotencyConsumerConflictError);
+    expect(error).toMatchObject({ consumer: 'credit.granted' });
+    expect((error as Error).message).toMatch(/use their former names \('LedgerEventsController.record', 'MailEventsController.notify'\)/);
+  });
+
+  it.each([
+    ['GET', Get],
+    ['HEAD', Head],
+    ['OPTIONS', Options],
+    ['ALL', All],
+  ])('refuses @IdempotentHandler() on a %s route, naming the handler', async (method, route) => {
+    @Controller('reports')
+    class ReportsController {
+      @route()
+      @IdempotentHandler()
+      latest() {}
+    }
+    @Module({ controllers: [ReportsController] })
+    class ReportsModule {}
+    const error = await start({}, [ReportsModule]).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(IdempotencyUnsupportedHandlerError);
+    expect((error as Error).message).toBe(
+      `ReportsController.latest has @IdempotentHandler() on a ${method} route: a safe method needs no key, and a recorded answer would be ` +
+        'replayed stale for the whole retention. Put @IdempotentHandler() on the POST, PUT, PATCH or DELETE routes that change state.',
+    );
   });
 });

@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnModuleInit, type Type } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { type HandlerPatterns, IdempotencyMetadataAccessor, type ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
 import { formatDuration } from '../duration/duration.js';
@@ -6,7 +6,7 @@ import { IdempotencyConsumerConflictError } from '../errors/idempotency-consumer
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
 import { IdempotencyRetentionError } from '../errors/idempotency-retention.error.js';
 import { IdempotencyUnsupportedHandlerError } from '../errors/idempotency-unsupported-handler.error.js';
-import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
+import { DEFAULT_SENDER, RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
 import { messages } from '../idempotency.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { LeaseStores, POSTGRES_STORE } from '../leasing/lease-stores.js';
@@ -31,6 +31,7 @@ export interface DiscoveredHandler {
  */
 @Injectable()
 export class IdempotencyExplorer implements OnModuleInit {
+  private readonly logger = new Logger('Idempotency');
   private handlers: DiscoveredHandler[] = [];
   private readonly eventHandlers = new Map<string, number>();
 
@@ -50,6 +51,7 @@ export class IdempotencyExplorer implements OnModuleInit {
       this.checkRetention(found.handler);
       this.checkStore(found.handler);
     });
+    this.warnOfUndeclaredSenders();
     for (const { patterns } of this.handlers) {
       for (const pattern of patterns?.isEvent ? patterns.patterns : []) {
         this.eventHandlers.set(patternKey(pattern), (this.eventHandlers.get(patternKey(pattern)) ?? 0) + 1);
@@ -82,6 +84,9 @@ export class IdempotencyExplorer implements OnModuleInit {
         if (this.accessor.isServerSentEvents(methodRef)) {
           throw new IdempotencyUnsupportedHandlerError(messages.serverSentEventsUnsupported(handler.name), handler.name);
         }
+        if (handler.requestMethod && SAFE_METHODS.has(handler.requestMethod)) {
+          throw new IdempotencyUnsupportedHandlerError(messages.safeMethodUnsupported(handler.name, handler.requestMethod), handler.name);
+        }
         found.push({ moduleName: wrapper.host?.name ?? 'an unknown module', handler, patterns: this.accessor.getPatterns(methodRef) });
       }
     }
@@ -112,7 +117,7 @@ export class IdempotencyExplorer implements OnModuleInit {
     for (const found of this.handlers) {
       const twin = byConsumer.get(found.handler.consumer);
       if (twin) {
-        throw new IdempotencyConsumerConflictError(found.handler.consumer, [twin, found].map(label));
+        throw new IdempotencyConsumerConflictError(found.handler.consumer, [twin, found].map(label), [twin, found].map((each) => each.handler.legacyConsumer));
       }
       byConsumer.set(found.handler.consumer, found);
     }
@@ -124,6 +129,19 @@ export class IdempotencyExplorer implements OnModuleInit {
     }
     if (mode === 'transaction' && store !== POSTGRES_STORE) {
       throw new IdempotencyOptionsError(messages.transactionalModeNeedsPostgres(name, store));
+    }
+  }
+
+  /** Senders that handlers name but `senders` does not declare: their retention goes unchecked. */
+  private warnOfUndeclaredSenders(): void {
+    const undeclared = new Set<string>();
+    for (const { handler } of this.handlers) {
+      if (typeof handler.sender === 'string' && handler.sender !== DEFAULT_SENDER && !(handler.sender in this.options.senderHorizonsMs)) {
+        undeclared.add(handler.sender);
+      }
+    }
+    if (undeclared.size > 0) {
+      this.logger.warn(messages.undeclaredSenders([...undeclared]));
     }
   }
 
@@ -141,6 +159,12 @@ export class IdempotencyExplorer implements OnModuleInit {
     throw new IdempotencyRetentionError(explain(name, retention, sender, horizon), name, retention, sender, horizon);
   }
 }
+
+/**
+ * Methods whose answer a key must not freeze: a GET, HEAD or OPTIONS (or `@All()`, which takes
+ * them) is safe to repeat, and a recorded answer would be replayed stale for the whole retention.
+ */
+const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS', 'ALL']);
 
 function label(found: DiscoveredHandler): string {
   return `${found.handler.name} (in ${found.moduleName})`;

@@ -8,11 +8,16 @@ import { IdempotencyError } from './idempotency.error.js';
 export class IdempotencyConsumerConflictError extends IdempotencyError {
   override readonly name = 'IdempotencyConsumerConflictError';
 
-  /** @param handlers The handlers that share the name, as `Class.method`. */
+  /**
+   * @param handlers The handlers that share the name, as `Class.method`.
+   * @param formerNames Each handler's default name before 0.3.0 (`Class.method`), where it has one:
+   * naming it so keeps the ids it processed under that name.
+   */
   constructor(
     readonly consumer: string,
     readonly handlers: readonly string[],
+    formerNames: readonly (string | undefined)[] = [],
   ) {
-    super(messages.consumerConflict(consumer, handlers));
+    super(messages.consumerConflict(consumer, handlers, formerNames));
   }
 }

@@ -12,8 +12,8 @@ import type { IdempotencyMetricsService } from '../metrics/idempotency-metrics.s
 export interface DeliveryReading {
   /** The key; throws IdempotencyKeyError when there is none usable. */
   readonly key: () => string;
-  /** What the fingerprint covers unless the handler says otherwise. */
-  readonly payload: () => unknown;
+  /** What the `'request'` fingerprint covers: HTTP's method, URL and body (messages have none). */
+  readonly request?: () => unknown;
   readonly defaultInFlight: InFlightPolicy;
 }
 
@@ -30,12 +30,12 @@ export function claimRequestFor(
   let sender: string = OTHER_SENDERS;
   try {
     sender = typeof handler.sender === 'function' ? toSenderName(handler.sender(context), 'the sender function') : handler.sender;
-    const covered = handler.fingerprint === undefined ? reading.payload() : handler.fingerprint && handler.fingerprint(context);
+    const { fingerprint: covers } = handler;
     return {
       consumer: handler.consumer,
       key: reading.key(),
       sender,
-      fingerprint: handler.fingerprint === false ? null : fingerprint(covered),
+      fingerprint: covers === false ? null : fingerprint(covers === 'request' ? reading.request?.() : covers(context)),
       retentionMs: handler.retentionMs,
       waitForTwin: (handler.inFlight ?? reading.defaultInFlight) === 'wait',
       isolationLevel: handler.isolationLevel,

@@ -68,7 +68,7 @@ export class HttpDelivery {
       context,
       {
         key: () => readKey(handler, context, request),
-        payload: () => ({ method: request.method, url: request.originalUrl ?? request.url, body: request.body }),
+        request: () => ({ method: request.method, url: request.originalUrl ?? request.url, body: request.body }),
         defaultInFlight: 'reject',
       },
       this.metrics,

@@ -59,7 +59,6 @@ export class RpcDelivery {
         context,
         {
           key: () => readKey(handler, context, payload, transportContext, { RmqContext, NatsContext }),
-          payload: () => payload,
           defaultInFlight: 'wait',
         },
         this.metrics,
