@@ -24,7 +24,7 @@ import { postgresErrorCode, translateDatabaseError } from './claim-errors.js';
 import type { ClaimRequest, OpenDelivery, RecordedResponse } from './claim.js';
 import { type ClaimSql, claimStatement, claimWon, type StoredClaim, twinStatement } from './claim.queries.js';
 import { ClaimTransaction } from './claim-transaction.js';
-import { endingWithin, InFlightTwins, type TwinEnding } from './in-flight-twins.js';
+import { endingWithin, type InFlightTwin, InFlightTwins, type TwinEnding } from './in-flight-twins.js';
 import { StoredConsumers } from '../discovery/stored-consumers.js';
 import { OpenClaim } from './open-claim.js';
 
@@ -62,24 +62,25 @@ export class ClaimingService {
    */
   async claim(request: ClaimRequest): Promise<ClaimOutcome> {
     const id = `${request.consumer}\u0000${request.key}`;
-    const deadline = performance.now() + (request.waitForTwin ? this.options.inFlightWaitTimeoutMs : REJECT_LOCK_TIMEOUT_MS);
+    // `wait`: how long this delivery waits for its twins in all; `reject` waits for none that holds its claim.
+    const deadline = performance.now() + this.options.inFlightWaitTimeoutMs;
     let pause = TWIN_POLL_FIRST_MS;
     try {
       for (;;) {
         const entered = this.twins.enter(id);
         if ('twin' in entered) {
-          const ending = await endingWithin(entered.twin, deadline - performance.now());
-          if (ending === undefined) {
+          const ending = await this.twinEnding(entered.twin, request, deadline);
+          if (ending === undefined || (ending === 'held' && !request.waitForTwin)) {
             throw new IdempotencyInFlightError(request.consumer, request.key);
           }
           // A committed twin: read its record at once, beside the other waiting twins, with no deadline left to race.
-          const duplicate = ending === 'committed' ? await this.attempt(request, () => undefined) : undefined;
+          const duplicate = ending === 'committed' ? await this.attempt(request, () => undefined, () => undefined) : undefined;
           if (duplicate) {
             return duplicate;
           }
           continue;
         }
-        const outcome = await this.attempt(request, entered.settle);
+        const outcome = await this.attempt(request, entered.settle, entered.won);
         if (outcome) {
           return outcome;
         }
@@ -97,8 +98,22 @@ export class ClaimingService {
     }
   }
 
+  /**
+   * How a twin of this process ends. One that is still asking the database answers within its
+   * claim's round trips, so it is waited for whole: its duplicates are not refused for its
+   * latency. One that won its claim is processing: it is waited for by the in-flight policy
+   * (`reject`: as long as the claim waits for a twin of another process).
+   */
+  private async twinEnding(twin: InFlightTwin, request: ClaimRequest, deadline: number): Promise<TwinEnding | undefined> {
+    const claimed = await Promise.race([twin.ending.then(() => false), twin.claimed.then(() => true)]);
+    if (!claimed) {
+      return twin.ending;
+    }
+    return endingWithin(twin.ending, request.waitForTwin ? deadline - performance.now() : REJECT_LOCK_TIMEOUT_MS);
+  }
+
   /** One try on a connection of its own: the claim, a duplicate, or undefined while a twin of another process holds it. */
-  private async attempt(request: ClaimRequest, settle: (ending: TwinEnding) => void): Promise<ClaimOutcome | undefined> {
+  private async attempt(request: ClaimRequest, settle: (ending: TwinEnding) => void, won: () => void): Promise<ClaimOutcome | undefined> {
     let transaction: ClaimTransaction | undefined;
     let claimed = false;
     let ending: TwinEnding = 'open';
@@ -110,6 +125,7 @@ export class ClaimingService {
       const [claim] = await transaction.begin(request.isolationLevel, [claimStatement(sql, request, formerConsumer)]);
       if (claimWon(claim)) {
         claimed = true;
+        won();
         return {
           kind: 'claimed',
           claim: new OpenClaim(transaction, request, sql, this.storage, (outcome) => {
@@ -126,6 +142,7 @@ export class ClaimingService {
     } catch (error) {
       const code = postgresErrorCode(error);
       if (code === PG_LOCK_NOT_AVAILABLE) {
+        ending = 'held';
         return undefined;
       }
       if (code === PG_UNDEFINED_FUNCTION) {

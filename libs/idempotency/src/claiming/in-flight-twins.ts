@@ -5,24 +5,29 @@
  * this only tells a twin when trying again is worth a round trip.
  */
 export class InFlightTwins {
-  private readonly settled = new Map<string, Promise<TwinEnding>>();
+  private readonly inFlight = new Map<string, InFlightTwin>();
 
   /**
    * Records that a delivery of `id` is being claimed or processed here, unless another one is.
-   * @returns a function to call once it settled, or the promise of how the twin in flight ends.
+   * @returns the delivery's own hooks (`won` once it claimed, `settle` once it settled), or the twin already in flight.
    */
-  enter(id: string): { settle: (ending: TwinEnding) => void } | { twin: Promise<TwinEnding> } {
-    const twin = this.settled.get(id);
+  enter(id: string): { won: () => void; settle: (ending: TwinEnding) => void } | { twin: InFlightTwin } {
+    const twin = this.inFlight.get(id);
     if (twin) {
       return { twin };
     }
     let settle!: (ending: TwinEnding) => void;
-    const settledHere = new Promise<TwinEnding>((resolve) => (settle = resolve));
-    this.settled.set(id, settledHere);
+    let won!: () => void;
+    const here: InFlightTwin = {
+      ending: new Promise<TwinEnding>((resolve) => (settle = resolve)),
+      claimed: new Promise<void>((resolve) => (won = resolve)),
+    };
+    this.inFlight.set(id, here);
     return {
+      won,
       settle: (ending) => {
-        if (this.settled.get(id) === settledHere) {
-          this.settled.delete(id);
+        if (this.inFlight.get(id) === here) {
+          this.inFlight.delete(id);
         }
         settle(ending);
       },
@@ -30,12 +35,19 @@ export class InFlightTwins {
   }
 }
 
+/** A delivery of this process in flight: `claimed` once it won its claim, `ending` once it settled. */
+export interface InFlightTwin {
+  readonly ending: Promise<TwinEnding>;
+  readonly claimed: Promise<void>;
+}
+
 /**
  * How a twin's delivery ended: `committed` when the message is now processed in the database (the
  * twin committed it, or found it committed), so every waiting twin is a duplicate to replay at
- * once; `open` when it is not (rolled back, or held by a delivery of another process).
+ * once; `held` when a delivery of another process holds its claim; `open` when it is neither (the
+ * twin rolled back or failed), so a waiting twin claims it anew.
  */
-export type TwinEnding = 'committed' | 'open';
+export type TwinEnding = 'committed' | 'held' | 'open';
 
 /** How `twin` ended, or undefined when it did not within `timeoutMs`. */
 export async function endingWithin(twin: Promise<TwinEnding>, timeoutMs: number): Promise<TwinEnding | undefined> {
