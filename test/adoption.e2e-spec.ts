@@ -116,7 +116,7 @@ describe('adopting the module in a service whose data access exists already', ()
     }
     const warnings = app.output().split('\n').filter((line) => line.includes('used the data source'));
     expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toMatch(/StylesController\.credit used the data source auditDataSource inside its idempotent handler/);
+    expect(warnings[0]).toMatch(/POST \/styles\/:style\/:account used the data source auditDataSource inside its idempotent handler/);
   });
 
   it('measures the round trips of each path against the same write in a plain TypeORM transaction', async () => {

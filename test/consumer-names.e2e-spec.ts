@@ -1,6 +1,8 @@
 import type { INestApplication, Type } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { AppModule } from '../apps/demo-api/src/app.module.js';
 import { FIXTURE_TABLES_SQL, FixtureModule } from './fixtures/fixture.module.js';
-import { RenamedStripeWebhookModule, StripeWebhookModule } from './fixtures/renamed-handlers.module.js';
+import { LeaseChargesModule, RenamedStripeWebhookModule, StripeWebhookModule } from './fixtures/renamed-handlers.module.js';
 import { CapturingLogger } from './support/capturing-logger.js';
 import { post, startDemoApp } from './support/demo-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
@@ -79,6 +81,18 @@ describe('consumer names that survive refactors and upgrades', () => {
     expect(fresh.headers.get('idempotent-replayed')).toBeNull();
     expect(await effects('evt_after_upgrade')).toBe(1);
     expect(await consumersOf('evt_after_upgrade')).toEqual([STRIPE_CONSUMER]);
+  });
+
+  it('refuses to start a lease-mode handler whose ids are stored under its former name, naming the consumer to set', async () => {
+    await storeAsBefore('ChargesController.charge', 'charge-before-upgrade', { charged: true });
+    await app?.close();
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule.register({ databaseUrl: db.url }), LeaseChargesModule] }).compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    await expect(app.init()).rejects.toThrow(
+      "ChargesController.charge is a lease-mode handler whose ids are stored under its name before 0.3.0, 'ChargesController.charge', " +
+        "while it now claims 'POST /charges'. Set @IdempotentHandler({ consumer: 'ChargesController.charge' }) on it",
+    );
+    await db.query(`DELETE FROM processed_messages WHERE consumer = 'ChargesController.charge'`);
   });
 
   it('warns at start-up of stored consumer names that no handler claims, unless told not to', async () => {
