@@ -1,6 +1,6 @@
 // `npm run bench:sizing`: measures what the processed-messages table costs at 10 million rows and
 // scales it to 10,000 messages a second kept 7 days; writes bench/results/sizing-<date>.json and
-// prints the table of docs/operations.md#sizing.
+// prints the table of libs/idempotency/docs/operations.md#sizing.
 import 'reflect-metadata';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';

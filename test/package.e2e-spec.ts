@@ -142,7 +142,10 @@ describe('the package, installed from its tarball into a new Nest 12 service', (
       `npm pack: ${packed.filename}, ${packed.size} bytes, ${packed.files.length} files: ` +
         `${packed.files.filter((file) => !file.path.startsWith('dist/')).map((file) => file.path).join(', ')} and dist/`,
     );
-    expect(packed.files.map((file) => file.path)).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'dist/index.js', 'dist/index.d.ts']));
+    // The README's links lead to the guide, the operations guide and the changelog: they ship beside it.
+    expect(packed.files.map((file) => file.path)).toEqual(
+      expect.arrayContaining(['LICENSE', 'README.md', 'CHANGELOG.md', 'docs/guide.md', 'docs/operations.md', 'package.json', 'dist/index.js', 'dist/index.d.ts']),
+    );
     expect(packed.files.some((file) => file.path.includes('.spec.'))).toBe(false);
   });
 

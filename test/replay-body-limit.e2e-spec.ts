@@ -85,7 +85,7 @@ describe.each(PLATFORMS)(`replay.maxBodyBytes (${LIMIT}) on %s`, (platform) => {
       ))[0].n,
     );
 
-  /** The answer README.md and IdempotencyResponseTooLargeError document: 500, problem+json, naming the option. */
+  /** The answer the guide (libs/idempotency/docs/guide.md) and IdempotencyResponseTooLargeError document: 500, problem+json, naming the option. */
   function expectTooLargeAnswer(answer: Awaited<ReturnType<typeof postJson>>, key: string) {
     expect(answer.status).toBe(500);
     expect(answer.headers.get('content-type')).toBe('application/problem+json');

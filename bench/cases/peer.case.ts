@@ -44,7 +44,7 @@ const SERIES: Record<Route, number> = { plain: 0, idempotent: 1, peer: 2 };
  * - a handler that outlasts the key's TTL lets a twin run beside it. The unique key is
  *   method, URL and `Idempotency-Key` (no sender, no handler), and it is HTTP only.
  * Ours claims in the handler's own transaction: claim, work and response commit together or not
- * at all, so none of these cases exists (see README, *What happens on a crash*).
+ * at all, so none of these cases exists (see the guide, libs/idempotency/docs/guide.md, *What happens on a crash*).
  */
 export const peer: BenchCase = {
   id: 10,

@@ -46,7 +46,7 @@ return 1`;
 
 /**
  * Leases in Redis, for high volume where a duplicate after the key expired is harmless, and where
- * the handler tolerates a second run (Redis forgets what it did not persist: see the README's
+ * the handler tolerates a second run (Redis forgets what it did not persist: see the guide's
  * "Choosing a store"). A lease is a key `SET NX PX lease`; its holder's token-checked complete,
  * release and extend are Lua scripts, atomic in Redis; a completed message is kept by TTL for the
  * handler's retention. Its expiry is Redis's clock.

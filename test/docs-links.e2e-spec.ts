@@ -1,0 +1,141 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+
+/**
+ * The documentation's relative links lead somewhere: every link of the Markdown a user or a
+ * contributor reads resolves to a file of the repository, and its `#anchor` to a heading of that
+ * file. The package's own documents ship in its tarball and are read from `node_modules`, so their
+ * links must stay inside the package, on files its `files` list ships.
+ */
+
+const PACKAGE_DIR = 'libs/idempotency';
+
+/** The documents checked, relative to the repository's root. */
+function documents(): string[] {
+  const inFolder = (folder: string) =>
+    existsSync(folder) ? readdirSync(folder).filter((name) => name.endsWith('.md')).map((name) => join(folder, name)) : [];
+  return ['README.md', ...inFolder('docs'), `${PACKAGE_DIR}/README.md`, `${PACKAGE_DIR}/CHANGELOG.md`, ...inFolder(`${PACKAGE_DIR}/docs`)].filter(
+    (file) => existsSync(file),
+  );
+}
+
+/** The Markdown outside fenced code blocks and inline code, where links and headings are. */
+function prose(markdown: string): string[] {
+  const lines: string[] = [];
+  let fenced = false;
+  for (const line of markdown.split('\n')) {
+    if (/^\s*(```|~~~)/.test(line)) {
+      fenced = !fenced;
+      continue;
+    }
+    if (!fenced) {
+      lines.push(line.replace(/`[^`]*`/g, (code) => (code.includes('](') ? '``' : code)));
+    }
+  }
+  return lines;
+}
+
+/** The anchors GitHub (and npm) give the headings of a document. */
+function anchors(markdown: string): Set<string> {
+  const seen = new Map<string, number>();
+  const found = new Set<string>();
+  for (const line of prose(markdown)) {
+    const heading = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
+    if (!heading) {
+      continue;
+    }
+    const slug = heading[1]
+      .toLowerCase()
+      .replace(/[^\p{L}\p{M}\p{N}\p{Pc}\- ]/gu, '')
+      .replace(/ /g, '-');
+    const count = seen.get(slug) ?? 0;
+    seen.set(slug, count + 1);
+    found.add(count === 0 ? slug : `${slug}-${count}`);
+  }
+  return found;
+}
+
+/** The relative link targets of a document: inline links and images, and link definitions. */
+function links(markdown: string): string[] {
+  const targets: string[] = [];
+  for (const line of prose(markdown)) {
+    for (const match of line.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) {
+      targets.push(match[1]);
+    }
+    const definition = /^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+".*")?\s*$/.exec(line);
+    if (definition) {
+      targets.push(definition[1]);
+    }
+  }
+  return targets.filter((target) => !/^[a-z][a-z0-9+.-]*:/i.test(target));
+}
+
+/** Whether the package's `files` list ships a path of the package. */
+function shipped(pathInPackage: string): boolean {
+  const { files } = JSON.parse(readFileSync(`${PACKAGE_DIR}/package.json`, 'utf8')) as { files: string[] };
+  const [first] = pathInPackage.split('/');
+  return pathInPackage === 'package.json' || files.some((entry) => !entry.startsWith('!') && (entry === pathInPackage || entry === first));
+}
+
+/** What is wrong with the links of one document, one sentence each. */
+function brokenLinks(file: string, markdown: string): string[] {
+  const problems: string[] = [];
+  const packageRoot = resolve(PACKAGE_DIR);
+  const inPackage = resolve(file).startsWith(packageRoot + sep);
+  for (const target of links(markdown)) {
+    const [path, anchor] = target.split('#', 2);
+    if (path === '') {
+      if (!anchors(markdown).has(anchor)) {
+        problems.push(`${file}: ${target} names no heading of ${file}`);
+      }
+      continue;
+    }
+    const resolved = resolve(dirname(file), decodeURIComponent(path));
+    if (!existsSync(resolved)) {
+      problems.push(`${file}: ${target} leads to no file`);
+      continue;
+    }
+    if (inPackage) {
+      const pathInPackage = relative(packageRoot, resolved).split(sep).join('/');
+      if (pathInPackage.startsWith('..') || !shipped(pathInPackage)) {
+        problems.push(`${file}: ${target} leads to a file the package does not ship, so the link breaks in node_modules`);
+        continue;
+      }
+    }
+    if (anchor !== undefined && resolved.endsWith('.md') && !anchors(readFileSync(resolved, 'utf8')).has(anchor)) {
+      problems.push(`${file}: ${target} names no heading of ${relative('.', resolved)}`);
+    }
+  }
+  return problems;
+}
+
+describe('the documentation links', () => {
+  it('finds a link to a missing file, a missing heading and a file outside the package', () => {
+    const markdown = [
+      '# Title',
+      '## A heading: with `code`, and punctuation',
+      '[fine](#a-heading-with-code-and-punctuation) [gone](nowhere.md) [no heading](#nowhere)',
+      '[outside](../../../README.md) [web](https://example.com) `[in code](nowhere.md)`',
+      '```',
+      '[in a block](nowhere.md)',
+      '```',
+    ].join('\n');
+    expect(brokenLinks(`${PACKAGE_DIR}/docs/example.md`, markdown)).toEqual([
+      `${PACKAGE_DIR}/docs/example.md: nowhere.md leads to no file`,
+      `${PACKAGE_DIR}/docs/example.md: #nowhere names no heading of ${PACKAGE_DIR}/docs/example.md`,
+      `${PACKAGE_DIR}/docs/example.md: ../../../README.md leads to a file the package does not ship, so the link breaks in node_modules`,
+    ]);
+  });
+
+  it('checks the README, docs/, and the package README, CHANGELOG and guide', () => {
+    expect(documents()).toEqual(
+      expect.arrayContaining(['README.md', `${PACKAGE_DIR}/README.md`, `${PACKAGE_DIR}/CHANGELOG.md`, `${PACKAGE_DIR}/docs/guide.md`]),
+    );
+  });
+
+  it.each(documents())('every relative link of %s resolves', (file) => {
+    const markdown = readFileSync(file, 'utf8');
+    expect(links(markdown).length).toBeGreaterThan(0);
+    expect(brokenLinks(file, markdown)).toEqual([]);
+  });
+});
