@@ -5,7 +5,21 @@ import { messages } from '../idempotency.messages.js';
 import { HttpDelivery } from './http/http-delivery.js';
 import { RpcDelivery } from './rpc/rpc-delivery.js';
 
-/** Applied by `@IdempotentHandler()`: hands each delivery to its transport's idempotent path. */
+/**
+ * Applied by `@IdempotentHandler()`: hands each delivery to its transport's idempotent path. Do
+ * not apply it yourself; it is exported for tests that replace it, as in
+ * `Test.createTestingModule(...).overrideInterceptor(IdempotencyInterceptor).useValue(...)`.
+ * It needs `IdempotencyModule` (or `IdempotencyTestingModule` from
+ * `nestjs-idempotent-consumer/testing`) in the application.
+ *
+ * @example
+ * ```ts
+ * const moduleRef = await Test.createTestingModule({ controllers: [PaymentsController], providers: [...] })
+ *   .overrideInterceptor(IdempotencyInterceptor)
+ *   .useValue({ intercept: (_context: ExecutionContext, next: CallHandler) => next.handle() })
+ *   .compile();
+ * ```
+ */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
   constructor(
