@@ -15,12 +15,12 @@ interface Charge {
 /** The service a user's controller calls; a unit test replaces it with a fake, so it never runs here. */
 @Injectable()
 class PaymentsService {
-  charge(_charge: Charge): Promise<{ chargeId: string }> {
-    throw new Error('the real PaymentsService needs a database');
+  charge(charge: Charge): Promise<{ chargeId: string }> {
+    throw new Error(`the real PaymentsService needs a database to charge order ${charge.orderId}`);
   }
 
-  settle(_orderId: string): Promise<void> {
-    throw new Error('the real PaymentsService needs a database');
+  settle(orderId: string): Promise<void> {
+    throw new Error(`the real PaymentsService needs a database to settle order ${orderId}`);
   }
 }
 
