@@ -1,9 +1,19 @@
-import { type CallHandler, type ExecutionContext, Injectable, type NestInterceptor } from '@nestjs/common';
+import { type CallHandler, type ExecutionContext, Inject, Injectable, type NestInterceptor } from '@nestjs/common';
 import { from, type Observable } from 'rxjs';
 import { IdempotencyUnsupportedHandlerError } from '../errors/idempotency-unsupported-handler.error.js';
 import { messages } from '../idempotency.messages.js';
 import { HttpDelivery } from './http/http-delivery.js';
 import { RpcDelivery } from './rpc/rpc-delivery.js';
+
+/**
+ * One transport's idempotent path, as the interceptor calls it. The interceptor's constructor is
+ * typed with it rather than with the deliveries, so its declarations name no optional package
+ * (the message delivery's types name `@nestjs/microservices`).
+ * @internal
+ */
+export interface IdempotentPath {
+  handle(context: ExecutionContext, next: CallHandler): Promise<unknown>;
+}
 
 /**
  * Applied by `@IdempotentHandler()`: hands each delivery to its transport's idempotent path. Do
@@ -23,8 +33,8 @@ import { RpcDelivery } from './rpc/rpc-delivery.js';
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
   constructor(
-    private readonly http: HttpDelivery,
-    private readonly rpc: RpcDelivery,
+    @Inject(HttpDelivery) private readonly http: IdempotentPath,
+    @Inject(RpcDelivery) private readonly rpc: IdempotentPath,
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
