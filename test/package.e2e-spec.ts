@@ -68,6 +68,14 @@ const app = await NestFactory.create(AppModule, { logger: ['error', 'warn'] });
 await app.listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
+/** A user's unit test setup, without @nestjs/testing: the testing entry's module as it would be imported. */
+const TESTING_ENTRY_SOURCE = `
+import { IdempotencyTestingModule, leaseStoreContract } from 'nestjs-idempotent-consumer/testing';
+
+const module = IdempotencyTestingModule.forRoot({ key: 'k-1' });
+console.log(JSON.stringify({ module: module.module.name, global: module.global, providers: module.providers?.length, contract: typeof leaseStoreContract }));
+`;
+
 const TSCONFIG = {
   compilerOptions: {
     module: 'NodeNext',
@@ -101,9 +109,16 @@ describe('the package, installed from its tarball into a new Nest 12 service', (
     await writeFile(join(directory, 'package.json'), JSON.stringify(manifest, null, 2));
     await writeFile(join(directory, 'tsconfig.json'), JSON.stringify(TSCONFIG, null, 2));
     await writeFile(join(directory, 'src', 'main.ts'), APP_SOURCE);
+    await writeFile(join(directory, 'src', 'testing-entry.ts'), TESTING_ENTRY_SOURCE);
     await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: directory, timeout: 300_000 });
     await run(process.execPath, [resolve('node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: directory, timeout: 120_000 });
     return directory;
+  }
+
+  /** `nestjs-idempotent-consumer/testing` resolves, for tsc (it compiled) and for Node. */
+  async function provesTestingEntry(directory: string): Promise<void> {
+    const { stdout } = await run(process.execPath, [join(directory, 'dist', 'testing-entry.js')], { cwd: directory });
+    expect(JSON.parse(stdout)).toEqual({ module: 'IdempotencyTestingModule', global: true, providers: 3, contract: 'function' });
   }
 
   async function provesReplay(directory: string): Promise<void> {
@@ -163,6 +178,7 @@ describe('the package, installed from its tarball into a new Nest 12 service', (
       'prom-client': installed('prom-client'),
     });
     await provesReplay(directory);
+    await provesTestingEntry(directory);
   });
 
   it('an HTTP-only service without @nestjs/microservices, @nestjs/schedule, @nestjs/terminus and prom-client compiles, starts and replays', async () => {
@@ -171,5 +187,6 @@ describe('the package, installed from its tarball into a new Nest 12 service', (
       expect(existsSync(join(directory, 'node_modules', absent))).toBe(false);
     }
     await provesReplay(directory);
+    await provesTestingEntry(directory);
   });
 });

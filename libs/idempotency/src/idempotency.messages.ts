@@ -71,6 +71,9 @@ export const messages = {
   transactionalModeNeedsPostgres: (handler: string, store: string) =>
     `${handler} runs in the transactional mode, which claims in the handler's PostgreSQL transaction, but its store is '${store}'. ` +
     "Set mode: 'lease' to use that store, or store: 'postgres'.",
+  testingManagerMissing: () =>
+    'IdempotencyContext.manager has no EntityManager under IdempotencyTestingModule: pass the one the handler ' +
+    'should use, IdempotencyTestingModule.forRoot({ manager }) (a fake, or the manager of a test database).',
   noActiveClaim: () =>
     'IdempotencyContext was used outside an @IdempotentHandler(): there is no idempotent transaction here.',
   invalidDuration: (name: string, value: unknown) =>

@@ -9,6 +9,7 @@ export type {
   SenderOptions,
 } from './idempotency.options.js';
 export { IdempotentHandler } from './decorators/idempotent-handler.decorator.js';
+export { IdempotencyInterceptor } from './transports/idempotency.interceptor.js';
 export type {
   IdempotencyMode,
   IdempotentHandlerOptions,

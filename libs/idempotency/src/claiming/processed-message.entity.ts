@@ -1,19 +1,30 @@
 import { Column, CreateDateColumn, Entity, Index, PrimaryColumn } from 'typeorm';
 import { DEFAULT_TABLE_NAME } from '../idempotency.constants.js';
 
+/** The name the migration gives the table's primary key, which both primary columns must carry. */
+const PRIMARY_KEY_NAME = `${DEFAULT_TABLE_NAME}_pkey`;
+
 /**
  * A processed (or in-flight) message: the claim row. Register it with TypeORM to read the store;
- * the module itself writes it with plain SQL. It maps the default table name.
+ * the module itself writes it with plain SQL. It maps the default table name, column for column
+ * as the migrations create it (a schema diff against a migrated database finds nothing to change).
+ *
+ * @example
+ * ```ts
+ * TypeOrmModule.forRoot({ ..., entities: [ProcessedMessage, ...yours] });
+ *
+ * const claim = await dataSource.getRepository(ProcessedMessage).findOneBy({ consumer, messageId });
+ * ```
  */
 @Entity(DEFAULT_TABLE_NAME)
 @Index('processed_messages_expires_at_idx', ['expiresAt'])
 export class ProcessedMessage {
   /** The handler the message was claimed for. */
-  @PrimaryColumn({ type: 'text', primaryKeyConstraintName: 'processed_messages_pkey' })
+  @PrimaryColumn({ type: 'text', primaryKeyConstraintName: PRIMARY_KEY_NAME })
   consumer: string;
 
   /** The message's idempotency key. */
-  @PrimaryColumn({ name: 'message_id', type: 'varchar', length: 255 })
+  @PrimaryColumn({ name: 'message_id', type: 'varchar', length: 255, primaryKeyConstraintName: PRIMARY_KEY_NAME })
   messageId: string;
 
   /** Who sent it. */

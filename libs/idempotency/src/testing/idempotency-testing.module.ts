@@ -1,0 +1,43 @@
+import { type DynamicModule, Module } from '@nestjs/common';
+import { IdempotencyContext } from '../context/idempotency.context.js';
+import { HttpDelivery } from '../transports/http/http-delivery.js';
+import { RpcDelivery } from '../transports/rpc/rpc-delivery.js';
+import type { IdempotencyTestingOptions } from './idempotency-testing.options.js';
+import { PassThroughDelivery } from './pass-through.delivery.js';
+import { TestingIdempotencyContext } from './testing-idempotency.context.js';
+
+/**
+ * Stands in for `IdempotencyModule` in unit tests of controllers, with no database: an
+ * `@IdempotentHandler()` method (HTTP route or `@EventPattern` / `@MessagePattern` handler) runs
+ * once per call, whatever its key, and nothing is claimed, recorded or replayed.
+ * `IdempotencyContext` is active everywhere, also in a handler called directly, and answers the
+ * options' fixed values; `manager` is the one given, or throws `IdempotencyContextError`.
+ * Global: import it once in the testing module.
+ *
+ * @example
+ * ```ts
+ * const moduleRef = await Test.createTestingModule({
+ *   imports: [IdempotencyTestingModule.forRoot()],
+ *   controllers: [PaymentsController],
+ *   providers: [{ provide: PaymentsService, useValue: fakePayments }],
+ * }).compile();
+ * ```
+ */
+@Module({})
+export class IdempotencyTestingModule {
+  /** The module, with what `IdempotencyContext` answers. */
+  static forRoot(options: IdempotencyTestingOptions = {}): DynamicModule {
+    const delivery = new PassThroughDelivery();
+    return {
+      module: IdempotencyTestingModule,
+      global: true,
+      providers: [
+        { provide: IdempotencyContext, useValue: new TestingIdempotencyContext(options) },
+        // What @IdempotentHandler()'s interceptor needs, in place of the claiming deliveries.
+        { provide: HttpDelivery, useValue: delivery },
+        { provide: RpcDelivery, useValue: delivery },
+      ],
+      exports: [IdempotencyContext, HttpDelivery, RpcDelivery],
+    };
+  }
+}
