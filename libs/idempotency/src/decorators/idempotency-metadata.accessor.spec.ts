@@ -18,7 +18,9 @@ class PaymentsController {
 
   @EventPattern('payment.settled')
   @IdempotentHandler()
-  settled() {}
+  settled(event: unknown) {
+    return event;
+  }
 
   @IdempotentHandler({
     consumer: 'ledger',
@@ -151,7 +153,9 @@ describe('IdempotencyMetadataAccessor', () => {
 
       @EventPattern('payment.settled')
       @IdempotentHandler()
-      onSettled() {}
+      onSettled(event: unknown) {
+    return event;
+  }
     }
     expect(accessor.resolveFor(RenamedPaymentsController, 'placePayment').consumer).toBe(resolve('plain').consumer);
     expect(accessor.resolveFor(RenamedPaymentsController, 'onSettled').consumer).toBe('payment.settled');

@@ -124,13 +124,17 @@ class TransactionalOnRedisModule {}
 class LedgerEventsController {
   @EventPattern('credit.granted')
   @IdempotentHandler()
-  record() {}
+  record(event: unknown) {
+    return event;
+  }
 }
 @Controller('mail')
 class MailEventsController {
   @EventPattern('credit.granted')
   @IdempotentHandler()
-  notify() {}
+  notify(event: unknown) {
+    return event;
+  }
 }
 @Module({ controllers: [LedgerEventsController, MailEventsController] })
 class FanOutModule {}
