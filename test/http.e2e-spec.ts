@@ -302,7 +302,7 @@ describe.each(PLATFORMS)('exactly-once HTTP handlers on %s', (platform) => {
 });
 
 describe('a service that has not run the claim functions migration', () => {
-  it('is answered 500 with nothing committed, and the error it logs names the migration', async () => {
+  it('is answered 500 with nothing committed, and the error it logs names the function and the migrations', async () => {
     const db = await createTestDatabase();
     const errors: string[] = [];
     const ignore = () => undefined;
@@ -312,7 +312,10 @@ describe('a service that has not run the claim functions migration', () => {
       await db.query('DROP FUNCTION processed_messages_claim(text, text, text, text, bigint)');
       const answer = await post(`${baseUrl}/credits`, { account: 'acc-no-functions', cents: 5 }, { 'Idempotency-Key': 'no-functions' });
       expect(answer.status).toBe(500);
-      expect(errors.join('\n')).toContain('add the migration CreateProcessedMessagesFunctions1796256000000');
+      expect(errors.join('\n')).toContain(
+        'the function processed_messages_claim(text, text, text, text, bigint) does not exist. ' +
+          'Add CreateProcessedMessagesFunctions1796256000000 and UpgradeProcessedMessagesTable1796342400000',
+      );
       const [{ ledger, claims }] = await db.query<{ ledger: string; claims: string }>(
         'SELECT (SELECT count(*) FROM ledger_entries) AS ledger, (SELECT count(*) FROM processed_messages) AS claims',
       );

@@ -2,7 +2,7 @@ import { RedisLeaseStore } from 'nestjs-idempotent-consumer';
 import { leaseStoreContract } from 'nestjs-idempotent-consumer/testing';
 import { createClient } from 'redis';
 import { DataSource } from 'typeorm';
-import { CreateProcessedMessagesFunctions1796256000000, CreateProcessedMessagesTable1764633600000 } from 'nestjs-idempotent-consumer';
+import { CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000, CreateProcessedMessagesTable1764633600000 } from 'nestjs-idempotent-consumer';
 import { PostgresLeaseStore } from '../libs/idempotency/src/leasing/postgres-lease.store.js';
 import { REDIS_URL, redisAvailable } from './support/brokers.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
@@ -16,7 +16,7 @@ describe('the lease store contract, on PostgreSQL', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    dataSource = await new DataSource({ type: 'postgres', url: db.url, migrations: [CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000], migrationsRun: true }).initialize();
+    dataSource = await new DataSource({ type: 'postgres', url: db.url, migrations: [CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000], migrationsRun: true }).initialize();
   });
 
   afterAll(async () => {

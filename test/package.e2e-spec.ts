@@ -29,7 +29,7 @@ import 'reflect-metadata';
 import { Body, Controller, Module, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { CreateProcessedMessagesFunctions1796256000000, CreateProcessedMessagesTable1764633600000, IdempotencyContext, IdempotencyModule, IdempotentHandler } from 'nestjs-idempotent-consumer';
+import { CreateProcessedMessagesFunctions1796256000000, CreateProcessedMessagesTable1764633600000, IdempotencyContext, UpgradeProcessedMessagesTable1796342400000, IdempotencyModule, IdempotentHandler } from 'nestjs-idempotent-consumer';
 
 @Controller('orders')
 class OrdersController {
@@ -54,10 +54,15 @@ class CreateOrderClaimsFunctions1796256000002 extends CreateProcessedMessagesFun
     super('order_claims');
   }
 }
+class UpgradeOrderClaims1796342400001 extends UpgradeProcessedMessagesTable1796342400000 {
+  constructor() {
+    super('order_claims');
+  }
+}
 
 @Module({
   imports: [
-    TypeOrmModule.forRoot({ type: 'postgres', url: process.env.DATABASE_URL, migrations: [CreateOrderClaimsTable1796256000001, CreateOrderClaimsFunctions1796256000002], migrationsRun: true }),
+    TypeOrmModule.forRoot({ type: 'postgres', url: process.env.DATABASE_URL, migrations: [CreateOrderClaimsTable1796256000001, CreateOrderClaimsFunctions1796256000002, UpgradeOrderClaims1796342400001], migrationsRun: true }),
     IdempotencyModule.forRoot({ tableName: 'order_claims', purge: { interval: false } }),
   ],
   controllers: [OrdersController],

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { DataSource } from 'typeorm';
-import { CreateProcessedMessagesFunctions1796256000000, CreateProcessedMessagesTable1764633600000, DEFAULT_TABLE_NAME } from 'nestjs-idempotent-consumer';
+import { CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000, CreateProcessedMessagesTable1764633600000, DEFAULT_TABLE_NAME } from 'nestjs-idempotent-consumer';
 
 /** The server the sizing uses unless DATABASE_URL names another: this machine's PostgreSQL. */
 export const DEFAULT_SERVER_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -40,7 +40,7 @@ export async function openSizingDatabase(serverUrl: string, label: string): Prom
     const dataSource = new DataSource({
       type: 'postgres',
       url: url.toString(),
-      migrations: [CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000],
+      migrations: [CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000],
       extra: { max: poolSize },
     });
     await dataSource.initialize();

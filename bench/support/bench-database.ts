@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
-import { CreateProcessedMessagesFunctions1796256000000, CreateProcessedMessagesTable1764633600000 } from 'nestjs-idempotent-consumer';
+import { CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000, CreateProcessedMessagesTable1764633600000 } from 'nestjs-idempotent-consumer';
 import { CreateCreditTables1764633600001 } from '../../apps/demo-api/src/database/1764633600001-create-credit-tables.js';
 
 /** The database a bench run works in, created for the run and dropped after it. */
@@ -181,7 +181,7 @@ async function createSchema(url: string): Promise<void> {
   const dataSource = new DataSource({
     type: 'postgres',
     url,
-    migrations: [CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000, CreateCreditTables1764633600001],
+    migrations: [CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000, CreateCreditTables1764633600001],
   });
   await dataSource.initialize();
   try {

@@ -1,6 +1,6 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { CreateProcessedMessagesFunctions1796256000000, CreateProcessedMessagesTable1764633600000, IdempotencyModule, type IdempotencyModuleOptions } from 'nestjs-idempotent-consumer';
+import { CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000, CreateProcessedMessagesTable1764633600000, IdempotencyModule, type IdempotencyModuleOptions } from 'nestjs-idempotent-consumer';
 import { Account } from './credits/account.entity.js';
 import { CreditsModule } from './credits/credits.module.js';
 import { LedgerEntry } from './credits/ledger-entry.entity.js';
@@ -26,7 +26,7 @@ export class AppModule {
           type: 'postgres',
           url: settings.databaseUrl,
           entities: [Account, LedgerEntry],
-          migrations: [CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000, CreateCreditTables1764633600001],
+          migrations: [CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000, CreateCreditTables1764633600001],
           migrationsRun: true,
           extra: { max: settings.poolSize ?? 20 },
         }),

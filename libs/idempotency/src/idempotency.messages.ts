@@ -45,10 +45,12 @@ export const messages = {
     `A message with the idempotency key '${key}' is still being processed; retry after it completes.`,
   transient: (key: string, code: string) =>
     `The database aborted the transaction of '${key}' (PostgreSQL ${code}); nothing was committed, retry.`,
-  claimFunctionsMissing: (table: string) =>
-    `The claim functions of the table ${table} do not exist: add the migration CreateProcessedMessagesFunctions1796256000000 ` +
-    "(subclassed with the table's name if it is not the default) to the data source's migrations, after " +
-    'CreateProcessedMessagesTable1764633600000, and run it.',
+  schemaMissing: (table: string, missing: readonly string[], migrations: readonly string[]) =>
+    `The processed-messages store (table ${table}) lacks what this version of nestjs-idempotent-consumer needs: ` +
+    `${missing.join('; ')}. Add ${listed(migrations)} to the data source's migrations and run them. ` +
+    "The data source needs all of the library's migrations, in this order: CreateProcessedMessagesTable1764633600000, " +
+    'CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000 (each subclassed with the ' +
+    "table's name if it is not the default); the last brings a table created by an earlier version to the current shape.",
   claimVanished: (key: string) =>
     `The claim of '${key}' disappeared while it was being read (purged concurrently); retry.`,
   noClaimTransactionInLeaseMode: (consumer: string) =>
@@ -181,3 +183,8 @@ export const messages = {
     `more than health.maxDuplicateRate (${max}).`,
   storeUnreadable: (table: string, reason: string) => `The store ${table} could not be read: ${reason}`,
 };
+
+/** `a`, `a and b`, `a, b and c`. */
+function listed(items: readonly string[]): string {
+  return items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
+}

@@ -17,6 +17,7 @@ import { IdempotencyMetricsService } from './metrics/idempotency-metrics.service
 import { PrometheusExporter } from './metrics/prometheus.exporter.js';
 import { IdempotencyPurgeService } from './purge/idempotency-purge.service.js';
 import { PurgeScheduler } from './purge/purge.scheduler.js';
+import { StoreSchemaCheck } from './schema/store-schema.check.js';
 import { HttpDelivery } from './transports/http/http-delivery.js';
 import { RmqAcknowledgements } from './transports/rpc/rmq-acknowledgements.js';
 import { RmqConsumerCheck } from './transports/rpc/rmq-consumer.check.js';
@@ -24,13 +25,18 @@ import { RpcDelivery } from './transports/rpc/rpc-delivery.js';
 
 /**
  * Exactly-once handlers on PostgreSQL through TypeORM. Import it once, after `TypeOrmModule`;
- * it is global unless `isGlobal: false`.
+ * it is global unless `isGlobal: false`. At bootstrap it refuses to start (`IdempotencySchemaError`)
+ * when the store lacks a table, column or function its handlers use.
  *
  * @example
  * ```ts
  * @Module({
  *   imports: [
- *     TypeOrmModule.forRoot({ type: 'postgres', url, migrations: [CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000] }),
+ *     TypeOrmModule.forRoot({ type: 'postgres', url, migrations: [
+ *       CreateProcessedMessagesTable1764633600000,
+ *       CreateProcessedMessagesFunctions1796256000000,
+ *       UpgradeProcessedMessagesTable1796342400000,
+ *     ] }),
  *     IdempotencyModule.forRoot({ retention: '7d', senders: { payments: { redeliveryHorizon: '3d' } } }),
  *   ],
  * })
@@ -49,6 +55,7 @@ import { RpcDelivery } from './transports/rpc/rpc-delivery.js';
     IdempotencyContext,
     IdempotencyMetadataAccessor,
     IdempotencyExplorer,
+    StoreSchemaCheck,
     StoredConsumers,
     DataSourceJoin,
     ClaimingService,

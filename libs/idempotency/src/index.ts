@@ -25,6 +25,7 @@ export type { RedisEvalClient } from './leasing/redis-lease.store.js';
 export { ProcessedMessage } from './claiming/processed-message.entity.js';
 export { CreateProcessedMessagesTable1764633600000 } from './migrations/create-processed-messages-table.migration.js';
 export { CreateProcessedMessagesFunctions1796256000000 } from './migrations/create-processed-messages-functions.migration.js';
+export { UpgradeProcessedMessagesTable1796342400000 } from './migrations/upgrade-processed-messages-table.migration.js';
 export type { Duration } from './duration/duration.js';
 export { DEFAULT_TABLE_NAME, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, MAX_KEY_LENGTH } from './idempotency.constants.js';
 export { IdempotencyError } from './errors/idempotency.error.js';
@@ -43,6 +44,7 @@ export { IdempotencyUnsupportedHandlerError } from './errors/idempotency-unsuppo
 export { IdempotencyRetentionError } from './errors/idempotency-retention.error.js';
 export { IdempotencyConsumerConflictError } from './errors/idempotency-consumer-conflict.error.js';
 export { IdempotencyPurgeError } from './errors/idempotency-purge.error.js';
+export { IdempotencySchemaError } from './errors/idempotency-schema.error.js';
 export { IdempotencyPurgeService } from './purge/idempotency-purge.service.js';
 export type { PurgeOutcome, PurgeRun } from './purge/purge-run.js';
 export { IdempotencyHealthIndicator } from './health/idempotency.health.js';

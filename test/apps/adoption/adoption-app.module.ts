@@ -3,7 +3,7 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { type DynamicModule, Module } from '@nestjs/common';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsModule } from 'nestjs-cls';
-import { CreateProcessedMessagesFunctions1796256000000, CreateProcessedMessagesTable1764633600000, IdempotencyModule } from 'nestjs-idempotent-consumer';
+import { CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000, CreateProcessedMessagesTable1764633600000, IdempotencyModule } from 'nestjs-idempotent-consumer';
 import { addTransactionalDataSource } from 'typeorm-transactional';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { Account } from '../../../apps/demo-api/src/credits/account.entity.js';
@@ -31,7 +31,7 @@ export class AdoptionAppModule {
       type: 'postgres',
       url: settings.databaseUrl,
       entities: [Account, LedgerEntry],
-      migrations: [CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000, CreateCreditTables1764633600001],
+      migrations: [CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000, CreateCreditTables1764633600001],
       migrationsRun: true,
       extra: { max: settings.poolSize },
     };

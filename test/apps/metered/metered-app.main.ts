@@ -3,7 +3,7 @@ import { Controller, Module, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { InjectMetric, makeCounterProvider, PrometheusModule } from '@willsoto/nestjs-prometheus';
-import { CreateProcessedMessagesFunctions1796256000000, CreateProcessedMessagesTable1764633600000, IdempotencyModule, IdempotentHandler } from 'nestjs-idempotent-consumer';
+import { CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000, CreateProcessedMessagesTable1764633600000, IdempotencyModule, IdempotentHandler } from 'nestjs-idempotent-consumer';
 import type { Counter } from 'prom-client';
 
 @Controller('orders')
@@ -22,7 +22,7 @@ class OrdersController {
 @Module({
   imports: [
     PrometheusModule.register({ defaultMetrics: { enabled: false } }),
-    TypeOrmModule.forRoot({ type: 'postgres', url: process.env.DATABASE_URL, migrations: [CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000], migrationsRun: true }),
+    TypeOrmModule.forRoot({ type: 'postgres', url: process.env.DATABASE_URL, migrations: [CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000], migrationsRun: true }),
     IdempotencyModule.forRoot({ purge: { interval: false } }),
   ],
   controllers: [OrdersController],

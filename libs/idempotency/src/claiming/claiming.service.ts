@@ -2,9 +2,9 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ActiveClaim } from '../context/idempotency.context.js';
-import { IdempotencyError } from '../errors/idempotency.error.js';
 import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.js';
 import { IdempotencyKeyReusedError } from '../errors/idempotency-key-reused.error.js';
+import { IdempotencySchemaError } from '../errors/idempotency-schema.error.js';
 import { IdempotencyTransientError } from '../errors/idempotency-transient.error.js';
 import {
   CLAIM_STORAGE,
@@ -20,6 +20,7 @@ import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { failureOutcome } from '../metrics/delivery-outcome.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
+import { claimFunctionMissing } from '../schema/store-schema.js';
 import { postgresErrorCode, translateDatabaseError } from './claim-errors.js';
 import type { ClaimRequest, OpenDelivery, RecordedResponse } from './claim.js';
 import { type ClaimSql, claimStatement, claimWon, type StoredClaim, twinStatement } from './claim.queries.js';
@@ -58,7 +59,7 @@ export class ClaimingService {
    * @throws IdempotencyInFlightError when a twin is still in flight past the policy's wait.
    * @throws IdempotencyUnavailableError when no pooled connection came within `connectionTimeout`.
    * @throws IdempotencyTransientError on a serialization failure or deadlock.
-   * @throws IdempotencyError when the claim's functions are missing (their migration has not run).
+   * @throws IdempotencySchemaError when the claim's function is missing (its migration has not run).
    */
   async claim(request: ClaimRequest): Promise<ClaimOutcome> {
     const id = `${request.consumer}\u0000${request.key}`;
@@ -146,7 +147,8 @@ export class ClaimingService {
         return undefined;
       }
       if (code === PG_UNDEFINED_FUNCTION) {
-        throw new IdempotencyError(messages.claimFunctionsMissing(this.options.tableName), { cause: error });
+        const { missing, migrations } = claimFunctionMissing(this.options.tableName);
+        throw new IdempotencySchemaError(this.options.tableName, missing, migrations, { cause: error });
       }
       throw error;
     } finally {

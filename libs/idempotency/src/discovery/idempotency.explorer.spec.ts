@@ -141,12 +141,22 @@ class FanOutModule {}
 
 const redisStore = { claim: async () => ({ kind: 'claimed' as const, tookOver: false }), complete: async () => true, release: async () => true, extend: async () => true };
 
-/** Starts a module with `imports`, without a database: the explorer needs none. */
+/** The catalogue of a store in the current shape, the one query the start-up makes. */
+const currentStore = {
+  tableFound: true,
+  columns: ['consumer', 'message_id', 'sender', 'fingerprint', 'response_status', 'response_headers', 'response_body', 'processed_at', 'expires_at', 'lease_token', 'lease_expires_at'].map(
+    (name) => ({ name, type: name === 'response_body' ? 'bytea' : 'text', notNull: false }),
+  ),
+  claimFound: true,
+  recordFound: true,
+};
+
+/** Starts a module with `imports`, without a database: the explorer needs none, the schema check a catalogue of the current store. */
 async function start(options: IdempotencyModuleOptions, imports: Type[]): Promise<void> {
   const moduleRef = await Test.createTestingModule({
     imports: [IdempotencyModule.forRoot({ purge: { interval: false }, ...options }), ...imports],
-    // No database: the start-up scan of stored consumer names finds none.
-    providers: [{ provide: getDataSourceToken(), useValue: { query: async () => [] } }],
+    // The start-up scan of stored consumer names finds none.
+    providers: [{ provide: getDataSourceToken(), useValue: { query: (sql: string) => Promise.resolve(sql.includes('RECURSIVE') ? [] : [currentStore]) } }],
   }).compile();
   await moduleRef.init();
   await moduleRef.close();

@@ -4,6 +4,7 @@ import { messages } from '../idempotency.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
+import { StoreSchemaCheck } from '../schema/store-schema.check.js';
 import { findProblems, type HealthFigures } from './health.assessment.js';
 
 interface StoreStatistics {
@@ -26,7 +27,9 @@ export type IdempotencyHealthResult<Key extends string> = Record<Key, { status: 
  * first analysed), the purge lag (how long ago the oldest expired, not yet purged id expired), the
  * time since this instance's last successful purge, and each sender's duplicate rate over the
  * recent window (this instance's deliveries). It is down when any of them crosses its threshold in
- * the module's `health` options, or when the store cannot be read.
+ * the module's `health` options, when the store cannot be read, or when it lacks a table, column
+ * or function the handlers use (the check the module makes at start-up, one catalogue query made
+ * again on each call, so a store dropped or altered at runtime shows here, with the migrations to add).
  *
  * @example
  * ```ts
@@ -43,17 +46,22 @@ export class IdempotencyHealthIndicator {
     private readonly metrics: IdempotencyMetricsService,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly join: DataSourceJoin,
+    private readonly schema: StoreSchemaCheck,
   ) {}
 
   /**
    * Measures the store and compares each figure with its threshold; down (never a throw) when one
-   * is crossed or the store cannot be read.
+   * is crossed, the store cannot be read or lacks what the handlers use.
    * @param key The indicator's key in the health check's output, `'idempotency'` unless given.
    */
   async isHealthy<const Key extends string = 'idempotency'>(key: Key = 'idempotency' as Key): Promise<IdempotencyHealthResult<Key>> {
     const answer = (status: 'up' | 'down', details: object) => ({ [key]: { status, ...details } }) as IdempotencyHealthResult<Key>;
     let statistics: StoreStatistics;
     try {
+      const lacking = await this.schema.inspect();
+      if (lacking) {
+        return answer('down', { message: lacking.message, missing: lacking.missing });
+      }
       statistics = await this.readStore();
     } catch (error) {
       return answer('down', { message: messages.storeUnreadable(this.options.tableName, (error as Error).message) });

@@ -1,7 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { claimFunction, recordFunction } from '../claiming/claim.queries.js';
 import { DEFAULT_TABLE_NAME } from '../idempotency.constants.js';
-import { REJECT_LOCK_TIMEOUT_MS } from '../idempotency.internal-constants.js';
 
 /**
  * Creates the two functions the claim calls: `<table>_claim` inserts the message's row (or finds
@@ -13,6 +11,10 @@ import { REJECT_LOCK_TIMEOUT_MS } from '../idempotency.internal-constants.js';
  *
  * The claim waits at most 50 ms for an uncommitted twin (its `lock_timeout`), then fails with
  * 55P03 (lock not available), which the module answers by its in-flight policy.
+ *
+ * Released: its SQL must never change. The names and the 50 ms are written here literally, not
+ * read from the module's code, so that a later version of the module cannot change what this
+ * migration created; `UpgradeProcessedMessagesTable1796342400000` brings the functions up to date.
  */
 export class CreateProcessedMessagesFunctions1796256000000 implements MigrationInterface {
   constructor(private readonly tableName: string = DEFAULT_TABLE_NAME) {}
@@ -20,8 +22,8 @@ export class CreateProcessedMessagesFunctions1796256000000 implements MigrationI
   async up(queryRunner: QueryRunner): Promise<void> {
     const table = this.tableName;
     await queryRunner.query(`
-      CREATE FUNCTION "${claimFunction(table)}"(p_consumer text, p_message_id text, p_sender text, p_fingerprint text, p_retention_ms bigint)
-      RETURNS boolean LANGUAGE plpgsql SET lock_timeout = ${REJECT_LOCK_TIMEOUT_MS} AS $$
+      CREATE FUNCTION "${table}_claim"(p_consumer text, p_message_id text, p_sender text, p_fingerprint text, p_retention_ms bigint)
+      RETURNS boolean LANGUAGE plpgsql SET lock_timeout = 50 AS $$
       BEGIN
         INSERT INTO "${table}" (consumer, message_id, sender, fingerprint, expires_at)
         VALUES (p_consumer, p_message_id, p_sender, p_fingerprint, now() + p_retention_ms * interval '1 millisecond')
@@ -29,7 +31,7 @@ export class CreateProcessedMessagesFunctions1796256000000 implements MigrationI
         RETURN FOUND;
       END $$`);
     await queryRunner.query(`
-      CREATE FUNCTION "${recordFunction(table)}"(p_consumer text, p_message_id text, p_status integer, p_headers json, p_body bytea)
+      CREATE FUNCTION "${table}_record"(p_consumer text, p_message_id text, p_status integer, p_headers json, p_body bytea)
       RETURNS void LANGUAGE plpgsql AS $$
       BEGIN
         UPDATE "${table}" SET response_status = p_status, response_headers = p_headers, response_body = p_body
@@ -38,7 +40,7 @@ export class CreateProcessedMessagesFunctions1796256000000 implements MigrationI
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`DROP FUNCTION "${recordFunction(this.tableName)}"(text, text, integer, json, bytea)`);
-    await queryRunner.query(`DROP FUNCTION "${claimFunction(this.tableName)}"(text, text, text, text, bigint)`);
+    await queryRunner.query(`DROP FUNCTION "${this.tableName}_record"(text, text, integer, json, bytea)`);
+    await queryRunner.query(`DROP FUNCTION "${this.tableName}_claim"(text, text, text, text, bigint)`);
   }
 }

@@ -1,0 +1,54 @@
+import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
+import { IdempotencyExplorer } from '../discovery/idempotency.explorer.js';
+import { IdempotencySchemaError } from '../errors/idempotency-schema.error.js';
+import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
+import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { DataSourceJoin } from '../joining/data-source-join.js';
+import { POSTGRES_STORE } from '../leasing/lease-stores.js';
+import { catalogueParameters, catalogueStatement, findMissing, type SchemaNeeds, schemaNeeds, type StoreCatalogue } from './store-schema.js';
+
+/**
+ * Checks at application bootstrap, with one catalogue query, that the processed-messages store
+ * has what the application's handlers use: the table with every column of the current shape
+ * (for any handler on the built-in store) and the claim's two functions with their argument
+ * types (for any handler in the transactional mode). When something lacks, the application does
+ * not start: `IdempotencySchemaError` names what and the migrations to add. More than needed (a
+ * column or a function a newer version's migration added during a rolling deploy) is fine. An
+ * application whose handlers all lease on another store, or that has none, needs nothing and
+ * sends no query. The health indicator asks again on each check, so a store dropped at runtime
+ * shows there.
+ *
+ * @internal
+ */
+@Injectable()
+export class StoreSchemaCheck implements OnApplicationBootstrap {
+  private needs: SchemaNeeds = { table: false, functions: false };
+
+  constructor(
+    private readonly explorer: IdempotencyExplorer,
+    private readonly join: DataSourceJoin,
+    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    this.needs = schemaNeeds(
+      this.explorer.discovered().map(({ handler }) => handler),
+      POSTGRES_STORE,
+    );
+    const problem = await this.inspect();
+    if (problem) {
+      throw problem;
+    }
+  }
+
+  /** What the store lacks of what the handlers use, as the error to report; undefined when nothing lacks. Throws when the catalogue cannot be read. */
+  async inspect(): Promise<IdempotencySchemaError | undefined> {
+    if (!this.needs.table && !this.needs.functions) {
+      return undefined;
+    }
+    const table = this.options.tableName;
+    const [catalogue] = (await this.join.claimDataSource().query(catalogueStatement, catalogueParameters(table))) as StoreCatalogue[];
+    const { missing, migrations } = findMissing(table, catalogue, this.needs);
+    return missing.length === 0 ? undefined : new IdempotencySchemaError(table, missing, migrations);
+  }
+}

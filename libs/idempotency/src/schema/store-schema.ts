@@ -1,0 +1,126 @@
+import type { IdempotencyMode } from '../decorators/idempotent-handler.options.js';
+
+/** The library's migrations, by what they create. */
+const CREATE_TABLE = 'CreateProcessedMessagesTable1764633600000';
+const CREATE_FUNCTIONS = 'CreateProcessedMessagesFunctions1796256000000';
+const UPGRADE = 'UpgradeProcessedMessagesTable1796342400000';
+
+/** What of the store an application's handlers use. */
+export interface SchemaNeeds {
+  /** The table with every column of the current shape: any handler on the built-in store. */
+  readonly table: boolean;
+  /** The claim's two functions: any handler in the transactional mode. */
+  readonly functions: boolean;
+}
+
+/**
+ * What the handlers need: the table when one keeps its messages in it (the transactional mode, or
+ * a lease on the `postgres` store), the functions when one claims in its transaction. An
+ * application whose handlers all lease on another store, or that has none, needs nothing.
+ */
+export function schemaNeeds(handlers: readonly { readonly mode: IdempotencyMode; readonly store: string }[], postgresStore: string): SchemaNeeds {
+  return {
+    table: handlers.some(({ mode, store }) => mode === 'transaction' || store === postgresStore),
+    functions: handlers.some(({ mode }) => mode === 'transaction'),
+  };
+}
+
+/** A column as the catalogue describes it. */
+export interface CatalogueColumn {
+  readonly name: string;
+  /** `format_type()`: `bytea`, `character(64)`, `timestamp with time zone`. */
+  readonly type: string;
+  readonly notNull: boolean;
+}
+
+/** The catalogue's answer to `catalogueStatement`. */
+export interface StoreCatalogue {
+  readonly tableFound: boolean;
+  readonly columns: readonly CatalogueColumn[];
+  readonly claimFound: boolean;
+  readonly recordFound: boolean;
+}
+
+/** The columns the module reads and writes; a type or nullability only where an earlier released shape differs. */
+const REQUIRED_COLUMNS: readonly { name: string; type?: string; nullable?: true }[] = [
+  { name: 'consumer' },
+  { name: 'message_id' },
+  { name: 'sender' },
+  { name: 'fingerprint', nullable: true },
+  { name: 'response_status' },
+  { name: 'response_headers' },
+  { name: 'response_body', type: 'bytea' },
+  { name: 'processed_at' },
+  { name: 'expires_at' },
+  { name: 'lease_token' },
+  { name: 'lease_expires_at' },
+];
+
+/** The claim's functions with their arguments, as `to_regprocedure` reads them. */
+export function claimSignature(table: string): string {
+  return `"${table}_claim"(text, text, text, text, bigint)`;
+}
+export function recordSignature(table: string): string {
+  return `"${table}_record"(text, text, integer, json, bytea)`;
+}
+
+/**
+ * One catalogue query for the table, its columns and both functions, all resolved through the
+ * connection's `search_path` as the claim's statements are. It reads the catalogue only, never the
+ * table, and fails on none of them missing. Its parameters are `catalogueParameters(table)`.
+ */
+export const catalogueStatement = `SELECT to_regclass($1) IS NOT NULL AS "tableFound",
+       COALESCE((SELECT json_agg(json_build_object('name', attname, 'type', format_type(atttypid, atttypmod), 'notNull', attnotnull))
+                 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped), '[]'::json) AS columns,
+       to_regprocedure($2) IS NOT NULL AS "claimFound",
+       to_regprocedure($3) IS NOT NULL AS "recordFound"`;
+
+export function catalogueParameters(table: string): string[] {
+  return [`"${table}"`, claimSignature(table), recordSignature(table)];
+}
+
+/** What `needs` asks of the store and `catalogue` does not have, with the migrations that create it; none when nothing lacks. */
+export function findMissing(table: string, catalogue: StoreCatalogue, needs: SchemaNeeds): { missing: string[]; migrations: string[] } {
+  const missing: string[] = [];
+  const migrations = new Set<string>();
+  if (!needs.table && !needs.functions) {
+    return { missing, migrations: [] };
+  }
+  if (!catalogue.tableFound) {
+    missing.push(`the table ${table} does not exist`);
+    [CREATE_TABLE, CREATE_FUNCTIONS, UPGRADE].forEach((name) => migrations.add(name));
+  } else if (needs.table) {
+    const columns = new Map(catalogue.columns.map((column) => [column.name, column]));
+    for (const required of REQUIRED_COLUMNS) {
+      const found = columns.get(required.name);
+      if (!found) {
+        missing.push(`the column ${required.name} does not exist`);
+      } else if (required.type !== undefined && found.type !== required.type) {
+        missing.push(`the column ${required.name} is ${found.type}, not ${required.type}`);
+      } else if (required.nullable && found.notNull) {
+        missing.push(`the column ${required.name} is NOT NULL`);
+      }
+    }
+    if (missing.length > 0) {
+      migrations.add(UPGRADE);
+    }
+  }
+  if (needs.functions) {
+    const functions = [
+      [catalogue.claimFound, claimSignature(table)],
+      [catalogue.recordFound, recordSignature(table)],
+    ] as const;
+    for (const [found, signature] of functions) {
+      if (!found) {
+        missing.push(`the function ${signature.replaceAll('"', '')} does not exist`);
+        migrations.add(CREATE_FUNCTIONS).add(UPGRADE);
+      }
+    }
+  }
+  return { missing, migrations: [CREATE_TABLE, CREATE_FUNCTIONS, UPGRADE].filter((name) => migrations.has(name)) };
+}
+
+/** What a claim that found its function missing (PostgreSQL 42883) reports. */
+export function claimFunctionMissing(table: string): { missing: string[]; migrations: string[] } {
+  return findMissing(table, { tableFound: true, columns: [], claimFound: false, recordFound: true }, { table: false, functions: true });
+}

@@ -1,0 +1,131 @@
+import type { INestApplication, Type } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import {
+  CreateProcessedMessagesFunctions1796256000000,
+  CreateProcessedMessagesTable1764633600000,
+  IdempotencyHealthIndicator,
+  IdempotencySchemaError,
+  UpgradeProcessedMessagesTable1796342400000,
+} from 'nestjs-idempotent-consumer';
+import { DataSource, type MigrationInterface } from 'typeorm';
+import { LeasedNotesController, LeasedNotesModule, NotesController, NotesModule, UnmigratedAppModule } from './fixtures/store-schema.module.js';
+import { postJson } from './support/post-json.js';
+import { createTestDatabase, type TestDatabase } from './support/test-database.js';
+
+const ALL = [CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000];
+
+/** A database of its own with `migrations` run. */
+async function databaseWith(migrations: (new () => MigrationInterface)[]): Promise<TestDatabase> {
+  const db = await createTestDatabase();
+  const dataSource = await new DataSource({ type: 'postgres', url: db.url, migrations, migrationsRun: true }).initialize();
+  await dataSource.destroy();
+  return db;
+}
+
+/** A service with `handlers` on `db`, which runs no migrations; starts listening, or rejects. */
+async function start(db: TestDatabase, handlers: Type[]): Promise<{ app: INestApplication; baseUrl: string }> {
+  const moduleRef = await Test.createTestingModule({ imports: [UnmigratedAppModule.register(db.url, handlers)] }).compile();
+  const app = moduleRef.createNestApplication({ logger: false });
+  try {
+    await app.listen(0, '127.0.0.1');
+  } catch (error) {
+    await app.close();
+    throw error;
+  }
+  return { app, baseUrl: (await app.getUrl()).replace('[::1]', '127.0.0.1') };
+}
+
+describe('the store schema, checked when the service starts', () => {
+  const databases: TestDatabase[] = [];
+  const track = (db: TestDatabase) => (databases.push(db), db);
+
+  afterAll(async () => {
+    await Promise.all(databases.map((db) => db.drop()));
+  });
+
+  it('refuses to start a transactional handler without the claim functions, naming them and the migrations to add', async () => {
+    const db = track(await databaseWith([CreateProcessedMessagesTable1764633600000]));
+    const starting = start(db, [NotesModule]);
+    await expect(starting).rejects.toThrow(IdempotencySchemaError);
+    await expect(starting).rejects.toThrow(
+      'the function processed_messages_claim(text, text, text, text, bigint) does not exist; ' +
+        'the function processed_messages_record(text, text, integer, json, bytea) does not exist. ' +
+        'Add CreateProcessedMessagesFunctions1796256000000 and UpgradeProcessedMessagesTable1796342400000 to the data source\'s migrations',
+    );
+    expect(await db.query('SELECT count(*)::int AS n FROM processed_messages')).toEqual([{ n: 0 }]);
+  });
+
+  it('refuses to start without the table, naming all three migrations', async () => {
+    const db = track(await createTestDatabase());
+    await expect(start(db, [NotesModule])).rejects.toThrow(
+      /the table processed_messages does not exist; .*Add CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000 and UpgradeProcessedMessagesTable1796342400000 to/,
+    );
+    await expect(start(db, [LeasedNotesModule])).rejects.toThrow('the table processed_messages does not exist.');
+  });
+
+  it('refuses to start on a table of an earlier shape, naming each lack and the upgrade migration', async () => {
+    const db = track(await databaseWith(ALL));
+    await db.query('ALTER TABLE processed_messages DROP COLUMN lease_token, DROP COLUMN lease_expires_at');
+    await expect(start(db, [LeasedNotesModule])).rejects.toThrow(
+      'the column lease_token does not exist; the column lease_expires_at does not exist. Add UpgradeProcessedMessagesTable1796342400000 to',
+    );
+  });
+
+  it('starts a lease handler on the built-in store without the claim functions, which it never calls', async () => {
+    const db = track(await databaseWith([CreateProcessedMessagesTable1764633600000]));
+    const { app, baseUrl } = await start(db, [LeasedNotesModule]);
+    try {
+      const first = await postJson(`${baseUrl}/leased-notes/a`, {}, { 'Idempotency-Key': 'a' });
+      const again = await postJson(`${baseUrl}/leased-notes/a`, {}, { 'Idempotency-Key': 'a' });
+      expect([first.status, again.status, again.headers.get('idempotent-replayed')]).toEqual([201, 201, 'true']);
+      expect(app.get(LeasedNotesController).runs.get('a')).toBe(1);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('starts on a store with more than it needs, as a newer version leaves it during a rolling deploy', async () => {
+    const db = track(await databaseWith(ALL));
+    await db.query('ALTER TABLE processed_messages ADD COLUMN attempts integer');
+    await db.query(
+      `CREATE FUNCTION processed_messages_claim(p_consumer text, p_message_id text, p_sender text, p_fingerprint text, p_retention_ms bigint, p_attempt integer)
+       RETURNS boolean LANGUAGE sql AS 'SELECT true'`,
+    );
+    await db.query(`CREATE FUNCTION processed_messages_release(p_consumer text, p_message_id text) RETURNS void LANGUAGE sql AS ''`);
+    const { app, baseUrl } = await start(db, [NotesModule]);
+    try {
+      const first = await postJson(`${baseUrl}/notes/b`, {}, { 'Idempotency-Key': 'b' });
+      const again = await postJson(`${baseUrl}/notes/b`, {}, { 'Idempotency-Key': 'b' });
+      expect([first.status, again.status, again.headers.get('idempotent-replayed')]).toEqual([201, 201, 'true']);
+      expect(app.get(NotesController).runs.get('b')).toBe(1);
+      expect(await db.query(`SELECT count(*)::int AS n FROM processed_messages WHERE message_id = 'b'`)).toEqual([{ n: 1 }]);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('reports the health indicator down while a function is missing at runtime, with the message, and up once it is back', async () => {
+    const db = track(await databaseWith(ALL));
+    const { app } = await start(db, [NotesModule]);
+    try {
+      const indicator = app.get(IdempotencyHealthIndicator);
+      expect((await indicator.isHealthy()).idempotency.status).toBe('up');
+      await db.query('DROP FUNCTION processed_messages_record(text, text, integer, json, bytea)');
+      expect((await indicator.isHealthy()).idempotency).toEqual({
+        status: 'down',
+        message: expect.stringContaining('the function processed_messages_record(text, text, integer, json, bytea) does not exist. Add CreateProcessedMessagesFunctions1796256000000'),
+        missing: ['the function processed_messages_record(text, text, integer, json, bytea) does not exist'],
+      });
+      const queryRunner = (await new DataSource({ type: 'postgres', url: db.url }).initialize()).createQueryRunner();
+      try {
+        await new UpgradeProcessedMessagesTable1796342400000().up(queryRunner);
+      } finally {
+        await queryRunner.release();
+        await queryRunner.connection.destroy();
+      }
+      expect((await indicator.isHealthy()).idempotency.status).toBe('up');
+    } finally {
+      await app.close();
+    }
+  });
+});
