@@ -5,14 +5,21 @@ import { Transport } from '@nestjs/microservices';
 import { readFileSync } from 'node:fs';
 import { Column, DataSource, Entity, PrimaryColumn, type Logger as TypeOrmLogger, type QueryRunner } from 'typeorm';
 import * as internals from '../libs/idempotency/src/idempotency.internal-constants.js';
-import { createTestDatabase, type TestDatabase } from './support/test-database.js';
+import * as typeormInternals from '../libs/idempotency/src/typeorm/typeorm-internals.js';
+import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
 
 /**
  * The parts of TypeORM, node-postgres and Nest that the module relies on without their being
- * documented API. When an upgrade changes one of them, this suite fails before a claim goes wrong:
- * then check the module against the new version and widen the peer range in
+ * documented API (TypeORM's in libs/idempotency/src/typeorm/typeorm-internals.ts), checked on the
+ * installed versions: CI runs this suite on TypeORM 1.1 (the lock file) and on 0.3.31
+ * (.ci/typeorm-0.3). When an upgrade changes one of them, this suite fails before a claim goes
+ * wrong: then check the module against the new version and widen the peer range in
  * libs/idempotency/package.json.
  */
+const manifest = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as { version: string; peerDependencies: Record<string, string> };
+const typeormVersion = manifest('node_modules/typeorm/package.json').version;
+const pgVersion = manifest('node_modules/pg/package.json').version;
+
 @Entity('internals_items')
 class Item {
   @PrimaryColumn({ type: 'text' })
@@ -32,7 +39,7 @@ class QueryLog implements TypeOrmLogger {
   log() {}
 }
 
-describe("the dependencies' internals the module relies on", () => {
+describe(`the dependencies' internals the module relies on (TypeORM ${typeormVersion}, pg ${pgVersion})`, () => {
   let db: TestDatabase;
   let dataSource: DataSource;
   const log = new QueryLog();
@@ -49,13 +56,12 @@ describe("the dependencies' internals the module relies on", () => {
     await db?.drop();
   });
 
-  it('installs the TypeORM and pg versions of the peer ranges', () => {
-    const manifest = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as { version: string; peerDependencies: Record<string, string> };
+  it(`installs TypeORM ${typeormVersion} and pg ${pgVersion}, of the lines the peer ranges name`, () => {
     const library = manifest('libs/idempotency/package.json');
-    expect(library.peerDependencies.typeorm).toBe('~1.1.1');
-    expect(manifest('node_modules/typeorm/package.json').version).toMatch(/^1\.1\.\d+$/);
+    expect(library.peerDependencies.typeorm).toBe('~0.3.28 || ~1.1.1');
+    expect(typeormVersion).toMatch(/^(0\.3\.(2[89]|[3-9]\d)|1\.1\.([1-9]|\d\d+))$/);
     expect(library.peerDependencies.pg).toBe('^8.21.0');
-    const [major, minor] = manifest('node_modules/pg/package.json').version.split('.').map(Number);
+    const [major, minor] = pgVersion.split('.').map(Number);
     expect(major === 8 && minor >= 21).toBe(true);
   });
 
@@ -82,18 +88,24 @@ describe("the dependencies' internals the module relies on", () => {
   });
 
   it('makes a runner marked as in a transaction nest startTransaction() in savepoints, and hands out a pg client', async () => {
-    const runner: QueryRunner = dataSource.driver.createQueryRunner('master');
-    Object.assign(runner, { manager: dataSource.createEntityManager(runner) });
-    const client = (await runner.connect()) as { escapeLiteral(value: string): string; getTransactionStatus(): string; query(sql: string): Promise<unknown> };
+    const runner: QueryRunner = typeormInternals.createPrimaryQueryRunner(dataSource);
+    expect(runner.manager.queryRunner).toBe(runner);
+    const client = await typeormInternals.connectClient(runner);
     try {
       expect(client.escapeLiteral("it's")).toBe(`'it''s'`);
       await client.query('BEGIN');
       expect(client.getTransactionStatus()).toBe('T');
-      Object.assign(runner, { isTransactionActive: true, transactionDepth: 1 });
+      expect(typeormInternals.transactionDepth(runner)).toBe(0);
+      typeormInternals.markTransaction(runner, true);
+      expect(runner.isTransactionActive).toBe(true);
       log.queries.length = 0;
-      await runner.manager.transaction((manager) => manager.insert(Item, { id: 'c', n: 1 }));
+      await runner.manager.transaction(async (manager) => {
+        expect(typeormInternals.transactionDepth(runner)).toBe(2);
+        await manager.insert(Item, { id: 'c', n: 1 });
+      });
       expect(log.queries).toEqual(['SAVEPOINT typeorm_1', expect.stringMatching(/^INSERT INTO "internals_items"/), 'RELEASE SAVEPOINT typeorm_1']);
-      expect((runner as unknown as { transactionDepth: number }).transactionDepth).toBe(1);
+      expect(typeormInternals.transactionDepth(runner)).toBe(1);
+      expect(runner.isTransactionActive).toBe(true);
       // A failed statement rejects on PostgreSQL's ErrorResponse, before its ReadyForQuery updates the
       // status, so the status may still read 'T' right after. The claim's commit therefore also reads
       // COMMIT's command tag, which answers ROLLBACK for an aborted transaction.
@@ -105,9 +117,11 @@ describe("the dependencies' internals the module relies on", () => {
       expect(commit.command).toBe('ROLLBACK');
       expect(client.getTransactionStatus()).toBe('I');
     } finally {
-      Object.assign(runner, { isTransactionActive: false, transactionDepth: 0 });
+      typeormInternals.markTransaction(runner, false);
       await runner.release();
     }
+    expect(runner.isTransactionActive).toBe(false);
+    expect(typeormInternals.transactionDepth(runner)).toBe(0);
     expect(runner.isReleased).toBe(true);
   });
 
@@ -118,6 +132,35 @@ describe("the dependencies' internals the module relies on", () => {
     expect(listed).toContain(runner);
     await runner.release();
     expect(listed).not.toContain(runner);
+
+    const unlisted = dataSource.driver.createQueryRunner('master');
+    await unlisted.connect();
+    typeormInternals.unlistConnectedRunner(dataSource, unlisted);
+    expect(listed).not.toContain(unlisted);
+    expect(unlisted.isReleased).toBe(false);
+    await unlisted.release();
+    expect(unlisted.isReleased).toBe(true);
+  });
+
+  it("keeps the primary's pg Pool in driver.master, whose size and queue the module reports when no connection comes", async () => {
+    const small = new DataSource({ type: 'postgres', url: db.url, poolSize: 1 });
+    await small.initialize();
+    const held = small.driver.createQueryRunner('master');
+    const waiting = small.driver.createQueryRunner('master');
+    try {
+      expect(typeormInternals.poolFigures(small)).toEqual({ size: 1, waiting: 0 });
+      await held.connect();
+      const connecting = waiting.connect();
+      await until(async () => typeormInternals.poolFigures(small).waiting === 1, 'a second connect() waits in the pool');
+      expect(typeormInternals.poolFigures(small)).toEqual({ size: 1, waiting: 1 });
+      await held.release();
+      await connecting;
+      expect(typeormInternals.poolFigures(small)).toEqual({ size: 1, waiting: 0 });
+    } finally {
+      await held.release();
+      await waiting.release();
+      await small.destroy();
+    }
   });
 
   it("reads Nest's route, response and pattern metadata under the keys and values the module uses", () => {

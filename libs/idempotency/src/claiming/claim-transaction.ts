@@ -4,38 +4,20 @@ import { IdempotencyClaimTransactionError } from '../errors/idempotency-claim-tr
 import { IdempotencyTransactionAbortedError } from '../errors/idempotency-transaction-aborted.error.js';
 import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
 import { messages } from '../idempotency.messages.js';
-
-/**
- * The fields by which TypeORM's query runner knows a transaction is open (BaseQueryRunner of
- * TypeORM 1.1; `test/dependency-internals.e2e-spec.ts` fails when they change).
- */
-interface TransactionState {
-  isTransactionActive: boolean;
-  transactionDepth: number;
-}
-
-/** The runners TypeORM's PostgreSQL driver holds connected, which it releases on shutdown (PostgresDriver of TypeORM 1.1). */
-interface ConnectedRunners {
-  connectedQueryRunners: QueryRunner[];
-}
+import {
+  connectClient,
+  createPrimaryQueryRunner,
+  defaultIsolationLevel,
+  markTransaction,
+  poolFigures,
+  transactionDepth,
+  unlistConnectedRunner,
+  type PostgresConnection,
+  type StatementResult,
+} from '../typeorm/typeorm-internals.js';
 
 /** The methods of TypeORM's query runner that the claim's transaction guards, as TypeORM defines them. */
 type GuardedMethods = Pick<QueryRunner, 'startTransaction' | 'commitTransaction' | 'rollbackTransaction' | 'release'>;
-
-/** What one statement of a multi-statement query answered (node-postgres's `StatementResult`). */
-export interface StatementResult {
-  readonly command: string;
-  readonly rowCount: number | null;
-  readonly rows: unknown[];
-}
-
-/** The node-postgres connection (`PostgresConnection`) that the query runner holds, as far as the claim uses it. */
-interface PostgresConnection {
-  query(text: string): Promise<StatementResult | StatementResult[]>;
-  escapeLiteral(value: string): string;
-  /** The transaction status PostgreSQL reported with its last answer: 'I' idle, 'T' in a transaction, 'E' in a failed one. */
-  getTransactionStatus(): string | null;
-}
 
 /** Who the transaction claims for, for error messages. */
 interface Claimant {
@@ -76,9 +58,8 @@ export class ClaimTransaction {
    */
   static async connect(dataSource: DataSource, timeoutMs: number, claimant: Claimant): Promise<ClaimTransaction> {
     // Not dataSource.createQueryRunner(): inside a handler that one hands out the claim's own runner.
-    const queryRunner = dataSource.driver.createQueryRunner('master');
-    Object.assign(queryRunner, { manager: dataSource.createEntityManager(queryRunner) });
-    const connecting = queryRunner.connect() as Promise<PostgresConnection>;
+    const queryRunner = createPrimaryQueryRunner(dataSource);
+    const connecting = connectClient(queryRunner);
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)));
     try {
@@ -120,15 +101,11 @@ export class ClaimTransaction {
     // On shutdown TypeORM's driver releases the runners it lists until none is left; this one
     // ignores release() from others, so listed it would keep the shutdown looping for ever.
     // Unlisted, the pool's end waits for the claim to settle and give its connection back.
-    const listed = (dataSource.driver as unknown as ConnectedRunners).connectedQueryRunners;
-    const index = listed.indexOf(queryRunner);
-    if (index !== -1) {
-      listed.splice(index, 1);
-    }
-    const depth = () => (queryRunner as unknown as TransactionState).transactionDepth;
+    unlistConnectedRunner(dataSource, queryRunner);
+    const depth = () => transactionDepth(queryRunner);
     Object.assign(queryRunner, {
       startTransaction: async (isolationLevel?: IsolationLevel) => {
-        transaction.refuseStrongerIsolation(isolationLevel ?? (dataSource.options.isolationLevel as IsolationLevel | undefined));
+        transaction.refuseStrongerIsolation(isolationLevel ?? defaultIsolationLevel(dataSource));
         return own.startTransaction(isolationLevel);
       },
       commitTransaction: async () => {
@@ -160,7 +137,7 @@ export class ClaimTransaction {
    * `statements`, in one round trip; returns the statements' results.
    */
   async begin(isolationLevel: IsolationLevel | undefined, statements: string[]): Promise<StatementResult[]> {
-    this.isolationLevel = isolationLevel ?? (this.dataSource.options.isolationLevel as IsolationLevel | undefined) ?? 'READ COMMITTED';
+    this.isolationLevel = isolationLevel ?? defaultIsolationLevel(this.dataSource) ?? 'READ COMMITTED';
     this.markTransaction(true);
     const results = await this.send([`BEGIN ISOLATION LEVEL ${this.isolationLevel}`, ...statements]);
     return results.slice(1);
@@ -232,14 +209,6 @@ export class ClaimTransaction {
 
   private markTransaction(active: boolean): void {
     this.open = active;
-    const state = this.queryRunner as unknown as TransactionState;
-    state.isTransactionActive = active;
-    state.transactionDepth = active ? 1 : 0;
+    markTransaction(this.queryRunner, active);
   }
-}
-
-/** The pool's size and queue, for the message of a connection that did not come. */
-function poolFigures(dataSource: DataSource): { size?: number; waiting?: number } {
-  const pool = (dataSource.driver as { master?: { options?: { max?: number }; waitingCount?: number } }).master;
-  return { size: pool?.options?.max, waiting: pool?.waitingCount };
 }

@@ -95,7 +95,7 @@ export interface IdempotentHandlerOptions {
    * The isolation level of the claim's transaction, in which the handler runs. A nested
    * transaction of the handler (`manager.transaction()`, `dataSource.transaction()`, a
    * `@Transactional()` method) that asks for a stronger level is refused.
-   * @default the data source's `isolationLevel` option, else 'READ COMMITTED'
+   * @default the data source's `isolationLevel` option (TypeORM 1.x; 0.3 has none), else 'READ COMMITTED'
    */
   isolationLevel?: IsolationLevel;
   /**

@@ -74,7 +74,7 @@ export class DataSourceJoin implements OnModuleInit {
 
   /** Reads ask for `'slave'` by default; only a data source with `replication` options has replicas to send them to. */
   private readsFromReplica(dataSource: DataSource, mode: ReplicationMode): boolean {
-    return mode === 'slave' && (dataSource.driver as { isReplicated?: boolean }).isReplicated === true;
+    return mode === 'slave' && dataSource.driver.isReplicated;
   }
 
   private intercept(
