@@ -1,27 +1,11 @@
-import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
+import { join } from 'node:path';
 import { post } from './support/demo-app.js';
 import { startAppProcess, type DemoProcess } from './support/demo-process.js';
+import { installed, packLibrary, run, scratchApp as makeScratchApp } from './support/scratch-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
-
-const execute = promisify(execFile);
-
-/** Runs a command; a failure says what it printed. */
-async function run(command: string, args: string[], options: { cwd: string; timeout?: number }): Promise<{ stdout: string }> {
-  try {
-    return await execute(command, args, options);
-  } catch (error) {
-    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
-    throw new Error(`${command} ${args.join(' ')} failed in ${options.cwd}:\n${stdout ?? ''}${stderr ?? ''}`, { cause: error });
-  }
-}
-
-/** The version of a package installed in this repository, so the scratch apps install the same from the npm cache. */
-const installed = (name: string) => (JSON.parse(readFileSync(resolve('node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
 
 /** A Nest 12 service of a new user: an orders controller, made idempotent. */
 const APP_SOURCE = `
@@ -81,21 +65,6 @@ const module = IdempotencyTestingModule.forRoot({ key: 'k-1' });
 console.log(JSON.stringify({ module: module.module.name, global: module.global, providers: module.providers?.length, contract: typeof leaseStoreContract }));
 `;
 
-const TSCONFIG = {
-  compilerOptions: {
-    module: 'NodeNext',
-    moduleResolution: 'NodeNext',
-    target: 'ES2023',
-    experimentalDecorators: true,
-    emitDecoratorMetadata: true,
-    strict: true,
-    outDir: 'dist',
-    rootDir: 'src',
-    types: ['node'],
-  },
-  include: ['src'],
-};
-
 /**
  * The library as a user gets it: `npm pack`ed, installed from the tarball into Nest 12 apps made
  * in a temporary folder outside the repository, compiled with tsc and started on PostgreSQL.
@@ -107,18 +76,8 @@ describe('the package, installed from its tarball into a new Nest 12 service', (
   const apps: DemoProcess[] = [];
 
   /** Makes a scratch app with `dependencies`, installs it from the npm registry (or its cache), and compiles it. */
-  async function scratchApp(name: string, dependencies: Record<string, string>): Promise<string> {
-    const directory = join(folder, name);
-    await mkdir(join(directory, 'src'), { recursive: true });
-    const manifest = { name, private: true, type: 'module', dependencies: { 'nestjs-idempotent-consumer': `file:${tarball}`, ...dependencies } };
-    await writeFile(join(directory, 'package.json'), JSON.stringify(manifest, null, 2));
-    await writeFile(join(directory, 'tsconfig.json'), JSON.stringify(TSCONFIG, null, 2));
-    await writeFile(join(directory, 'src', 'main.ts'), APP_SOURCE);
-    await writeFile(join(directory, 'src', 'testing-entry.ts'), TESTING_ENTRY_SOURCE);
-    await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: directory, timeout: 300_000 });
-    await run(process.execPath, [resolve('node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: directory, timeout: 120_000 });
-    return directory;
-  }
+  const scratchApp = (name: string, dependencies: Record<string, string>) =>
+    makeScratchApp(folder, name, tarball, dependencies, { 'main.ts': APP_SOURCE, 'testing-entry.ts': TESTING_ENTRY_SOURCE });
 
   /** `nestjs-idempotent-consumer/testing` resolves, for tsc (it compiled) and for Node. */
   async function provesTestingEntry(directory: string): Promise<void> {
@@ -155,18 +114,14 @@ describe('the package, installed from its tarball into a new Nest 12 service', (
     db = await createTestDatabase();
     await db.query('CREATE TABLE orders (id serial PRIMARY KEY, item text NOT NULL)');
     folder = await mkdtemp(join(tmpdir(), 'idempotency-package-'));
-    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', folder], { cwd: resolve('libs/idempotency') });
-    const [packed] = JSON.parse(stdout) as { filename: string; size: number; files: { path: string }[] }[];
-    tarball = join(folder, packed.filename);
-    console.log(
-      `npm pack: ${packed.filename}, ${packed.size} bytes, ${packed.files.length} files: ` +
-        `${packed.files.filter((file) => !file.path.startsWith('dist/')).map((file) => file.path).join(', ')} and dist/`,
-    );
+    const packed = await packLibrary(folder);
+    tarball = packed.tarball;
+    console.log(`npm pack: ${packed.size} bytes, ${packed.files.length} files: ${packed.files.filter((file) => !file.startsWith('dist/')).join(', ')} and dist/`);
     // The README's links lead to the guide, the operations guide and the changelog: they ship beside it.
-    expect(packed.files.map((file) => file.path)).toEqual(
+    expect(packed.files).toEqual(
       expect.arrayContaining(['LICENSE', 'README.md', 'CHANGELOG.md', 'docs/guide.md', 'docs/operations.md', 'package.json', 'dist/index.js', 'dist/index.d.ts']),
     );
-    expect(packed.files.some((file) => file.path.includes('.spec.'))).toBe(false);
+    expect(packed.files.some((file) => file.includes('.spec.'))).toBe(false);
   });
 
   afterAll(async () => {

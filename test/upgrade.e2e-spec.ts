@@ -5,97 +5,13 @@ import {
   UpgradeProcessedMessagesTable1796342400000,
 } from 'nestjs-idempotent-consumer';
 import { hash } from 'node:crypto';
-import { DataSource, type MigrationInterface, type QueryRunner } from 'typeorm';
+import { DataSource, type MigrationInterface } from 'typeorm';
 import { CreateCreditTables1764633600001 } from '../apps/demo-api/src/database/1764633600001-create-credit-tables.js';
+import { EXPIRES_INDEX, FUNCTIONS, released, TABLE_0_2_0, TABLE_FIRST, TABLE_LEASES } from './fixtures/released-migrations.js';
 import { LeasedNotesController, LeasedNotesModule } from './fixtures/store-schema.module.js';
 import { startDemoApp } from './support/demo-app.js';
 import { postJson } from './support/post-json.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
-
-// The SQL each released version of the library's migrations ran, copied from the git history:
-// a database keeps the shape of the version that first ran them, since TypeORM never runs a
-// recorded migration again.
-
-/** CreateProcessedMessagesTable1764633600000 as first released (commit 7391fbd). */
-const TABLE_FIRST = `
-      CREATE TABLE "processed_messages" (
-        consumer text NOT NULL,
-        message_id varchar(255) NOT NULL,
-        sender text NOT NULL,
-        fingerprint char(64) NOT NULL,
-        response_status smallint,
-        response_body json,
-        processed_at timestamptz NOT NULL DEFAULT now(),
-        expires_at timestamptz NOT NULL,
-        CONSTRAINT "processed_messages_pkey" PRIMARY KEY (consumer, message_id)
-      )`;
-
-/** As published in 0.2.0 (commits 8b5d1a2, 156e754). */
-const TABLE_0_2_0 = `
-      CREATE TABLE "processed_messages" (
-        consumer text NOT NULL,
-        message_id varchar(255) NOT NULL,
-        sender text NOT NULL,
-        fingerprint char(64),
-        response_status smallint,
-        response_headers json,
-        response_body bytea,
-        processed_at timestamptz NOT NULL DEFAULT now(),
-        expires_at timestamptz NOT NULL,
-        CONSTRAINT "processed_messages_pkey" PRIMARY KEY (consumer, message_id)
-      )`;
-
-/** With the lease columns (commit 883b726). */
-const TABLE_LEASES = `
-      CREATE TABLE "processed_messages" (
-        consumer text NOT NULL,
-        message_id varchar(255) NOT NULL,
-        sender text NOT NULL,
-        fingerprint char(64),
-        response_status smallint,
-        response_headers json,
-        response_body bytea,
-        processed_at timestamptz NOT NULL DEFAULT now(),
-        expires_at timestamptz NOT NULL,
-        lease_token uuid,
-        lease_expires_at timestamptz,
-        CONSTRAINT "processed_messages_pkey" PRIMARY KEY (consumer, message_id)
-      )`;
-
-const EXPIRES_INDEX = `CREATE INDEX "processed_messages_expires_at_idx" ON "processed_messages" (expires_at)`;
-
-/** CreateProcessedMessagesFunctions1796256000000 as released (commit aba2590). */
-const FUNCTIONS = [
-  `
-      CREATE FUNCTION "processed_messages_claim"(p_consumer text, p_message_id text, p_sender text, p_fingerprint text, p_retention_ms bigint)
-      RETURNS boolean LANGUAGE plpgsql SET lock_timeout = 50 AS $$
-      BEGIN
-        INSERT INTO "processed_messages" (consumer, message_id, sender, fingerprint, expires_at)
-        VALUES (p_consumer, p_message_id, p_sender, p_fingerprint, now() + p_retention_ms * interval '1 millisecond')
-        ON CONFLICT ON CONSTRAINT "processed_messages_pkey" DO NOTHING;
-        RETURN FOUND;
-      END $$`,
-  `
-      CREATE FUNCTION "processed_messages_record"(p_consumer text, p_message_id text, p_status integer, p_headers json, p_body bytea)
-      RETURNS void LANGUAGE plpgsql AS $$
-      BEGIN
-        UPDATE "processed_messages" SET response_status = p_status, response_headers = p_headers, response_body = p_body
-        WHERE consumer = p_consumer AND message_id = p_message_id;
-      END $$`,
-];
-
-/** A migration of a released version, recorded under its class name as TypeORM recorded it. */
-function released(name: string, statements: string[]): new () => MigrationInterface {
-  return class implements MigrationInterface {
-    readonly name = name;
-    async up(queryRunner: QueryRunner): Promise<void> {
-      for (const statement of statements) {
-        await queryRunner.query(statement);
-      }
-    }
-    async down(): Promise<void> {}
-  };
-}
 
 /** The demo's data source migrations as a user of that version had them. */
 const VERSIONS = {
