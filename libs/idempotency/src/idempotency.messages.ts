@@ -100,6 +100,14 @@ export const messages = {
   invalidTableName: (value: unknown) =>
     `tableName must be a plain PostgreSQL identifier (letters, digits, underscores) of at most 56 characters; got ${JSON.stringify(value)}.`,
   invalidDataSource: (value: unknown) => `dataSource must be a data source name; got ${JSON.stringify(value)}.`,
+  dataSourceMissing: (name: string | undefined) =>
+    name === undefined
+      ? 'IdempotencyModule found no TypeORM data source (it looked for the default data source): import ' +
+        'TypeOrmModule.forRoot(...) in the application, with the PostgreSQL database that holds the processed-messages ' +
+        "table, or set the module's dataSource option to the name of the data source that does."
+      : `IdempotencyModule found no TypeORM data source named '${name}' (its dataSource option): import ` +
+        `TypeOrmModule.forRoot({ name: '${name}', ... }) in the application, or set dataSource to the name of a data ` +
+        'source it has (leave it out for the default one).',
   invalidAttemptLimit: (name: string, value: unknown) =>
     `${name} must be a whole number of at least 1; got ${JSON.stringify(value)}.`,
   unsupportedTransport: (transport: string) =>
