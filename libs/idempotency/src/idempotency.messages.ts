@@ -7,6 +7,9 @@ export const messages = {
   textEmpty: (what: string, source: string) => `The ${what} (${source}) is empty.`,
   textTooLong: (what: string, source: string, length: number) =>
     `The ${what} (${source}) is ${length} characters long; at most ${MAX_KEY_LENGTH} are accepted.`,
+  textRepeated: (what: string, source: string, count: number) =>
+    `The ${what} (${source}) came ${count} times in one request; it takes exactly one value ` +
+    '(as the IETF Idempotency-Key draft defines): send the header once.',
   textHasControlCharacters: (what: string, source: string) => `The ${what} (${source}) contains control characters.`,
   keyReused: (key: string) =>
     `The idempotency key '${key}' was already used for a different payload; use a new key for a new operation.`,
