@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { HANDLER_SHAPES_TABLES_SQL, HandlerShapesModule, STATEMENT_FILE } from './fixtures/handler-shapes.module.js';
 import { type Platform, PLATFORMS, startDemoApp } from './support/demo-app.js';
 import { type PgBouncer, pgBouncerAvailable, startPgBouncer } from './support/pgbouncer.js';
-import { postJson } from './support/post-json.js';
+import { postJson, type WireAnswer, wireHeaders } from './support/post-json.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 
 /** Both platforms straight to PostgreSQL, and Express behind PgBouncer in transaction mode. */
@@ -13,6 +13,21 @@ const SETUPS: { platform: Platform; behindPgBouncer: boolean; setup: string }[] 
   ...PLATFORMS.map((platform) => ({ platform, behindPgBouncer: false, setup: platform })),
   ...(pgBouncerAvailable() ? [{ platform: 'express' as const, behindPgBouncer: true, setup: 'express behind PgBouncer' }] : []),
 ];
+
+/**
+ * The replay is the first answer again, as the wire carried it: the status, every header line
+ * (names in the casing they were sent with) but those each answer has its own of and `without`,
+ * a Content-Length of the body (never chunked), and the body's bytes.
+ */
+function expectSameOnTheWire(first: WireAnswer, replay: WireAnswer, without: string[] = []): void {
+  const lines = (answer: WireAnswer) => wireHeaders(answer).filter((line) => !without.some((name) => line.toLowerCase().startsWith(`${name}:`)));
+  expect(replay.status).toBe(first.status);
+  expect(lines(replay)).toEqual(lines(first));
+  expect(replay.headers.get('content-length')).toBe(String(replay.bytes.length));
+  expect(replay.headers.get('transfer-encoding')).toBeNull();
+  expect(replay.bytes.equals(first.bytes)).toBe(true);
+  expect(replay.headers.get('idempotent-replayed')).toBe('true');
+}
 
 describe.each(SETUPS)('the guarantee on the handler shapes real services have, on $setup', ({ platform, behindPgBouncer }) => {
   let db: TestDatabase;
@@ -106,9 +121,7 @@ describe.each(SETUPS)('the guarantee on the handler shapes real services have, o
     const replay = await postJson(`${baseUrl}/shapes/users`, { id: key, name: 'Ada' }, { 'Idempotency-Key': key });
     expect(first).toMatchObject({ status: 201, json: { id: key, name: 'Ada' } });
     expect(first.json).not.toHaveProperty('passwordHash');
-    expect(replay.status).toBe(201);
-    expect(replay.bytes.equals(first.bytes)).toBe(true);
-    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expectSameOnTheWire(first, replay);
     const [stored] = await claims(key);
     expect(stored.response_body!.toString('utf8')).not.toContain('secret-hash');
     expect(await effects('users', key)).toBe(1);
@@ -127,10 +140,11 @@ describe.each(SETUPS)('the guarantee on the handler shapes real services have, o
     expect(replay.headers.get('x-credit-id')).toBe(`credit-${key}`);
     expect(replay.headers.get('content-type')).toBe(first.headers.get('content-type'));
     expect(replay.headers.get('set-cookie')).toBeNull();
-    expect(replay.bytes.equals(first.bytes)).toBe(true);
+    expectSameOnTheWire(first, replay, ['set-cookie']);
     const [stored] = await claims(key);
-    expect(stored.response_headers).not.toHaveProperty('set-cookie');
-    expect(stored.response_headers).toMatchObject({ location: `/shapes/credits/${key}`, 'x-credit-id': `credit-${key}` });
+    const byName = Object.fromEntries(Object.entries(stored.response_headers!).map(([name, value]) => [name.toLowerCase(), value]));
+    expect(byName).not.toHaveProperty('set-cookie');
+    expect(byName).toMatchObject({ location: `/shapes/credits/${key}`, 'x-credit-id': `credit-${key}` });
     expect(await effects('accepted', key)).toBe(1);
   });
 
@@ -139,11 +153,51 @@ describe.each(SETUPS)('the guarantee on the handler shapes real services have, o
     const first = await postJson(`${baseUrl}/shapes/writes-itself`, { id: key }, { 'Idempotency-Key': key });
     const replay = await postJson(`${baseUrl}/shapes/writes-itself`, { id: key }, { 'Idempotency-Key': key });
     expect(first).toMatchObject({ status: 201, json: { id: key, written: 'by hand' } });
+    expect(replay.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expectSameOnTheWire(first, replay);
+    // Set on Node's response as 'X-Request-Trace': replayed so, not as 'x-request-trace'.
+    expect(first.rawHeaders).toContain('X-Request-Trace');
+    expect(replay.rawHeaders).toContain('X-Request-Trace');
+    expect(await effects('writes-itself', key)).toBe(1);
+  });
+
+  it('replays a row recorded with lower-case header names (as earlier versions stored them), with its Content-Length', async () => {
+    const key = newKey('lower-case-row');
+    const first = await postJson(`${baseUrl}/shapes/writes-itself`, { id: key }, { 'Idempotency-Key': key });
+    const lowered = await db.query<{ names: string[] }>(
+      `UPDATE processed_messages SET response_headers = (SELECT json_object_agg(lower(key), value) FROM json_each(response_headers))
+        WHERE message_id = $1 RETURNING (SELECT array_agg(key) FROM json_each(response_headers)) AS names`,
+      [key],
+    );
+    expect(lowered).toHaveLength(1);
+    expect(lowered[0].names).toContain('x-request-trace');
+    const replay = await postJson(`${baseUrl}/shapes/writes-itself`, { id: key }, { 'Idempotency-Key': key });
     expect(replay.status).toBe(201);
     expect(replay.bytes.equals(first.bytes)).toBe(true);
-    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.rawHeaders).toContain('x-request-trace');
+    expect(replay.headers.get('x-request-trace')).toBe(`trace-${key}`);
     expect(replay.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(replay.headers.get('content-length')).toBe(String(first.bytes.length));
+    expect(replay.headers.get('transfer-encoding')).toBeNull();
     expect(await effects('writes-itself', key)).toBe(1);
+  });
+
+  it('answers a request carrying two Idempotency-Key headers 400, claiming neither nor their join', async () => {
+    const [one, two] = [newKey('twice-a'), newKey('twice-b')];
+    const answer = await postJson(`${baseUrl}/shapes/users`, { id: one, name: 'Ada' }, { 'Idempotency-Key': [one, two] });
+    expect(answer.status).toBe(400);
+    expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(answer.json).toMatchObject({
+      type: 'urn:idempotency:invalid-key',
+      status: 400,
+      detail:
+        'The idempotency key (the Idempotency-Key header) came 2 times in one request; it takes exactly one value ' +
+        '(as the IETF Idempotency-Key draft defines): send the header once.',
+    });
+    expect(await claims(one)).toEqual([]);
+    expect(await claims(two)).toEqual([]);
+    expect(await claims(`${one}, ${two}`)).toEqual([]);
+    expect(await effects('users', one)).toBe(0);
   });
 
   it.each([
@@ -155,11 +209,9 @@ describe.each(SETUPS)('the guarantee on the handler shapes real services have, o
     const first = await postJson(`${baseUrl}/shapes/${route}`, { id: key }, { 'Idempotency-Key': key });
     const replay = await postJson(`${baseUrl}/shapes/${route}`, { id: key }, { 'Idempotency-Key': key });
     expect(first.status).toBeLessThan(300);
-    expect(replay.status).toBe(first.status);
-    expect(replay.bytes.equals(first.bytes)).toBe(true);
+    expectSameOnTheWire(first, replay);
     expect(replay.headers.get('content-type')).toBe(first.headers.get('content-type'));
     expect(replay.headers.get('content-disposition')).toBe(first.headers.get('content-disposition'));
-    expect(replay.headers.get('idempotent-replayed')).toBe('true');
     expect(replay.bytes.toString('latin1')).not.toContain(folder);
     if (route === 'file') {
       expect(first.bytes.equals(await readFile(STATEMENT_FILE.path))).toBe(true);

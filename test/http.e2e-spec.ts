@@ -260,6 +260,20 @@ describe.each(PLATFORMS)('exactly-once HTTP handlers on %s', (platform) => {
       expect(await storeSnapshot()).toEqual(before);
     });
 
+    it('counts a key in characters as PostgreSQL does: 255 emoji are accepted and stored, 256 → 400', async () => {
+      const emoji = String.fromCodePoint(0x1f600 + (++keyCounter % 64));
+      const account = newAccount();
+      const longest = emoji.repeat(255);
+      const accepted = await post(`${baseUrl}/webhooks/payments`, { id: longest, type: 'credit.granted', data: { account, cents: 300 } });
+      expect(accepted).toMatchObject({ status: 200, body: { id: longest, handled: true } });
+      expect(await db.query('SELECT char_length(message_id) AS n FROM processed_messages WHERE message_id = $1', [longest])).toEqual([{ n: 255 }]);
+      const before = await storeSnapshot();
+      const refused = await post(`${baseUrl}/webhooks/payments`, { id: emoji.repeat(256), type: 'credit.granted', data: { account, cents: 300 } });
+      expect(refused).toMatchObject({ status: 400, body: { type: 'urn:idempotency:invalid-key', detail: expect.stringContaining('is 256 characters long; at most 255') } });
+      expect(await storeSnapshot()).toEqual(before);
+      expect(await ledgerCount(account)).toBe(1);
+    });
+
     it('the same key with another payload → 422, and the first effect stands alone', async () => {
       const key = newKey();
       expect((await post(`${baseUrl}/credits`, credit, { 'Idempotency-Key': key })).status).toBe(201);

@@ -1,6 +1,6 @@
 import type { Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { IdempotencyConsumerConflictError, IdempotencyRetentionError } from 'nestjs-idempotent-consumer';
+import { IdempotencyConsumerConflictError, IdempotencyModule, IdempotencyOptionsError, IdempotencyRetentionError } from 'nestjs-idempotent-consumer';
 import { AppModule } from '../apps/demo-api/src/app.module.js';
 import { ConsumerClashModule, ShortRetentionModule } from './fixtures/misconfigured.module.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
@@ -61,5 +61,29 @@ describe('the boot-time check of every idempotent handler', () => {
     const app = moduleRef.createNestApplication({ logger: false });
     await expect(app.init()).resolves.toBe(app);
     await app.close();
+  });
+
+  describe('without the TypeORM data source the claims need', () => {
+    it('an application that imports no TypeOrmModule is refused with an error that says to import it', async () => {
+      const moduleRef = await Test.createTestingModule({ imports: [IdempotencyModule.forRoot({}), ShortRetentionModule] }).compile();
+      const app = moduleRef.createNestApplication({ logger: false });
+      const start = app.init();
+      await expect(start).rejects.toThrow(IdempotencyOptionsError);
+      await expect(start).rejects.toThrow(/import TypeOrmModule\.forRoot\(\.\.\.\)/);
+      await expect(start).rejects.toThrow(/the default data source/);
+      await app.close();
+    });
+
+    it('a dataSource option naming a data source the application does not have is refused, naming it', async () => {
+      const moduleRef = await Test.createTestingModule({
+        imports: [AppModule.register({ databaseUrl: db.url, idempotency: { dataSource: 'reports' } })],
+      }).compile();
+      const app = moduleRef.createNestApplication({ logger: false });
+      const start = app.init();
+      await expect(start).rejects.toThrow(IdempotencyOptionsError);
+      await expect(start).rejects.toThrow(/no TypeORM data source named 'reports'.*TypeOrmModule\.forRoot\(\{ name: 'reports', \.\.\. \}\)/s);
+      await app.close();
+      expect(await processedCount()).toBe(0);
+    });
   });
 });

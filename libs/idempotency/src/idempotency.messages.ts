@@ -7,6 +7,9 @@ export const messages = {
   textEmpty: (what: string, source: string) => `The ${what} (${source}) is empty.`,
   textTooLong: (what: string, source: string, length: number) =>
     `The ${what} (${source}) is ${length} characters long; at most ${MAX_KEY_LENGTH} are accepted.`,
+  textRepeated: (what: string, source: string, count: number) =>
+    `The ${what} (${source}) came ${count} times in one request; it takes exactly one value ` +
+    '(as the IETF Idempotency-Key draft defines): send the header once.',
   textHasControlCharacters: (what: string, source: string) => `The ${what} (${source}) contains control characters.`,
   keyReused: (key: string) =>
     `The idempotency key '${key}' was already used for a different payload; use a new key for a new operation.`,
@@ -105,6 +108,14 @@ export const messages = {
   invalidTableName: (value: unknown) =>
     `tableName must be a plain PostgreSQL identifier (letters, digits, underscores) of at most 56 characters; got ${JSON.stringify(value)}.`,
   invalidDataSource: (value: unknown) => `dataSource must be a data source name; got ${JSON.stringify(value)}.`,
+  dataSourceMissing: (name: string | undefined) =>
+    name === undefined
+      ? 'IdempotencyModule found no TypeORM data source (it looked for the default data source): import ' +
+        'TypeOrmModule.forRoot(...) in the application, with the PostgreSQL database that holds the processed-messages ' +
+        "table, or set the module's dataSource option to the name of the data source that does."
+      : `IdempotencyModule found no TypeORM data source named '${name}' (its dataSource option): import ` +
+        `TypeOrmModule.forRoot({ name: '${name}', ... }) in the application, or set dataSource to the name of a data ` +
+        'source it has (leave it out for the default one).',
   invalidAttemptLimit: (name: string, value: unknown) =>
     `${name} must be a whole number of at least 1; got ${JSON.stringify(value)}.`,
   unsupportedTransport: (transport: string) =>

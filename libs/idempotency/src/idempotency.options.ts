@@ -90,10 +90,11 @@ export interface SenderOptions {
 /**
  * What is recorded of a successful HTTP response, to replay it to duplicates: its status, its body
  * as the client received it (after serializers and interceptors), and the headers set while the
- * request was handled (by the handler, its interceptors and Nest), without `Set-Cookie`, `Date`,
- * `Connection`, `Keep-Alive`, `Transfer-Encoding` and `Content-Length`, and without those listed in
- * `excludeHeaders`. Headers set before the handler (by middleware, such as CORS) are set anew for
- * each request, duplicates included.
+ * request was handled (by the handler, its interceptors and Nest), named in the casing they were
+ * sent with, without `Set-Cookie`, `Date`, `Connection`, `Keep-Alive` and `Transfer-Encoding`, and
+ * without those listed in `excludeHeaders`. A replay carries the `Content-Length` of the recorded
+ * body, never chunked framing (and so does the first answer). Headers set before the handler (by
+ * middleware, such as CORS) are set anew for each request, duplicates included.
  */
 export interface ReplayOptions {
   /**
@@ -234,7 +235,7 @@ export interface ResolvedHealthOptions {
 const PLAIN_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,55}$/;
 
 /** Headers that describe one response on one connection, or one client: never recorded. */
-const NEVER_RECORDED_HEADERS = ['set-cookie', 'date', 'connection', 'keep-alive', 'transfer-encoding', 'content-length'];
+const NEVER_RECORDED_HEADERS = ['set-cookie', 'date', 'connection', 'keep-alive', 'transfer-encoding'];
 
 const MAX_PURGE_BATCH_SIZE = 100_000;
 

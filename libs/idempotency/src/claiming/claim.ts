@@ -19,7 +19,7 @@ export interface ClaimRequest {
 export interface RecordedResponse {
   /** The HTTP status; null for message handlers. */
   readonly status: number | null;
-  /** The HTTP headers the handler's pipeline set, by lower-case name; null for message handlers. */
+  /** The HTTP headers the handler's pipeline set, by name in the casing it was sent with (lower-case in older rows); null for message handlers. */
   readonly headers: Readonly<Record<string, string | string[]>> | null;
   /** The body's bytes as sent (HTTP), or the reply as JSON (messages); null for none. */
   readonly body: Buffer | null;

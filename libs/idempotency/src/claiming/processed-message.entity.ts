@@ -39,7 +39,7 @@ export class ProcessedMessage {
   @Column({ name: 'response_status', type: 'smallint', nullable: true })
   responseStatus: number | null;
 
-  /** The HTTP headers replayed to duplicates, by lower-case name; null for message handlers. */
+  /** The HTTP headers replayed to duplicates, by name in the casing it was sent with (lower-case in older rows); null for message handlers. */
   @Column({ name: 'response_headers', type: 'json', nullable: true })
   responseHeaders: Record<string, string | string[]> | null;
 

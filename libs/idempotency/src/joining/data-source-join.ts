@@ -4,6 +4,7 @@ import { getDataSourceToken } from '@nestjs/typeorm';
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import { DataSource, type QueryRunner, type ReplicationMode } from 'typeorm';
 import type { ActiveClaim } from '../context/idempotency.context.js';
+import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
 import { CLAIM_STORAGE, RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
 import { messages } from '../idempotency.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
@@ -48,10 +49,13 @@ export class DataSourceJoin implements OnModuleInit {
     }
   }
 
-  /** The data source of the claims, joined to them; resolved at the first call (a message may come before `onModuleInit`). */
+  /**
+   * The data source of the claims, joined to them; resolved at the first call (a message may come before `onModuleInit`).
+   * @throws IdempotencyOptionsError when the application has no such data source (no `TypeOrmModule.forRoot()`).
+   */
   claimDataSource(): DataSource {
     if (!this.dataSource) {
-      const dataSource = this.moduleRef.get<DataSource>(getDataSourceToken(this.options.dataSource), { strict: false });
+      const dataSource = this.find();
       this.intercept(dataSource, (claim, mode, create) =>
         claim?.transaction?.isOpen && claim.transaction.dataSource === dataSource && !this.readsFromReplica(dataSource, mode)
           ? claim.transaction.queryRunner
@@ -60,6 +64,14 @@ export class DataSourceJoin implements OnModuleInit {
       this.dataSource = dataSource;
     }
     return this.dataSource;
+  }
+
+  private find(): DataSource {
+    try {
+      return this.moduleRef.get<DataSource>(getDataSourceToken(this.options.dataSource), { strict: false });
+    } catch (error) {
+      throw new IdempotencyOptionsError(messages.dataSourceMissing(this.options.dataSource), { cause: error });
+    }
   }
 
   private warnOnUse(dataSource: DataSource, name: string): void {

@@ -11,6 +11,12 @@ describe('toMessageKey', () => {
     expect(toMessageKey('ünïcødé ✓', source)).toBe('ünïcødé ✓');
   });
 
+  it('counts characters (Unicode code points) as PostgreSQL does, not UTF-16 code units', () => {
+    expect(toMessageKey('😀'.repeat(255), source)).toBe('😀'.repeat(255));
+    expect(() => toMessageKey('😀'.repeat(256), source)).toThrow('is 256 characters long; at most 255');
+    expect(() => toMessageKey(`${'😀'.repeat(128)}${'k'.repeat(128)}`, source)).toThrow('is 256 characters long');
+  });
+
   it.each([
     [undefined, /is missing/],
     [null, /is missing/],

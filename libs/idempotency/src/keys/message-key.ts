@@ -9,7 +9,7 @@ const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
  * Turns what was found where the key lives into a valid key, or explains what is wrong with it.
  * @param source Where the key was looked for, for the error message (`the Idempotency-Key header`).
  * @throws IdempotencyKeyError when the key is missing, not a string or number, empty, longer than
- * 255 characters or holds control characters.
+ * 255 characters (Unicode code points, as PostgreSQL counts them) or holds control characters.
  */
 export function toMessageKey(value: unknown, source: string): string {
   return toBoundedText(value, 'idempotency key', source);
@@ -34,13 +34,30 @@ function toBoundedText(value: unknown, what: string, source: string): string {
   if (text.length === 0) {
     throw new IdempotencyKeyError(messages.textEmpty(what, source), source);
   }
-  if (text.length > MAX_KEY_LENGTH) {
-    throw new IdempotencyKeyError(messages.textTooLong(what, source, text.length), source);
+  // UTF-16 code units are at least as many as characters: only a long text needs counting.
+  const length = text.length > MAX_KEY_LENGTH ? characterCount(text) : text.length;
+  if (length > MAX_KEY_LENGTH) {
+    throw new IdempotencyKeyError(messages.textTooLong(what, source, length), source);
   }
   if (CONTROL_CHARACTERS.test(text)) {
     throw new IdempotencyKeyError(messages.textHasControlCharacters(what, source), source);
   }
   return text;
+}
+
+/** Characters as PostgreSQL counts them in a `varchar(255)`: Unicode code points (an emoji is one, not two). */
+function characterCount(text: string): number {
+  let count = 0;
+  for (let index = 0; index < text.length; index++, count++) {
+    const unit = text.charCodeAt(index);
+    if (unit >= 0xd800 && unit <= 0xdbff && index + 1 < text.length) {
+      const next = text.charCodeAt(index + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        index++;
+      }
+    }
+  }
+  return count;
 }
 
 /** Reads a dotted path such as `'data.id'` out of a parsed body or payload. */

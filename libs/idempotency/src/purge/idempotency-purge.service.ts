@@ -1,9 +1,8 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
-import { ModuleRef } from '@nestjs/core';
-import { getDataSourceToken } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { IdempotencyPurgeError } from '../errors/idempotency-purge.error.js';
 import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
+import { DataSourceJoin } from '../joining/data-source-join.js';
 import { messages } from '../idempotency.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
@@ -29,11 +28,11 @@ export class IdempotencyPurgeService implements OnModuleInit, BeforeApplicationS
   constructor(
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly metrics: IdempotencyMetricsService,
-    private readonly moduleRef: ModuleRef,
+    private readonly join: DataSourceJoin,
   ) {}
 
   onModuleInit(): void {
-    this.dataSource = this.moduleRef.get<DataSource>(getDataSourceToken(this.options.dataSource), { strict: false });
+    this.dataSource = this.join.claimDataSource();
   }
 
   /** A run in progress ends after its current batch; shutdown waits for it. */

@@ -20,7 +20,8 @@ import { failureOutcome, statusOutcome } from '../../metrics/delivery-outcome.js
 import { IdempotencyMetricsService } from '../../metrics/idempotency-metrics.service.js';
 import { claimByMode, claimRequestFor } from '../claim-request.js';
 import { PROBLEM_TYPES, problemAnswer } from './problem-details.js';
-import { type CapturedResponse, type HeaderValues, ResponseCapture } from './response-capture.js';
+import { type CapturedResponse, findHeaderName, headersAsSent, type HeaderValues, mergeHeaders, ResponseCapture } from './response-capture.js';
+import { IdempotencyKeyError } from '../../errors/idempotency-key.error.js';
 
 interface HttpRequestLike {
   method: string;
@@ -28,6 +29,10 @@ interface HttpRequestLike {
   /** Express: the URL as received, before any router rewrote `url`. */
   originalUrl?: string;
   headers: Record<string, string | string[] | undefined>;
+  /** Node's header lines as received (Express's request is Node's). */
+  rawHeaders?: string[];
+  /** Fastify: Node's request. */
+  raw?: { rawHeaders: string[] };
   body?: unknown;
 }
 
@@ -62,7 +67,7 @@ export class HttpDelivery {
     const response = http.getResponse<HttpResponseLike>();
     const raw = response.raw ?? (response as unknown as ServerResponse);
     // Set before the handler's pipeline (by middleware: CORS, say): set anew for every request.
-    const before = headerValues(response.getHeaders());
+    const before = headersAsSent(raw, response.getHeaders());
     const claimRequest = claimRequestFor(
       handler,
       context,
@@ -134,13 +139,14 @@ export class HttpDelivery {
       const failure = asAnswerable(error, request);
       this.logger.error(failure.message, failure.cause instanceof Error ? failure.cause.stack : undefined);
       const answer = problemAnswer(failure);
-      capture.replace(answer.status, { ...before, ...answer.headers }, Buffer.from(JSON.stringify(answer.body)));
+      capture.replace(answer.status, mergeHeaders(before, answer.headers), Buffer.from(JSON.stringify(answer.body)));
     }
   }
 
   /**
    * Sends the recorded response in place of whatever the rest of the pipeline writes for this
-   * duplicate; a handler that writes its response itself is not run, so it is sent at once.
+   * duplicate, header names in their recorded casing, with the Content-Length of the recorded
+   * body; a handler that writes its response itself is not run, so it is sent at once.
    * @returns the recorded body, parsed when it is JSON, for the interceptors around this one.
    */
   private replay(request: ClaimRequest, handler: ResolvedHandler, raw: ServerResponse, before: HeaderValues, recorded: RecordedResponse): unknown {
@@ -149,7 +155,7 @@ export class HttpDelivery {
       // Only a claim whose transaction the handler ended itself commits without its response.
       throw new IdempotencyClaimTransactionError(messages.unrecordedResponse(request.consumer, request.key), request.consumer, request.key);
     }
-    const headers = { ...before, ...recorded.headers, [IDEMPOTENT_REPLAYED_HEADER.toLowerCase()]: 'true' };
+    const headers = mergeHeaders(before, recorded.headers ?? {}, { [IDEMPOTENT_REPLAYED_HEADER]: 'true' });
     const body = recorded.body ?? Buffer.alloc(0);
     const capture = ResponseCapture.attach(raw, this.options.replay.maxBodyBytes);
     capture.whenEnded(() => capture.replace(status, headers, body));
@@ -159,11 +165,15 @@ export class HttpDelivery {
     return parsedBody(recorded);
   }
 
-  /** What is recorded: the status, the headers set since the pipeline started but those never recorded, the body. */
+  /**
+   * What is recorded: the status, the headers set since the pipeline started but those never
+   * recorded (by name as sent), the body.
+   */
   private recorded(captured: CapturedResponse, before: HeaderValues): RecordedResponse {
     const headers: HeaderValues = {};
     for (const [name, value] of Object.entries(captured.headers)) {
-      if (!this.options.replay.excludedHeaders.has(name) && String(before[name]) !== String(value)) {
+      const earlier = findHeaderName(before, name);
+      if (!this.options.replay.excludedHeaders.has(name.toLowerCase()) && (earlier === undefined || String(before[earlier]) !== String(value))) {
         headers[name] = value;
       }
     }
@@ -177,7 +187,17 @@ function readKey(handler: ResolvedHandler, context: ExecutionContext, request: H
     return toMessageKey(source(context), 'the key function');
   }
   if ('header' in source) {
-    return toMessageKey(request.headers[source.header.toLowerCase()], `the ${source.header} header`);
+    const name = source.header.toLowerCase();
+    const value = request.headers[name];
+    // Node joins a header sent twice into one value with ', ': count its lines only then.
+    if (typeof value === 'string' && value.includes(',')) {
+      const lines = headerLines(request.rawHeaders ?? request.raw?.rawHeaders ?? [], name);
+      if (lines > 1) {
+        const where = `the ${source.header} header`;
+        throw new IdempotencyKeyError(messages.textRepeated('idempotency key', where, lines), where);
+      }
+    }
+    return toMessageKey(value, `the ${source.header} header`);
   }
   return toMessageKey(readPath(request.body, source.body), `'${source.body}' in the request body`);
 }
@@ -187,18 +207,20 @@ function isSuccess(status: number): boolean {
   return status >= 200 && status < 400 && status !== 304;
 }
 
-function headerValues(headers: Record<string, unknown>): HeaderValues {
-  const values: HeaderValues = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value !== undefined) {
-      values[name.toLowerCase()] = Array.isArray(value) ? value.map(String) : String(value);
+/** How many lines of `rawHeaders` carry the header `name` (lower-case). */
+function headerLines(rawHeaders: string[], name: string): number {
+  let lines = 0;
+  for (let index = 0; index < rawHeaders.length; index += 2) {
+    if (rawHeaders[index].length === name.length && rawHeaders[index].toLowerCase() === name) {
+      lines++;
     }
   }
-  return values;
+  return lines;
 }
 
 function parsedBody(recorded: RecordedResponse): unknown {
-  const type = String(recorded.headers?.['content-type'] ?? '');
+  const typeName = recorded.headers ? findHeaderName(recorded.headers, 'content-type') : undefined;
+  const type = String(typeName === undefined ? '' : recorded.headers![typeName]);
   if (!recorded.body || recorded.body.length === 0) {
     return undefined;
   }

@@ -1,12 +1,66 @@
 import type { OutgoingHttpHeader, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 
-/** Header values as recorded: numbers as text. */
+/**
+ * Header values as recorded: by name in the casing it was sent with (`X-Request-Trace`), numbers as
+ * text. Names are unique regardless of case; rows recorded by earlier versions have lower-case names.
+ */
 export type HeaderValues = Record<string, string | string[]>;
+
+/**
+ * The headers of `raw` (or those `headers` gives, by lower-case name, as `getHeaders()` answers),
+ * named as they are sent: in the casing `setHeader()` was called with.
+ */
+export function headersAsSent(raw: ServerResponse, headers: Record<string, unknown> = raw.getHeaders()): HeaderValues {
+  const sentAs = new Map<string, string>();
+  // Node's getRawHeaderNames() (15.13+), which @types/node does not declare.
+  for (const name of (raw as { getRawHeaderNames?: () => string[] }).getRawHeaderNames?.() ?? []) {
+    sentAs.set(name.toLowerCase(), name);
+  }
+  const values: HeaderValues = {};
+  for (const [name, value] of Object.entries(headers)) {
+    setHeaderValue(values, sentAs.get(name.toLowerCase()) ?? name, value);
+  }
+  return values;
+}
+
+/** `sets` merged in order, names compared regardless of case: a later set's value wins, with its name's casing. */
+export function mergeHeaders(...sets: HeaderValues[]): HeaderValues {
+  const merged: HeaderValues = {};
+  for (const set of sets) {
+    for (const [name, value] of Object.entries(set)) {
+      setHeaderValue(merged, name, value);
+    }
+  }
+  return merged;
+}
+
+/** The name `headers` holds `name` under, in whatever casing. */
+export function findHeaderName(headers: HeaderValues | OutgoingHttpHeaders, name: string): string | undefined {
+  const lower = name.toLowerCase();
+  return Object.keys(headers).find((candidate) => candidate.toLowerCase() === lower);
+}
+
+/** Sets `name` in `headers`, replacing the value it has under any casing; numbers become text, `undefined` is skipped. */
+function setHeaderValue(headers: HeaderValues, name: string, value: unknown): void {
+  if (value === undefined) {
+    return;
+  }
+  const existing = findHeaderName(headers, name);
+  if (existing !== undefined && existing !== name) {
+    delete headers[existing];
+  }
+  headers[name] = Array.isArray(value) ? value.map(String) : String(value);
+}
+
+/** A status whose answer has a body, and so a Content-Length: not 1xx, 204 or 304. */
+function hasBody(status: number): boolean {
+  return status >= 200 && status !== 204 && status !== 304;
+}
 
 /** What the platform wrote to a response, held back before anything reached the client. */
 export interface CapturedResponse {
   readonly status: number;
-  /** Every header of the response at its end, by lower-case name. */
+  /** Every header of the response at its end, by name as it is sent. */
   readonly headers: HeaderValues;
   readonly body: Buffer;
   /** The body grew past the capture's limit; `body` holds none of it. */
@@ -20,9 +74,10 @@ type Writer = Pick<ServerResponse, 'writeHead' | 'write' | 'end' | 'flushHeaders
  * Holds back what the platform (Express, Fastify, a `@Res()` handler, a streamed file) writes to
  * Node's `ServerResponse` until the response ends, so that the claim commits before the client
  * sees its answer, and so that what is recorded for replays is exactly what the client receives:
- * status, headers and body bytes after every serializer and interceptor. Then it sends what was
- * written, or something else in its place (a replay, a problem answer), and lets go of the
- * response.
+ * status, headers (names in their casing) and body bytes after every serializer and interceptor.
+ * Then it sends what was written, or something else in its place (a replay, a problem answer), and
+ * lets go of the response. A response sent whole goes out with the `Content-Length` of its body,
+ * never chunked, so that the first answer and its replays are framed alike.
  */
 export class ResponseCapture {
   private readonly chunks: Buffer[] = [];
@@ -64,14 +119,26 @@ export class ResponseCapture {
     }
   }
 
-  /** Sends what was written, and lets go: whatever comes later goes out as written. */
+  /**
+   * Sends what was written, and lets go: whatever comes later goes out as written. A response
+   * ended whole goes with the Content-Length of its body, unless its writer framed it itself.
+   */
   flush(): void {
     if (this.released) {
       return;
     }
     const ended = this.ended;
     this.release();
-    if (this.status !== undefined) {
+    if (ended && !this.overflowed) {
+      const status = this.status ?? this.raw.statusCode;
+      const framed = ['content-length', 'transfer-encoding'].some(
+        (name) => this.raw.hasHeader(name) || findHeaderName(this.headArguments, name) !== undefined,
+      );
+      if (hasBody(status) && !framed) {
+        this.headArguments['Content-Length'] = this.size;
+      }
+      this.raw.writeHead(status, this.headArguments);
+    } else if (this.status !== undefined) {
       this.raw.writeHead(this.status, this.headArguments);
     }
     if (ended) {
@@ -87,8 +154,9 @@ export class ResponseCapture {
   }
 
   /**
-   * Sends `status`, `headers` and `body` in place of what was written, which is discarded with
-   * every header set on the response so far, and lets go.
+   * Sends `status`, `headers` (names as given) and `body` in place of what was written, which is
+   * discarded with every header set on the response so far, and lets go. The body goes with its
+   * `Content-Length`, under the name `headers` has for it if any.
    */
   replace(status: number, headers: HeaderValues, body: Buffer): void {
     if (this.released) {
@@ -99,7 +167,19 @@ export class ResponseCapture {
     for (const name of this.raw.getHeaderNames()) {
       this.raw.removeHeader(name);
     }
-    this.raw.writeHead(status, headers);
+    const sent = { ...headers };
+    const framing = findHeaderName(sent, 'content-length');
+    if (framing !== undefined) {
+      delete sent[framing];
+    }
+    const chunked = findHeaderName(sent, 'transfer-encoding');
+    if (chunked !== undefined) {
+      delete sent[chunked];
+    }
+    if (hasBody(status)) {
+      sent[framing ?? 'Content-Length'] = String(body.length);
+    }
+    this.raw.writeHead(status, sent);
     this.raw.end(body, callback);
   }
 
@@ -109,14 +189,20 @@ export class ResponseCapture {
       | OutgoingHttpHeaders
       | OutgoingHttpHeader[]
       | undefined;
+    const entries: [string, OutgoingHttpHeader | undefined][] = [];
     if (Array.isArray(headers)) {
       for (let index = 0; index + 1 < headers.length; index += 2) {
-        this.headArguments[String(headers[index]).toLowerCase()] = headers[index + 1];
+        entries.push([String(headers[index]), headers[index + 1]]);
       }
     } else if (headers) {
-      for (const [name, value] of Object.entries(headers)) {
-        this.headArguments[name.toLowerCase()] = value;
+      entries.push(...Object.entries(headers));
+    }
+    for (const [name, value] of entries) {
+      const existing = findHeaderName(this.headArguments, name);
+      if (existing !== undefined && existing !== name) {
+        delete this.headArguments[existing];
       }
+      this.headArguments[name] = value;
     }
     return this.raw;
   }
@@ -154,12 +240,8 @@ export class ResponseCapture {
   }
 
   private captured(): CapturedResponse {
-    const headers: HeaderValues = {};
-    for (const [name, value] of Object.entries({ ...this.raw.getHeaders(), ...this.headArguments })) {
-      if (value !== undefined) {
-        headers[name.toLowerCase()] = Array.isArray(value) ? value.map(String) : String(value);
-      }
-    }
+    // writeHead()'s headers go out over those set before, named as writeHead() was given them.
+    const headers = mergeHeaders(headersAsSent(this.raw), headersAsSent(this.raw, this.headArguments));
     return {
       status: this.status ?? this.raw.statusCode,
       headers,
