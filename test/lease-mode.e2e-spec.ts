@@ -288,6 +288,42 @@ describeWithBrokers('lease mode, for handlers with external effects', () => {
     });
   });
 
+  it.each(['postgres', 'redis'])("on Fastify, on the %s store: a client gone mid-handler, the handler's success is recorded all the same, and the redelivery replays it", async (store) => {
+    const fastify = await startDemoApp('fastify', db.url, [LeaseShapesModule], false, {
+      purge: { interval: false },
+      metrics: { registry: false },
+      stores: { redis: new RedisLeaseStore(redis, prefix) },
+    });
+    try {
+      const order = `fastify-${store}-order`;
+      const gate = `gone-${order}`;
+      const charge = (signal?: AbortSignal) =>
+        post(`${fastify.baseUrl}/charges/${store}/${order}`, { cents: 1000 }, { 'Idempotency-Key': order, 'x-hold': gate }, signal);
+      const controller = fastify.app.get(LeaseShapesController);
+      provider.hold(gate);
+      const client = new AbortController();
+      const gone = expect(charge(client.signal)).rejects.toThrow(/abort/i);
+      await until(() => Promise.resolve(provider.waitingAt(gate) === 1), 'the handler charged and waits');
+      client.abort();
+      await gone;
+      await until(() => Promise.resolve(controller.disconnected.has(order)), 'the server saw its client go');
+      provider.release(gate);
+      const calls = () => [...provider.charges.entries()].filter(([, made]) => made.order === order).reduce((sum, [key]) => sum + (provider.calls.get(key) ?? 0), 0);
+      let redelivered = await charge();
+      await until(async () => {
+        if (redelivered.status !== 409) return true;
+        redelivered = await charge();
+        return false;
+      }, 'the first delivery settled');
+      expect(redelivered.status).toBe(201);
+      expect(redelivered.headers.get('idempotent-replayed')).toBe('true');
+      expect(controller.runs.get(order)).toBe(1);
+      expect(calls()).toBe(1);
+    } finally {
+      await fastify.app.close();
+    }
+  });
+
   it('leaves no lease behind on PostgreSQL: each one ended completed, released, or taken over and completed', async () => {
     const leased = await db.query<{ n: string }>(`SELECT count(*) AS n FROM processed_messages WHERE lease_token IS NOT NULL`);
     expect(Number(leased[0].n)).toBe(0);
