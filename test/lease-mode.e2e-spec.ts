@@ -1,6 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import amqplib from 'amqplib';
-import { RedisLeaseStore } from 'nestjs-idempotent-consumer';
+import { IdempotencyMetricsService, RedisLeaseStore } from 'nestjs-idempotent-consumer';
 import { resolve } from 'node:path';
 import { createClient } from 'redis';
 import { consumeCredits } from '../apps/demo-api/src/messaging/rabbitmq.js';
@@ -57,10 +57,17 @@ describeWithBrokers('lease mode, for handlers with external effects', () => {
 
   describe.each(['postgres', 'redis'])('on the %s store', (store) => {
     const newOrder = () => `${store}-order-${++orders}`;
-    /** A charge of `order`; `staging` (hold, fail, extend) goes in headers, outside the fingerprint. */
-    const charge = (base: string, order: string, staging: { hold?: string; fail?: boolean; extend?: boolean } = {}) =>
+    /**
+     * A charge of `order`; `staging` (hold, fail, extend) goes in headers, outside the fingerprint.
+     * `renewal` picks the handler: renewed by default (up to 10 minutes), up to 2 s (`bounded`), or never (`unrenewed`).
+     */
+    const charge = (
+      base: string,
+      order: string,
+      staging: { hold?: string; fail?: boolean; extend?: boolean; renewal?: 'bounded' | 'unrenewed'; signal?: AbortSignal } = {},
+    ) =>
       post(
-        `${base}/charges/${store}/${order}`,
+        `${base}/charges/${store}${staging.renewal ? `-${staging.renewal}` : ''}/${order}`,
         { cents: 1000 },
         {
           'Idempotency-Key': order,
@@ -68,7 +75,24 @@ describeWithBrokers('lease mode, for handlers with external effects', () => {
           ...(staging.fail ? { 'x-fail': 'true' } : {}),
           ...(staging.extend ? { 'x-extend': 'true' } : {}),
         },
+        staging.signal,
       );
+    /** What the store holds of `order`: each entry, leased or completed (with its recorded status). */
+    async function entries(order: string): Promise<{ leased: boolean; status: number | null }[]> {
+      if (store === 'postgres') {
+        const rows = await db.query<{ lease_token: string | null; response_status: number | null }>(
+          'SELECT lease_token, response_status FROM processed_messages WHERE message_id = $1',
+          [order],
+        );
+        return rows.map((row) => ({ leased: row.lease_token !== null, status: row.response_status }));
+      }
+      const values = await Promise.all((await redis.keys(`${prefix}*:${order}`)).map((key) => redis.get(key)));
+      return values
+        .filter((value) => value !== null)
+        .map((value) => JSON.parse(value) as { t?: string; r?: { s: number | null } })
+        .map((value) => ({ leased: value.t !== undefined, status: value.r?.s ?? null }));
+    }
+    const renewals = () => app.get(IdempotencyMetricsService).leaseRenewals().find((counts) => counts.consumer === `POST /charges/${store}/:order`);
     const runs = (order: string) => app.get(LeaseShapesController).runs.get(order) ?? 0;
     /** The provider's calls and charges for `order`: it knows the order by the handler's downstream key only. */
     const remote = (order: string) => {
@@ -109,23 +133,108 @@ describeWithBrokers('lease mode, for handlers with external effects', () => {
       expect(runs(order)).toBe(1);
     });
 
-    it('a holder whose lease was taken over cannot complete, and its delivery says so; the one that took over answers', async () => {
+    it('a lease renewed up to a bound shorter than the handler: twins are in flight until the bound, then one takes over; the old holder cannot complete, and its delivery says so', async () => {
       const order = newOrder();
       const gate = `stale-${order}`;
       provider.hold(gate);
-      const stale = charge(baseUrl, order, { hold: gate });
+      const claimed = performance.now();
+      const stale = charge(baseUrl, order, { hold: gate, renewal: 'bounded' });
       await until(() => Promise.resolve(provider.waitingAt(gate) === 1), 'the first holder charged and waits');
-      const takeover = await redeliver(baseUrl, order);
+      let inFlight = 0;
+      let takeover = await charge(baseUrl, order, { renewal: 'bounded' });
+      await until(async () => {
+        if (takeover.status !== 409) return true;
+        expect(takeover.body).toMatchObject({ type: 'urn:idempotency:in-flight' });
+        inFlight++;
+        takeover = await charge(baseUrl, order, { renewal: 'bounded' });
+        return false;
+      }, 'a twin took the message over');
+      const tookOverAfter = performance.now() - claimed;
       expect(takeover.status).toBe(201);
+      // Lease 1 s, renewed up to 2 s: held past its first expiry, let go at the bound.
+      console.log(`${store}: lease 1 s renewed up to 2 s, held at the provider: ${inFlight} twins answered in flight, taken over after ${Math.round(tookOverAfter)} ms`);
+      expect(tookOverAfter).toBeGreaterThan(1_900);
+      expect(inFlight).toBeGreaterThan(0);
       provider.release(gate);
       const refused = await stale;
       expect(refused.status).toBe(409);
-      expect(refused.body).toMatchObject({ type: 'urn:idempotency:lease-lost', detail: expect.stringContaining('took it over') });
+      expect(refused.body).toMatchObject({ type: 'urn:idempotency:lease-lost', detail: expect.stringContaining('another delivery took it over') });
       expect(refused.headers.get('retry-after')).toBe('1');
-      const replay = await charge(baseUrl, order);
+      const replay = await charge(baseUrl, order, { renewal: 'bounded' });
       expect(replay).toMatchObject({ status: 201, body: takeover.body });
       expect(runs(order)).toBe(2);
       expect(remote(order)).toMatchObject({ calls: 2, charges: 1 });
+      expect(await entries(order)).toEqual([{ leased: false, status: 201 }]);
+    });
+
+    it('a handler that runs three leases long keeps its lease, renewed by the module: every twin meanwhile is in flight, and it runs once', async () => {
+      const order = newOrder();
+      const gate = `slow-${order}`;
+      const before = renewals() ?? { renewed: 0, lost: 0, failed: 0 };
+      provider.hold(gate);
+      const slow = charge(baseUrl, order, { hold: gate });
+      await until(() => Promise.resolve(provider.waitingAt(gate) === 1), 'the handler charged and waits');
+      const started = performance.now();
+      const twins: number[] = [];
+      await until(async () => {
+        twins.push((await charge(baseUrl, order)).status);
+        return performance.now() - started > 3_000;
+      }, 'three leases went by');
+      provider.release(gate);
+      const answer = await slow;
+      expect(answer.status).toBe(201);
+      expect(answer.headers.get('idempotent-replayed')).toBeNull();
+      expect(twins.length).toBeGreaterThan(10);
+      expect(new Set(twins)).toEqual(new Set([409]));
+      expect(runs(order)).toBe(1);
+      expect(remote(order)).toMatchObject({ calls: 1, charges: 1 });
+      expect(await entries(order)).toEqual([{ leased: false, status: 201 }]);
+      const after = renewals();
+      console.log(`${store}: a 1 s lease held over 3 s: ${twins.length} twins, all 409; ${after!.renewed - before.renewed} renewals, ${after!.lost - before.lost} lost; provider calls ${remote(order).calls}`);
+      // Every third of a 1 s lease for over 3 s.
+      expect(after!.renewed - before.renewed).toBeGreaterThanOrEqual(8);
+      expect(after!.lost - before.lost).toBe(0);
+    });
+
+    it("a client that disconnects while the handler runs: the handler's success is recorded all the same, and the redelivery replays it (one provider call)", async () => {
+      const order = newOrder();
+      const gate = `gone-${order}`;
+      provider.hold(gate);
+      const client = new AbortController();
+      const gone = expect(charge(baseUrl, order, { hold: gate, signal: client.signal })).rejects.toThrow(/abort/i);
+      await until(() => Promise.resolve(provider.waitingAt(gate) === 1), 'the handler charged and waits');
+      client.abort();
+      await gone;
+      await until(() => Promise.resolve(app.get(LeaseShapesController).disconnected.has(order)), 'the server saw its client go');
+      provider.release(gate);
+      await until(async () => (await entries(order)).every((entry) => !entry.leased), 'the handler settled');
+      expect(await entries(order)).toEqual([{ leased: false, status: 201 }]);
+      const redelivered = await charge(baseUrl, order);
+      expect(redelivered.status).toBe(201);
+      expect(redelivered.headers.get('idempotent-replayed')).toBe('true');
+      console.log(`${store}: client gone mid-handler, then redelivered: ${runs(order)} run, ${remote(order).calls} provider call, entries ${JSON.stringify(await entries(order))}`);
+      expect(runs(order)).toBe(1);
+      expect(remote(order)).toMatchObject({ calls: 1, charges: 1 });
+    });
+
+    it('a handler that outlives its lease with nobody taking over completes, and its answer is replayed', async () => {
+      const order = newOrder();
+      const gate = `late-${order}`;
+      provider.hold(gate);
+      const late = charge(baseUrl, order, { hold: gate, renewal: 'unrenewed' });
+      await until(() => Promise.resolve(provider.waitingAt(gate) === 1), 'the handler charged and waits');
+      const started = performance.now();
+      await until(() => Promise.resolve(performance.now() - started > 1_500), 'its 1 s lease expired');
+      provider.release(gate);
+      const answer = await late;
+      expect(answer.status).toBe(201);
+      expect(answer.headers.get('idempotent-replayed')).toBeNull();
+      const replay = await charge(baseUrl, order, { renewal: 'unrenewed' });
+      expect(replay).toMatchObject({ status: 201, body: answer.body });
+      expect(replay.headers.get('idempotent-replayed')).toBe('true');
+      expect(runs(order)).toBe(1);
+      expect(remote(order)).toMatchObject({ calls: 1, charges: 1 });
+      expect(await entries(order)).toEqual([{ leased: false, status: 201 }]);
     });
 
     it('50 concurrent duplicates over HTTP: one run of the handler', async () => {
@@ -177,6 +286,42 @@ describeWithBrokers('lease mode, for handlers with external effects', () => {
       expect((await long).status).toBe(201);
       expect(runs(order)).toBe(1);
     });
+  });
+
+  it.each(['postgres', 'redis'])("on Fastify, on the %s store: a client gone mid-handler, the handler's success is recorded all the same, and the redelivery replays it", async (store) => {
+    const fastify = await startDemoApp('fastify', db.url, [LeaseShapesModule], false, {
+      purge: { interval: false },
+      metrics: { registry: false },
+      stores: { redis: new RedisLeaseStore(redis, prefix) },
+    });
+    try {
+      const order = `fastify-${store}-order`;
+      const gate = `gone-${order}`;
+      const charge = (signal?: AbortSignal) =>
+        post(`${fastify.baseUrl}/charges/${store}/${order}`, { cents: 1000 }, { 'Idempotency-Key': order, 'x-hold': gate }, signal);
+      const controller = fastify.app.get(LeaseShapesController);
+      provider.hold(gate);
+      const client = new AbortController();
+      const gone = expect(charge(client.signal)).rejects.toThrow(/abort/i);
+      await until(() => Promise.resolve(provider.waitingAt(gate) === 1), 'the handler charged and waits');
+      client.abort();
+      await gone;
+      await until(() => Promise.resolve(controller.disconnected.has(order)), 'the server saw its client go');
+      provider.release(gate);
+      const calls = () => [...provider.charges.entries()].filter(([, made]) => made.order === order).reduce((sum, [key]) => sum + (provider.calls.get(key) ?? 0), 0);
+      let redelivered = await charge();
+      await until(async () => {
+        if (redelivered.status !== 409) return true;
+        redelivered = await charge();
+        return false;
+      }, 'the first delivery settled');
+      expect(redelivered.status).toBe(201);
+      expect(redelivered.headers.get('idempotent-replayed')).toBe('true');
+      expect(controller.runs.get(order)).toBe(1);
+      expect(calls()).toBe(1);
+    } finally {
+      await fastify.app.close();
+    }
   });
 
   it('leaves no lease behind on PostgreSQL: each one ended completed, released, or taken over and completed', async () => {

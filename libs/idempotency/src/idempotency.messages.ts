@@ -61,9 +61,21 @@ export const messages = {
     'Write through your own transactions, and call other services with IdempotencyContext.downstreamKey.',
   noLeaseInTransactionalMode: (consumer: string) =>
     `${consumer} runs in the transactional mode, which holds no lease to extend: set mode: 'lease' on the handler to hold one.`,
-  leaseLost: (consumer: string, key: string) =>
+  leaseLost: (consumer: string, key: string, held?: { heldMs: number; leaseMs: number; renewLeaseForMs: number }) =>
     `The lease of '${key}' for ${consumer} expired and another delivery took it over, so this delivery's result was not ` +
-    "recorded; the delivery that holds the lease answers the message's duplicates. Retry, or give the handler a longer lease.",
+    'recorded' +
+    (held
+      ? ` (the handler ran ${seconds(held.heldMs)} under a lease of ${seconds(held.leaseMs)}, ` +
+        (held.renewLeaseForMs > 0 ? `renewed up to ${seconds(held.renewLeaseForMs)} after the claim)` : 'never renewed)')
+      : '') +
+    "; the delivery that holds the lease answers the message's duplicates. Retry, or raise the handler's renewLeaseFor " +
+    '(or its lease) above the time it takes.',
+  leaseRenewalLost: (consumer: string, key: string, heldMs: number) =>
+    `The lease of '${key}' for ${consumer} could not be renewed ${seconds(heldMs)} after its claim: it expired and another ` +
+    'delivery took it over (was the event loop blocked for longer than two thirds of the lease?). The handler runs on, ' +
+    'but its result will not be recorded. Renewing stops.',
+  leaseRenewalFailed: (consumer: string, key: string, reason: string) =>
+    `The lease of '${key}' for ${consumer} could not be renewed: the store failed (${reason}). Trying again at the next renewal.`,
   storeFailed: (store: string, consumer: string, key: string, reason: string) =>
     `The lease store '${store}' failed for '${key}' (${consumer}): ${reason}. Retry.`,
   invalidStore: (name: string) =>
@@ -198,4 +210,9 @@ export const messages = {
 /** `a`, `a and b`, `a, b and c`. */
 function listed(items: readonly string[]): string {
   return items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
+}
+
+/** Milliseconds as seconds, for a reader: `4.2 s`, `0.35 s`. */
+function seconds(milliseconds: number): string {
+  return `${Number((milliseconds / 1000).toPrecision(2))} s`;
 }

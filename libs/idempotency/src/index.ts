@@ -53,6 +53,8 @@ export { IdempotencyMetricsService } from './metrics/idempotency-metrics.service
 export type {
   DeliveryCounts,
   IdempotencyMetricsSnapshot,
+  LeaseRenewalCounts,
+  LeaseRenewalOutcome,
   PurgeFigures,
   SenderDuplicateRate,
 } from './metrics/idempotency-metrics.service.js';

@@ -31,6 +31,13 @@ export interface RecordedResponse {
  * once; later calls do nothing.
  */
 export interface OpenDelivery {
+  /**
+   * Whether `rollback()` undoes what the handler did along with the claim (the transactional mode,
+   * whose work is in the claim's transaction), or the claim only (lease mode, whose handler's
+   * effects are elsewhere and stay): a handler that succeeded must then be completed, whether or
+   * not anyone is left to receive its answer.
+   */
+  readonly rollbackUndoesWork: boolean;
   /** Runs `handle` with the claim reachable through `IdempotencyContext`. */
   run<T>(handle: () => Promise<T>): Promise<T>;
   /** Records `response` and completes the message; throws when it cannot (nothing is then recorded). */

@@ -12,6 +12,8 @@ import { downstreamKey } from '../keys/downstream-key.js';
  * commit it with the response to record, or roll it back. Settles once; later calls do nothing.
  */
 export class OpenClaim implements OpenDelivery {
+  /** The handler's writes are in the claim's transaction: a rollback undoes them with it. */
+  readonly rollbackUndoesWork = true;
   private settled = false;
   private readonly active: ActiveClaim;
 

@@ -34,9 +34,16 @@ class PaymentsController {
     key: { body: 'id' },
     mode: 'lease',
     lease: '5s',
+    renewLeaseFor: '2m',
     store: 'redis',
   })
   configured() {}
+
+  @IdempotentHandler({ mode: 'lease', renewLeaseFor: false })
+  unrenewed() {}
+
+  @IdempotentHandler({ mode: 'lease', renewLeaseFor: '1y' as never })
+  badRenewal() {}
 
   @IdempotentHandler({ retention: 'forever' as never })
   badRetention() {}
@@ -102,6 +109,7 @@ describe('IdempotencyMetadataAccessor', () => {
       respondsItself: false,
       mode: 'transaction',
       leaseMs: 30_000,
+      renewLeaseForMs: 600_000,
       store: 'postgres',
     });
   });
@@ -123,6 +131,7 @@ describe('IdempotencyMetadataAccessor', () => {
       respondsItself: false,
       mode: 'lease',
       leaseMs: 5_000,
+      renewLeaseForMs: 120_000,
       store: 'redis',
     });
   });
@@ -134,6 +143,11 @@ describe('IdempotencyMetadataAccessor', () => {
     expect(() => resolve('badPolicy')).toThrow("inFlight of PaymentsController.badPolicy must be one of 'reject', 'wait'; got \"queue\".");
     expect(() => resolve('badSender')).toThrow(/the sender of PaymentsController.badSender\) contains control characters/);
     expect(() => resolve('badDelay')).toThrow("retryDelay of PaymentsController.badDelay must be at most '24d'; got \"30d\".");
+    expect(() => resolve('badRenewal')).toThrow(/renewLeaseFor of PaymentsController.badRenewal must be a duration/);
+  });
+
+  it('renews no lease with renewLeaseFor: false', () => {
+    expect(resolve('unrenewed').renewLeaseForMs).toBe(0);
   });
 
   it('gives a method inherited by two controllers a consumer per controller, resolved once each', () => {

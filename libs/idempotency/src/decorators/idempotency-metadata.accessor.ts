@@ -21,6 +21,9 @@ import {
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import type { IdempotencyMode, IdempotentHandlerOptions, InFlightPolicy, IsolationLevel, KeySource } from './idempotent-handler.options.js';
 
+/** How long a lease is renewed while its handler runs, unless the handler says otherwise. */
+const DEFAULT_RENEW_LEASE_FOR = '10m';
+
 const MODES: readonly IdempotencyMode[] = ['transaction', 'lease'];
 const ISOLATION_LEVELS: readonly IsolationLevel[] = ['READ UNCOMMITTED', 'READ COMMITTED', 'REPEATABLE READ', 'SERIALIZABLE'];
 
@@ -60,6 +63,8 @@ export interface ResolvedHandler {
   readonly mode: IdempotencyMode;
   /** Lease mode: the lease, in milliseconds. */
   readonly leaseMs: number;
+  /** Lease mode: how long after the claim the lease is renewed, in milliseconds; 0: never. */
+  readonly renewLeaseForMs: number;
   readonly store: string;
 }
 
@@ -158,6 +163,7 @@ export class IdempotencyMetadataAccessor {
       respondsItself: respondsItself(target, methodName),
       mode: oneOf(`mode of ${name}`, options.mode, MODES) ?? 'transaction',
       leaseMs: toMilliseconds(`lease of ${name}`, options.lease ?? '30s', MAX_TIMER_MS),
+      renewLeaseForMs: options.renewLeaseFor === false ? 0 : toMilliseconds(`renewLeaseFor of ${name}`, options.renewLeaseFor ?? DEFAULT_RENEW_LEASE_FOR, MAX_TIMER_MS),
       store: options.store ?? this.moduleOptions.store,
     };
   }

@@ -37,12 +37,22 @@ export interface IdempotentHandlerOptions {
    */
   mode?: IdempotencyMode;
   /**
-   * Lease mode: how long the lease holds. A delivery that finds a lease older than this takes the
-   * message over, so make it longer than the handler takes (or extend it with
-   * `IdempotencyContext.extendLease()`).
+   * Lease mode: how long the lease holds. While the handler runs, the module renews it every third
+   * of this, up to `renewLeaseFor`; a delivery that finds a lease expired takes the message over.
    * @default '30s'
    */
   lease?: Duration;
+  /**
+   * Lease mode: how long after the claim the module keeps renewing the lease while the handler
+   * runs (every third of `lease`, each renewal checked against the lease's token), so that a slow
+   * handler keeps its message and a hung one lets go of it in the end: the lease holds until
+   * `renewLeaseFor` after the claim (or `lease`, when that is longer), and a twin may take the
+   * message over after that. `false`: never renewed (the lease holds `lease`, unless the handler
+   * calls `IdempotencyContext.extendLease()`, which this bound does not limit).
+   * @default '10m'
+   * @example A handler that may take a few minutes: `@IdempotentHandler({ mode: 'lease', lease: '30s', renewLeaseFor: '15m' })`
+   */
+  renewLeaseFor?: Duration | false;
   /**
    * Lease mode: the store of the leases, `'postgres'` or a name of the module's `stores`.
    * @default the module's `store` (`'postgres'`)

@@ -20,6 +20,8 @@ import { OpenLease } from './open-lease.js';
 /** A claim in lease mode: the request, its lease and the store that keeps it. */
 export interface LeaseClaimRequest extends ClaimRequest, LeaseRequest {
   readonly store: string;
+  /** How long after the claim the lease is renewed while the handler runs; 0: never. */
+  readonly renewLeaseForMs: number;
 }
 
 /**
@@ -27,7 +29,8 @@ export interface LeaseClaimRequest extends ClaimRequest, LeaseRequest {
  * the store, as a lease under a fencing token, and the handler runs with no transaction or
  * connection held. Its success completes the message while the token holds; its failure releases
  * it; a crash leaves the lease to expire, and the next delivery then takes it over with a new
- * token. A twin whose lease is live is answered as in flight (`reject`) or waited for (`wait`,
+ * token. While the handler runs, its lease is renewed every third of the lease, up to the
+ * handler's `renewLeaseFor` after the claim. A twin whose lease is live is answered as in flight (`reject`) or waited for (`wait`,
  * polling the store without holding anything). The store alone decides: a twin in this process
  * is no exception, as a holder that hangs must not keep its message from the others once its
  * lease runs out. The model of this protocol, checked with spin, is
@@ -63,8 +66,13 @@ export class LeaseClaimingService {
           });
         }
         if (attempt.kind === 'claimed') {
-          const claim = new OpenLease(this.stores.get(request.store), request, token, this.storage, (outcome) =>
-            this.metrics.recordDelivery(request, outcome),
+          const claim = new OpenLease(
+            this.stores.get(request.store),
+            request,
+            token,
+            this.storage,
+            (outcome) => this.metrics.recordDelivery(request, outcome),
+            { forMs: request.renewLeaseForMs, record: (outcome) => this.metrics.recordLeaseRenewal(request.consumer, outcome) },
           );
           return { kind: 'claimed', claim };
         }

@@ -17,7 +17,9 @@
  *   crash      the process dies at any step: nothing is released, the lease is left to expire,
  *              and the broker (or the client) redelivers: the process tries again.
  *   Clock      the lease expires: always once its holder is dead; at most MAX_SLOW times while
- *              its holder still works (a lease shorter than the handler: a takeover of a live holder).
+ *              its holder still works (a handler that outlives its lease and its renewals, up to
+ *              renewLeaseFor: a takeover of a live holder). An expired lease nobody took over is
+ *              still its holder's: complete() checks the token only, on every store.
  *   lost ack   after completing, the ack (or the HTTP answer) may be lost: the message is redelivered.
  *
  * Checked: at most one completion; a completed message never runs again (within its retention,

@@ -9,23 +9,49 @@ export interface RedisEvalClient {
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
 }
 
-/** A message's value in Redis: leased (`t`, the token) or completed (`r`, the response). */
+/**
+ * A message's value in Redis: leased (`t`, the token, until `e`) or completed (`r`, the response).
+ * Values written before 0.4.0 have no `e`: their lease ends with the key.
+ */
 interface StoredLease {
   /** The holder's token; absent once completed. */
   t?: string;
+  /** When the lease expires, in milliseconds since the epoch by Redis's clock. */
+  e?: number;
   /** The fingerprint, or null. */
   f: string | null;
   /** The recorded response, its body in base64. */
   r?: { s: number | null; h: Record<string, string | string[]> | null; b: string | null };
 }
 
-/** SET NX PX: a lease is a key that expires with it; a key of another holder answers what it is. */
-const CLAIM = `
-local taken = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
-if taken then return false end
-return redis.call('GET', KEYS[1])`;
+/** Redis's clock, in milliseconds since the epoch: scripts replicate their effects, so reading it before writing is safe. */
+const NOW = `
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)`;
 
-/** Replaces the value (with a new expiry) only while the token holds the lease. */
+/**
+ * A new message, or a lease that expired (its token still on it: nobody took it over) with the
+ * same fingerprint: the lease is ours (0: new, 1: taken over). Else the value, for the caller to
+ * read what holds it. The key lives for the retention (or the lease, if longer), as the
+ * PostgreSQL row of a lease does, so that a holder that outlives its lease can still complete.
+ * ARGV: token, fingerprint ('' for none), lease, key's time to live.
+ */
+const CLAIM = `${NOW}
+local value = redis.call('GET', KEYS[1])
+local tookOver = 0
+if value then
+  local stored = cjson.decode(value)
+  local fingerprint = stored.f
+  if fingerprint == cjson.null then fingerprint = '' end
+  if not stored.t or not stored.e or stored.e >= now or fingerprint ~= ARGV[2] then return value end
+  tookOver = 1
+end
+local fingerprint = cjson.null
+if ARGV[2] ~= '' then fingerprint = ARGV[2] end
+redis.call('SET', KEYS[1], cjson.encode({ t = ARGV[1], e = now + tonumber(ARGV[3]), f = fingerprint }), 'PX', ARGV[4])
+return tookOver`;
+
+/** Replaces the value (with a new expiry) only while the token holds the lease, expired or not. */
 const COMPLETE = `
 local value = redis.call('GET', KEYS[1])
 if not value or cjson.decode(value).t ~= ARGV[1] then return 0 end
@@ -38,18 +64,30 @@ if not value or cjson.decode(value).t ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 return 1`;
 
-const EXTEND = `
+/** Moves the lease's expiry, and the key's if it would go first, only while the token holds the lease. */
+const EXTEND = `${NOW}
 local value = redis.call('GET', KEYS[1])
-if not value or cjson.decode(value).t ~= ARGV[1] then return 0 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if not value then return 0 end
+local stored = cjson.decode(value)
+if stored.t ~= ARGV[1] then return 0 end
+local lease = tonumber(ARGV[2])
+local ttl = math.max(redis.call('PTTL', KEYS[1]), lease)
+if stored.e then
+  stored.e = now + lease
+  redis.call('SET', KEYS[1], cjson.encode(stored), 'PX', ttl)
+else
+  redis.call('PEXPIRE', KEYS[1], ttl)
+end
 return 1`;
 
 /**
  * Leases in Redis, for high volume where a duplicate after the key expired is harmless, and where
  * the handler tolerates a second run (Redis forgets what it did not persist: see the guide's
- * "Choosing a store"). A lease is a key `SET NX PX lease`; its holder's token-checked complete,
- * release and extend are Lua scripts, atomic in Redis; a completed message is kept by TTL for the
- * handler's retention. Its expiry is Redis's clock.
+ * "Choosing a store"). A message is a key holding its lease (token and expiry) or its response,
+ * kept by TTL for the handler's retention; the claim, and its holder's token-checked complete,
+ * release and extend, are Lua scripts, atomic in Redis. A lease expires by Redis's clock; once it
+ * did, the next delivery takes it over with a new token, and until one does, its holder may still
+ * complete it (as with the PostgreSQL store).
  *
  * @example
  * ```ts
@@ -66,10 +104,10 @@ export class RedisLeaseStore implements LeaseStore {
   ) {}
 
   async claim(request: LeaseRequest, token: string): Promise<LeaseAttempt> {
-    const lease: StoredLease = { t: token, f: request.fingerprint };
-    const found = (await this.run(CLAIM, request, [JSON.stringify(lease), String(request.leaseMs)])) as string | null;
-    if (found === null) {
-      return { kind: 'claimed', tookOver: false };
+    const ttl = Math.max(request.retentionMs, request.leaseMs);
+    const found = (await this.run(CLAIM, request, [token, request.fingerprint ?? '', String(request.leaseMs), String(ttl)])) as number | string;
+    if (typeof found === 'number') {
+      return { kind: 'claimed', tookOver: found === 1 };
     }
     const stored = JSON.parse(found) as StoredLease;
     if (stored.t !== undefined || !stored.r) {

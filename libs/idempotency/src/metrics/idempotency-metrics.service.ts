@@ -32,6 +32,19 @@ export interface PurgeFigures {
   readonly lastSuccessAt: Date | null;
 }
 
+/**
+ * How a lease-mode handler's lease was renewed while it ran (lease renewal, `renewLeaseFor`):
+ * - `renewed`: the store moved the lease's expiry on;
+ * - `lost`: the store refused, as another delivery had taken the lease over (renewing then stops);
+ * - `failed`: the store could not be reached or failed (the next renewal tries again).
+ */
+export type LeaseRenewalOutcome = 'renewed' | 'lost' | 'failed';
+
+/** Lease renewals of one consumer's deliveries, by outcome, since the application started. */
+export interface LeaseRenewalCounts extends Record<LeaseRenewalOutcome, number> {
+  consumer: string;
+}
+
 /** Everything the module counts, at one moment. */
 export interface IdempotencyMetricsSnapshot {
   /** When counting started (the application's start). */
@@ -39,6 +52,7 @@ export interface IdempotencyMetricsSnapshot {
   readonly deliveries: readonly DeliveryCounts[];
   readonly duplicateRates: readonly SenderDuplicateRate[];
   readonly purge: PurgeFigures;
+  readonly leaseRenewals: readonly LeaseRenewalCounts[];
 }
 
 /**
@@ -53,6 +67,7 @@ export class IdempotencyMetricsService {
   readonly since = new Date();
   private readonly logger = new Logger('Idempotency');
   private readonly deliveryCounts = new Map<string, DeliveryCounts>();
+  private readonly renewalCounts = new Map<string, LeaseRenewalCounts>();
   private readonly windows = new Map<string, DuplicateRateWindow>();
   private readonly purgeRuns: Record<PurgeOutcome, number> = { purged: 0, skipped: 0, failed: 0 };
   private purgedRows = 0;
@@ -74,6 +89,16 @@ export class IdempotencyMetricsService {
     this.windows.get(sender)?.add(outcome === 'duplicate');
   }
 
+  /** Counts one renewal of a lease of `consumer`. Called by the lease mode while a handler runs. */
+  recordLeaseRenewal(consumer: string, outcome: LeaseRenewalOutcome): void {
+    let counts = this.renewalCounts.get(consumer);
+    if (!counts) {
+      counts = { consumer, renewed: 0, lost: 0, failed: 0 };
+      this.renewalCounts.set(consumer, counts);
+    }
+    counts[outcome] += 1;
+  }
+
   /** Records a purge run. Called by `IdempotencyPurgeService`. */
   recordPurge(run: PurgeRun): void {
     this.purgeRuns[run.outcome] += 1;
@@ -87,6 +112,11 @@ export class IdempotencyMetricsService {
   /** Deliveries per consumer and sender since the start. */
   deliveries(): DeliveryCounts[] {
     return [...this.deliveryCounts.values()].map((counts) => ({ ...counts }));
+  }
+
+  /** Lease renewals per consumer since the start; consumers whose leases were never renewed are left out. */
+  leaseRenewals(): LeaseRenewalCounts[] {
+    return [...this.renewalCounts.values()].map((counts) => ({ ...counts }));
   }
 
   /** Each sender's duplicate rate over the recent window; senders without deliveries in it are left out. */
@@ -103,7 +133,13 @@ export class IdempotencyMetricsService {
   }
 
   snapshot(): IdempotencyMetricsSnapshot {
-    return { since: this.since, deliveries: this.deliveries(), duplicateRates: this.duplicateRates(), purge: this.purge() };
+    return {
+      since: this.since,
+      deliveries: this.deliveries(),
+      duplicateRates: this.duplicateRates(),
+      purge: this.purge(),
+      leaseRenewals: this.leaseRenewals(),
+    };
   }
 
   /** The name `sender` is counted under: itself while fewer than 100 are, else `(other)`. */

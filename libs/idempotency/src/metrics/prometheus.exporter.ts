@@ -5,11 +5,12 @@ import { messages } from '../idempotency.messages.js';
 import type { MetricsRegistry, ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { loadIfInstalled, loadOptionalPackage } from '../optional/load-optional-package.js';
 import { DELIVERY_OUTCOMES } from './delivery-outcome.js';
-import { IdempotencyMetricsService } from './idempotency-metrics.service.js';
+import { IdempotencyMetricsService, type LeaseRenewalOutcome } from './idempotency-metrics.service.js';
 
 type PromClient = typeof import('prom-client');
 
 const DELIVERIES = 'idempotency_deliveries_total';
+const LEASE_RENEWAL_OUTCOMES: readonly LeaseRenewalOutcome[] = ['renewed', 'lost', 'failed'];
 
 /**
  * Registers the module's counters in a `prom-client` registry (the module option `metrics.registry`,
@@ -66,6 +67,20 @@ export class PrometheusExporter implements OnModuleInit, OnApplicationShutdown {
         for (const counts of metrics.deliveries()) {
           for (const outcome of DELIVERY_OUTCOMES) {
             this.inc({ consumer: counts.consumer, sender: counts.sender, outcome }, counts[outcome]);
+          }
+        }
+      },
+    }));
+    this.register('idempotency_lease_renewals_total', (name) => new Counter({
+      name,
+      help: 'Automatic renewals of lease-mode handlers\' leases, by consumer and outcome (renewed, lost: taken over, failed: store error).',
+      labelNames: ['consumer', 'outcome'],
+      registers,
+      collect() {
+        this.reset();
+        for (const counts of metrics.leaseRenewals()) {
+          for (const outcome of LEASE_RENEWAL_OUTCOMES) {
+            this.inc({ consumer: counts.consumer, outcome }, counts[outcome]);
           }
         }
       },

@@ -6,20 +6,25 @@ interface Entry {
   token?: string;
   fingerprint: string | null;
   response?: RecordedResponse;
-  expiresAt: number;
+  /** When a lease ends; a completed entry lives on (the tests never outlast a retention). */
+  leaseExpiresAt: number;
 }
 
-/** A store in memory, right by the contract unless `fenced` is false: then its holders' tokens are not checked on completion. */
+/**
+ * A store in memory, right by the contract unless it has a flaw: `unfenced`, its holders' tokens
+ * are not checked on completion; `expiry-forgets`, a lease that expires is forgotten at once, as a
+ * key that expires with its lease would be.
+ */
 class MemoryLeaseStore implements LeaseStore {
   private readonly entries = new Map<string, Entry>();
 
-  constructor(private readonly fenced = true) {}
+  constructor(private readonly flaw?: 'unfenced' | 'expiry-forgets') {}
 
   async claim(request: LeaseRequest, token: string): Promise<LeaseAttempt> {
-    const id = JSON.stringify([request.consumer, request.key]);
-    const entry = this.entries.get(id);
-    if (!entry || entry.expiresAt <= Date.now()) {
-      this.entries.set(id, { token, fingerprint: request.fingerprint, expiresAt: Date.now() + request.leaseMs });
+    const entry = this.entry(request);
+    const expired = entry?.token !== undefined && entry.leaseExpiresAt <= Date.now();
+    if (!entry || (expired && entry.fingerprint === request.fingerprint)) {
+      this.entries.set(this.id(request), { token, fingerprint: request.fingerprint, leaseExpiresAt: Date.now() + request.leaseMs });
       return { kind: 'claimed', tookOver: entry !== undefined };
     }
     return entry.response
@@ -28,29 +33,42 @@ class MemoryLeaseStore implements LeaseStore {
   }
 
   async complete(request: LeaseRequest, token: string, response: RecordedResponse): Promise<boolean> {
-    const entry = this.holding(request, token) ?? (this.fenced ? undefined : this.entries.get(JSON.stringify([request.consumer, request.key])));
+    const entry = this.holding(request, token) ?? (this.flaw === 'unfenced' ? this.entry(request) : undefined);
     if (!entry || entry.response) {
       return false;
     }
-    Object.assign(entry, { token: undefined, response, expiresAt: Date.now() + request.retentionMs });
+    Object.assign(entry, { token: undefined, response });
     return true;
   }
 
   async release(key: LeaseKey, token: string): Promise<boolean> {
-    return this.holding(key, token) !== undefined && this.entries.delete(JSON.stringify([key.consumer, key.key]));
+    return this.holding(key, token) !== undefined && this.entries.delete(this.id(key));
   }
 
   async extend(key: LeaseKey, token: string, leaseMs: number): Promise<boolean> {
     const entry = this.holding(key, token);
     if (entry) {
-      entry.expiresAt = Date.now() + leaseMs;
+      entry.leaseExpiresAt = Date.now() + leaseMs;
     }
     return entry !== undefined;
   }
 
   private holding(key: LeaseKey, token: string): Entry | undefined {
-    const entry = this.entries.get(JSON.stringify([key.consumer, key.key]));
-    return entry && entry.token === token && entry.expiresAt > Date.now() ? entry : undefined;
+    const entry = this.entry(key);
+    return entry?.token === token ? entry : undefined;
+  }
+
+  private entry(key: LeaseKey): Entry | undefined {
+    const entry = this.entries.get(this.id(key));
+    if (this.flaw === 'expiry-forgets' && entry?.token !== undefined && entry.leaseExpiresAt <= Date.now()) {
+      this.entries.delete(this.id(key));
+      return undefined;
+    }
+    return entry;
+  }
+
+  private id(key: LeaseKey): string {
+    return JSON.stringify([key.consumer, key.key]);
   }
 }
 
@@ -60,15 +78,26 @@ describe('leaseStoreContract', () => {
     it(`passes on a store that keeps it: ${check.name}`, check.run);
   }
 
-  it('fails on a store whose holders complete without their token being checked', async () => {
-    const broken = new MemoryLeaseStore(false);
+  async function failedChecks(store: LeaseStore): Promise<string[]> {
     const failures: string[] = [];
-    for (const check of leaseStoreContract(() => broken)) {
+    for (const check of leaseStoreContract(() => store)) {
       await check.run().catch(() => failures.push(check.name));
     }
-    expect(failures).toEqual([
+    return failures;
+  }
+
+  it('fails on a store whose holders complete without their token being checked', async () => {
+    expect(await failedChecks(new MemoryLeaseStore('unfenced'))).toEqual([
       'a token that does not hold the lease cannot complete, release or extend it',
       'an expired lease is taken over, and its old holder is fenced: it can no longer complete, extend or release',
+    ]);
+  });
+
+  it('fails on a store that forgets a lease when it expires, refusing a holder that nobody took over', async () => {
+    expect(await failedChecks(new MemoryLeaseStore('expiry-forgets'))).toEqual([
+      'an expired lease is taken over, and its old holder is fenced: it can no longer complete, extend or release',
+      'a holder whose lease expired with nobody taking it over still completes it (or extends it): expired is not lost',
+      'an expired lease is not taken over by a delivery with another fingerprint: it finds the lease, with its fingerprint',
     ]);
   });
 });

@@ -135,11 +135,36 @@ export function leaseStoreContract(store: () => LeaseStore): ContractCheck[] {
         const old = randomUUID();
         await store().claim(message, old);
         const fresh = randomUUID();
-        await claimUntil(message, fresh, (kind) => kind === 'claimed');
+        deepStrictEqual(await claimUntil(message, fresh, (kind) => kind === 'claimed'), { kind: 'claimed', tookOver: true });
         strictEqual(await store().complete(message, old, RESPONSE), false);
         strictEqual(await store().extend(message, old, 30_000), false);
         strictEqual(await store().release(message, old), false);
         strictEqual(await store().complete(message, fresh, RESPONSE), true);
+      },
+    },
+    {
+      name: 'a holder whose lease expired with nobody taking it over still completes it (or extends it): expired is not lost',
+      run: async () => {
+        const message = request({ leaseMs: 200 });
+        const token = randomUUID();
+        await store().claim(message, token);
+        // Nothing to poll without taking it over: wait well past the lease, by the store's clock too.
+        await sleep(600);
+        strictEqual(await store().extend(message, token, 200), true, 'an expired lease still held by its token is extended');
+        await sleep(600);
+        strictEqual(await store().complete(message, token, RESPONSE), true);
+        strictEqual((await store().claim(message, randomUUID())).kind, 'completed');
+      },
+    },
+    {
+      name: 'an expired lease is not taken over by a delivery with another fingerprint: it finds the lease, with its fingerprint',
+      run: async () => {
+        const message = request({ leaseMs: 200 });
+        const token = randomUUID();
+        await store().claim(message, token);
+        await sleep(600);
+        deepStrictEqual(await store().claim({ ...message, fingerprint: 'e'.repeat(64) }, randomUUID()), { kind: 'leased', fingerprint: message.fingerprint });
+        strictEqual(await store().complete(message, token, RESPONSE), true, 'its holder still completes it');
       },
     },
     {

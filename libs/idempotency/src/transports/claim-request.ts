@@ -40,6 +40,7 @@ export function claimRequestFor(
       waitForTwin: (handler.inFlight ?? reading.defaultInFlight) === 'wait',
       isolationLevel: handler.isolationLevel,
       leaseMs: handler.leaseMs,
+      renewLeaseForMs: handler.renewLeaseForMs,
       store: handler.store,
     };
   } catch (error) {

@@ -90,10 +90,12 @@ export class HttpDelivery {
     let settleHandler!: (succeeded: boolean) => void;
     const handled = new Promise<boolean>((resolve) => (settleHandler = resolve));
     capture.whenEnded((captured) => void this.finish(request, claim, capture, captured, before, handled));
-    // A client gone before its answer was written: nobody will see it, so nothing is kept.
+    // A client gone before its answer was written: nobody will see it, so in the transactional
+    // mode nothing is kept (the rollback undoes the work). A lease-mode handler's effects are
+    // elsewhere and stay: its success is completed all the same, for the redelivery to replay.
     raw.once('close', () => {
       void handled.then(async (succeeded) => {
-        if (succeeded) {
+        if (succeeded && claim.rollbackUndoesWork) {
           await claim.rollback('failed');
         }
       });
