@@ -35,6 +35,7 @@ class PaymentsController {
     mode: 'lease',
     lease: '5s',
     store: 'redis',
+    record: 'status',
   })
   configured() {}
 
@@ -52,6 +53,9 @@ class PaymentsController {
 
   @IdempotentHandler({ retryDelay: '30d' })
   badDelay() {}
+
+  @IdempotentHandler({ record: 'headers' as never })
+  badRecord() {}
 }
 
 abstract class WebhookBase {
@@ -103,6 +107,7 @@ describe('IdempotencyMetadataAccessor', () => {
       mode: 'transaction',
       leaseMs: 30_000,
       store: 'postgres',
+      record: 'response',
     });
   });
 
@@ -124,6 +129,7 @@ describe('IdempotencyMetadataAccessor', () => {
       mode: 'lease',
       leaseMs: 5_000,
       store: 'redis',
+      record: 'status',
     });
   });
 
@@ -134,6 +140,7 @@ describe('IdempotencyMetadataAccessor', () => {
     expect(() => resolve('badPolicy')).toThrow("inFlight of PaymentsController.badPolicy must be one of 'reject', 'wait'; got \"queue\".");
     expect(() => resolve('badSender')).toThrow(/the sender of PaymentsController.badSender\) contains control characters/);
     expect(() => resolve('badDelay')).toThrow("retryDelay of PaymentsController.badDelay must be at most '24d'; got \"30d\".");
+    expect(() => resolve('badRecord')).toThrow("record of PaymentsController.badRecord must be one of 'response', 'status'; got \"headers\".");
   });
 
   it('gives a method inherited by two controllers a consumer per controller, resolved once each', () => {

@@ -18,8 +18,8 @@ import {
   RESPONSE_PARAMTYPE,
   TRANSPORT_METADATA,
 } from '../idempotency.internal-constants.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
-import type { IdempotencyMode, IdempotentHandlerOptions, InFlightPolicy, IsolationLevel, KeySource } from './idempotent-handler.options.js';
+import { type ResolvedIdempotencyOptions, toRecordPolicy } from '../idempotency.options.js';
+import type { IdempotencyMode, IdempotentHandlerOptions, InFlightPolicy, IsolationLevel, KeySource, RecordPolicy } from './idempotent-handler.options.js';
 
 const MODES: readonly IdempotencyMode[] = ['transaction', 'lease'];
 const ISOLATION_LEVELS: readonly IsolationLevel[] = ['READ UNCOMMITTED', 'READ COMMITTED', 'REPEATABLE READ', 'SERIALIZABLE'];
@@ -61,6 +61,8 @@ export interface ResolvedHandler {
   /** Lease mode: the lease, in milliseconds. */
   readonly leaseMs: number;
   readonly store: string;
+  /** What of its answer is recorded for its duplicates. */
+  readonly record: RecordPolicy;
 }
 
 /** A microservice pattern an idempotent handler is bound to. */
@@ -159,6 +161,7 @@ export class IdempotencyMetadataAccessor {
       mode: oneOf(`mode of ${name}`, options.mode, MODES) ?? 'transaction',
       leaseMs: toMilliseconds(`lease of ${name}`, options.lease ?? '30s', MAX_TIMER_MS),
       store: options.store ?? this.moduleOptions.store,
+      record: options.record === undefined ? this.moduleOptions.record : toRecordPolicy(`record of ${name}`, options.record),
     };
   }
 }
