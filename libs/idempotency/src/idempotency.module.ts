@@ -17,6 +17,7 @@ import { IdempotencyMetricsService } from './metrics/idempotency-metrics.service
 import { PrometheusExporter } from './metrics/prometheus.exporter.js';
 import { IdempotencyPurgeService } from './purge/idempotency-purge.service.js';
 import { PurgeScheduler } from './purge/purge.scheduler.js';
+import { ResponseRecording } from './recording/response-recording.js';
 import { StoreSchemaCheck } from './schema/store-schema.check.js';
 import { HttpDelivery } from './transports/http/http-delivery.js';
 import { RmqAcknowledgements } from './transports/rpc/rmq-acknowledgements.js';
@@ -61,6 +62,7 @@ import { RpcDelivery } from './transports/rpc/rpc-delivery.js';
     ClaimingService,
     LeaseStores,
     LeaseClaimingService,
+    ResponseRecording,
     HttpDelivery,
     RmqAcknowledgements,
     RmqConsumerCheck,

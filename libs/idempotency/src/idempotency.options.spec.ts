@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { IdempotencyOptionsError } from './errors/idempotency-options.error.js';
 import { resolveModuleOptions } from './idempotency.options.js';
 
@@ -27,7 +28,25 @@ describe('resolveModuleOptions', () => {
       stores: {},
       store: 'postgres',
       warnOnUnusedConsumers: true,
+      record: 'response',
+      keyring: null,
     });
+  });
+
+  it('takes encryption keys as Buffers or base64 (standard or URL-safe), and the current key id', () => {
+    const raw = randomBytes(32);
+    const { keyring } = resolveModuleOptions({
+      encryption: { keys: { '2025-06': raw, '2025-12': raw.toString('base64'), 'k:3': raw.toString('base64url') }, current: '2025-12' },
+    });
+    expect(keyring?.current).toBe('2025-12');
+    expect([...(keyring?.keys.keys() ?? [])]).toEqual(['2025-06', '2025-12', 'k:3']);
+    for (const key of keyring?.keys.values() ?? []) {
+      expect(key.export().equals(raw)).toBe(true);
+    }
+  });
+
+  it('keeps a record policy that is given', () => {
+    expect(resolveModuleOptions({ record: 'status' }).record).toBe('status');
   });
 
   it('keeps what is given', () => {
@@ -102,6 +121,16 @@ describe('resolveModuleOptions', () => {
       /health\.maxPurgeLag \(1h\) must be longer than purge\.interval \(2h\).*raise health\.maxPurgeLag or shorten purge\.interval/,
     ],
     [{ purge: { interval: '10m' }, health: { maxPurgeLag: '1h' } }, /health\.maxTimeSincePurge \(10m\) must be longer than purge\.interval \(10m\)/],
+    [{ record: 'body' }, /record must be one of 'response', 'status'; got "body"/],
+    [{ encryption: { current: 'k1' } }, /encryption must be \{ keys: \{ <keyId>: <32-byte key> \}, current: <keyId> \}/],
+    [{ encryption: { keys: {}, current: 'k1' } }, /encryption\.keys is empty/],
+    [{ encryption: { keys: { k1: randomBytes(32) }, current: 'k2' } }, /encryption\.current is "k2", which is not a key id of encryption\.keys \('k1'\)/],
+    [{ encryption: { keys: { k1: randomBytes(32) } } }, /encryption\.current is undefined/],
+    [{ encryption: { keys: { k1: randomBytes(16) }, current: 'k1' } }, /encryption\.keys\.k1 must be a 256-bit AES key: .*; got 16 bytes\./],
+    [{ encryption: { keys: { k1: randomBytes(24).toString('base64') }, current: 'k1' } }, /encryption\.keys\.k1 must be a 256-bit AES key.*got 24 bytes/],
+    [{ encryption: { keys: { k1: 'my secret passphrase!' }, current: 'k1' } }, /encryption\.keys\.k1 .*got a string of 21 characters that is not base64/],
+    [{ encryption: { keys: { k1: undefined }, current: 'k1' } }, /encryption\.keys\.k1 .*got undefined/],
+    [{ encryption: { keys: { 'key one': randomBytes(32) }, current: 'key one' } }, /encryption\.keys has the key id "key one"; a key id is 1 to 64/],
   ])('refuses %p with a message that says how to fix it', (options, reason) => {
     expect(() => resolveModuleOptions(options as never)).toThrow(IdempotencyOptionsError);
     expect(() => resolveModuleOptions(options as never)).toThrow(reason);

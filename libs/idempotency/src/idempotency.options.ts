@@ -1,8 +1,11 @@
+import { createSecretKey, type KeyObject } from 'node:crypto';
 import { DEFAULT_TABLE_NAME } from './idempotency.constants.js';
 import { type Duration, formatDuration, MAX_RETENTION_MS, MAX_TIMER_MS, toMilliseconds } from './duration/duration.js';
 import { IdempotencyOptionsError } from './errors/idempotency-options.error.js';
 import { messages } from './idempotency.messages.js';
 import type { LeaseStore } from './leasing/lease-store.js';
+import type { RecordPolicy } from './decorators/idempotent-handler.options.js';
+import type { Keyring } from './recording/response-seal.js';
 
 /** Options of `IdempotencyModule.forRoot()` / `forRootAsync()`. Every field is optional. */
 export interface IdempotencyModuleOptions {
@@ -48,6 +51,24 @@ export interface IdempotencyModuleOptions {
   senders?: Record<string, SenderOptions>;
   /** What of an HTTP response is recorded and replayed to its duplicates. */
   replay?: ReplayOptions;
+  /**
+   * What is recorded of a handler's answer for its duplicates, for handlers that set no `record`:
+   * `'response'` (the status, the headers and the body; a message handler's reply) or `'status'`
+   * (the HTTP status only: a duplicate gets it with an empty body; a message handler's duplicate
+   * gets no reply). See `RecordPolicy`.
+   * @default 'response'
+   */
+  record?: RecordPolicy;
+  /**
+   * Encrypts the recorded responses at rest (AES-256-GCM): each one's headers and body are sealed
+   * together, with a random IV, under `keys[current]`, and the key id is stored with the record.
+   * Records sealed with an older key stay readable while its id is in `keys`; records written in
+   * plaintext (before this option was set) stay readable too. A record that no configured key
+   * can open is never replayed: IdempotencyRecordUnreadableError (HTTP 500).
+   * @default none: responses are recorded as they were sent
+   * @example `{ keys: { '2025-06': process.env.IDEMPOTENCY_KEY_2025_06 }, current: '2025-06' }`
+   */
+  encryption?: EncryptionOptions;
   /** The scheduled purge of expired ids. */
   purge?: PurgeOptions;
   /** Thresholds of `IdempotencyHealthIndicator`; each one crossed turns the indicator down. */
@@ -76,6 +97,21 @@ export interface IdempotencyModuleOptions {
    * @default true
    */
   warnOnUnusedConsumers?: boolean;
+}
+
+/**
+ * The keys that seal recorded responses. To rotate: add the new key, make it `current`, restart
+ * every instance; remove the old key once the records it sealed have expired (the longest
+ * retention after the rotation), since records it sealed cannot be replayed without it.
+ */
+export interface EncryptionOptions {
+  /**
+   * Every key that may open a record, by key id (1 to 64 letters, digits, `.`, `_`, `:`, `-`;
+   * stored with each record): 32 bytes, as a Buffer or as base64 text (`openssl rand -base64 32`).
+   */
+  keys: Record<string, Buffer | Uint8Array | string>;
+  /** The id of the key in `keys` that seals new records. */
+  current: string;
 }
 
 /** What the module knows about one sender. */
@@ -203,6 +239,10 @@ export interface ResolvedIdempotencyOptions {
   stores: Readonly<Record<string, LeaseStore>>;
   store: string;
   warnOnUnusedConsumers: boolean;
+  /** The default of handlers that set no `record`. */
+  record: RecordPolicy;
+  /** null: responses are recorded in plaintext. */
+  keyring: Keyring | null;
 }
 
 /** `replay` with its defaults applied. */
@@ -266,7 +306,64 @@ export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): Re
     stores: resolveStores(options.stores ?? {}),
     store: options.store ?? 'postgres',
     warnOnUnusedConsumers: toFlag('warnOnUnusedConsumers', options.warnOnUnusedConsumers ?? true),
+    record: toRecordPolicy('record', options.record ?? 'response'),
+    keyring: options.encryption === undefined ? null : resolveKeyring(options.encryption),
   };
+}
+
+/** The choices of `record`. */
+export const RECORD_POLICIES: readonly RecordPolicy[] = ['response', 'status'];
+
+/** `value` as a record policy. @throws IdempotencyOptionsError naming `name`. */
+export function toRecordPolicy(name: string, value: unknown): RecordPolicy {
+  if (!RECORD_POLICIES.includes(value as RecordPolicy)) {
+    throw new IdempotencyOptionsError(messages.invalidChoice(name, value, RECORD_POLICIES));
+  }
+  return value as RecordPolicy;
+}
+
+const KEY_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+const BASE64 = /^[A-Za-z0-9+/_-]+={0,2}$/;
+const AES_256_KEY_BYTES = 32;
+
+function resolveKeyring(encryption: EncryptionOptions): Keyring {
+  const { keys, current } = (encryption ?? {}) as Partial<EncryptionOptions>;
+  if (typeof keys !== 'object' || keys === null || Array.isArray(keys)) {
+    throw new IdempotencyOptionsError(messages.invalidEncryption());
+  }
+  const resolved = new Map<string, KeyObject>();
+  for (const [keyId, key] of Object.entries(keys)) {
+    if (!KEY_ID.test(keyId)) {
+      throw new IdempotencyOptionsError(messages.invalidEncryptionKeyId(keyId));
+    }
+    resolved.set(keyId, toAesKey(keyId, key));
+  }
+  if (resolved.size === 0) {
+    throw new IdempotencyOptionsError(messages.noEncryptionKeys());
+  }
+  if (typeof current !== 'string' || !resolved.has(current)) {
+    throw new IdempotencyOptionsError(messages.unknownCurrentKey(current, [...resolved.keys()]));
+  }
+  return { current, keys: resolved };
+}
+
+/** A 256-bit key from a Buffer or base64 text; the error says what was given without showing it. */
+function toAesKey(keyId: string, key: unknown): KeyObject {
+  let bytes: Buffer;
+  if (key instanceof Uint8Array) {
+    bytes = Buffer.from(key);
+  } else if (typeof key === 'string') {
+    if (!BASE64.test(key)) {
+      throw new IdempotencyOptionsError(messages.invalidEncryptionKey(keyId, `a string of ${key.length} characters that is not base64`));
+    }
+    bytes = Buffer.from(key, 'base64');
+  } else {
+    throw new IdempotencyOptionsError(messages.invalidEncryptionKey(keyId, key === undefined || key === null ? String(key) : `a ${typeof key}`));
+  }
+  if (bytes.length !== AES_256_KEY_BYTES) {
+    throw new IdempotencyOptionsError(messages.invalidEncryptionKey(keyId, `${bytes.length} bytes`));
+  }
+  return createSecretKey(bytes);
 }
 
 function resolveStores(stores: Record<string, LeaseStore>): Record<string, LeaseStore> {

@@ -4,6 +4,7 @@ export type {
   IdempotencyModuleOptions,
   MetricsOptions,
   MetricsRegistry,
+  EncryptionOptions,
   PurgeOptions,
   ReplayOptions,
   SenderOptions,
@@ -16,6 +17,7 @@ export type {
   InFlightPolicy,
   IsolationLevel,
   KeySource,
+  RecordPolicy,
 } from './decorators/idempotent-handler.options.js';
 export { IdempotencyContext } from './context/idempotency.context.js';
 export type { RecordedResponse } from './claiming/claim.js';
@@ -40,6 +42,7 @@ export { IdempotencyLeaseLostError } from './errors/idempotency-lease-lost.error
 export { IdempotencyTransactionAbortedError } from './errors/idempotency-transaction-aborted.error.js';
 export { IdempotencyClaimTransactionError } from './errors/idempotency-claim-transaction.error.js';
 export { IdempotencyResponseTooLargeError } from './errors/idempotency-response-too-large.error.js';
+export { IdempotencyRecordUnreadableError } from './errors/idempotency-record-unreadable.error.js';
 export { IdempotencyUnsupportedHandlerError } from './errors/idempotency-unsupported-handler.error.js';
 export { IdempotencyRetentionError } from './errors/idempotency-retention.error.js';
 export { IdempotencyConsumerConflictError } from './errors/idempotency-consumer-conflict.error.js';

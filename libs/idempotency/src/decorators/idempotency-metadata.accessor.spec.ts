@@ -36,6 +36,7 @@ class PaymentsController {
     lease: '5s',
     renewLeaseFor: '2m',
     store: 'redis',
+    record: 'status',
   })
   configured() {}
 
@@ -59,6 +60,9 @@ class PaymentsController {
 
   @IdempotentHandler({ retryDelay: '30d' })
   badDelay() {}
+
+  @IdempotentHandler({ record: 'headers' as never })
+  badRecord() {}
 }
 
 abstract class WebhookBase {
@@ -111,6 +115,7 @@ describe('IdempotencyMetadataAccessor', () => {
       leaseMs: 30_000,
       renewLeaseForMs: 600_000,
       store: 'postgres',
+      record: 'response',
     });
   });
 
@@ -133,6 +138,7 @@ describe('IdempotencyMetadataAccessor', () => {
       leaseMs: 5_000,
       renewLeaseForMs: 120_000,
       store: 'redis',
+      record: 'status',
     });
   });
 
@@ -144,6 +150,7 @@ describe('IdempotencyMetadataAccessor', () => {
     expect(() => resolve('badSender')).toThrow(/the sender of PaymentsController.badSender\) contains control characters/);
     expect(() => resolve('badDelay')).toThrow("retryDelay of PaymentsController.badDelay must be at most '24d'; got \"30d\".");
     expect(() => resolve('badRenewal')).toThrow(/renewLeaseFor of PaymentsController.badRenewal must be a duration/);
+    expect(() => resolve('badRecord')).toThrow("record of PaymentsController.badRecord must be one of 'response', 'status'; got \"headers\".");
   });
 
   it('renews no lease with renewLeaseFor: false', () => {

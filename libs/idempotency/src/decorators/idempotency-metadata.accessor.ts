@@ -18,8 +18,8 @@ import {
   RESPONSE_PARAMTYPE,
   TRANSPORT_METADATA,
 } from '../idempotency.internal-constants.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
-import type { IdempotencyMode, IdempotentHandlerOptions, InFlightPolicy, IsolationLevel, KeySource } from './idempotent-handler.options.js';
+import { type ResolvedIdempotencyOptions, toRecordPolicy } from '../idempotency.options.js';
+import type { IdempotencyMode, IdempotentHandlerOptions, InFlightPolicy, IsolationLevel, KeySource, RecordPolicy } from './idempotent-handler.options.js';
 
 /** How long a lease is renewed while its handler runs, unless the handler says otherwise. */
 const DEFAULT_RENEW_LEASE_FOR = '10m';
@@ -66,6 +66,8 @@ export interface ResolvedHandler {
   /** Lease mode: how long after the claim the lease is renewed, in milliseconds; 0: never. */
   readonly renewLeaseForMs: number;
   readonly store: string;
+  /** What of its answer is recorded for its duplicates. */
+  readonly record: RecordPolicy;
 }
 
 /** A microservice pattern an idempotent handler is bound to. */
@@ -165,6 +167,7 @@ export class IdempotencyMetadataAccessor {
       leaseMs: toMilliseconds(`lease of ${name}`, options.lease ?? '30s', MAX_TIMER_MS),
       renewLeaseForMs: options.renewLeaseFor === false ? 0 : toMilliseconds(`renewLeaseFor of ${name}`, options.renewLeaseFor ?? DEFAULT_RENEW_LEASE_FOR, MAX_TIMER_MS),
       store: options.store ?? this.moduleOptions.store,
+      record: options.record === undefined ? this.moduleOptions.record : toRecordPolicy(`record of ${name}`, options.record),
     };
   }
 }

@@ -25,6 +25,18 @@ export type InFlightPolicy = 'reject' | 'wait';
  */
 export type IdempotencyMode = 'transaction' | 'lease';
 
+/**
+ * What is recorded of a handler's answer, to give its duplicates:
+ * - `'response'`: an HTTP response's status, headers (those set while the request was handled,
+ *   see `ReplayOptions`) and body; a message handler's reply;
+ * - `'status'`: the HTTP status only. A duplicate is answered that status with an empty body and
+ *   no recorded header: only the headers set before the handler (by middleware, e.g. CORS), the
+ *   server's own (`Date`, `Connection`, `Content-Length: 0`) and `Idempotent-Replayed: true`. For
+ *   webhooks, whose provider reads the status alone, and answers that should not be kept. A
+ *   message handler's duplicate gets no reply.
+ */
+export type RecordPolicy = 'response' | 'status';
+
 /** A PostgreSQL transaction isolation level. */
 export type IsolationLevel = 'READ UNCOMMITTED' | 'READ COMMITTED' | 'REPEATABLE READ' | 'SERIALIZABLE';
 
@@ -108,6 +120,12 @@ export interface IdempotentHandlerOptions {
    * @default the data source's `isolationLevel` option (TypeORM 1.x; 0.3 has none), else 'READ COMMITTED'
    */
   isolationLevel?: IsolationLevel;
+  /**
+   * What of the answer is recorded for duplicates: `'response'` (status, headers, body) or
+   * `'status'` (the status alone; see `RecordPolicy`).
+   * @default the module's `record` (`'response'`)
+   */
+  record?: RecordPolicy;
   /**
    * RabbitMQ: how many failed deliveries of a message before it is nacked without requeue, so the
    * queue's dead-letter exchange takes it. Counted by the queue's `x-delivery-count` header where

@@ -7,6 +7,7 @@ import { fingerprint } from '../keys/fingerprint.js';
 import { toSenderName } from '../keys/message-key.js';
 import type { LeaseClaimingService, LeaseClaimRequest } from '../leasing/lease-claiming.service.js';
 import type { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
+import type { ResponseRecording } from '../recording/response-recording.js';
 
 /** What a transport knows of a delivery: where its key is, what identifies its payload, its default policy. */
 export interface DeliveryReading {
@@ -49,12 +50,18 @@ export function claimRequestFor(
   }
 }
 
-/** Claims a delivery by the protocol of the handler's mode. */
-export function claimByMode(
+/**
+ * Claims a delivery by the protocol of the handler's mode. Both modes and every store go through
+ * `recording`: a duplicate's response is opened, a won claim records what the handler's `record`
+ * policy keeps, sealed when encryption is on.
+ */
+export async function claimByMode(
   handler: ResolvedHandler,
   request: LeaseClaimRequest,
   claims: ClaimingService,
   leases: LeaseClaimingService,
+  recording: ResponseRecording,
 ): Promise<ClaimOutcome> {
-  return handler.mode === 'lease' ? leases.claim(request) : claims.claim(request);
+  const outcome = handler.mode === 'lease' ? await leases.claim(request) : await claims.claim(request);
+  return recording.apply(outcome, request, handler.record);
 }

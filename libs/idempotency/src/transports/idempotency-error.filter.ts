@@ -7,6 +7,7 @@ import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.
 import { IdempotencyKeyReusedError } from '../errors/idempotency-key-reused.error.js';
 import { IdempotencyKeyError } from '../errors/idempotency-key.error.js';
 import { IdempotencyLeaseLostError } from '../errors/idempotency-lease-lost.error.js';
+import { IdempotencyRecordUnreadableError } from '../errors/idempotency-record-unreadable.error.js';
 import { IdempotencyResponseTooLargeError } from '../errors/idempotency-response-too-large.error.js';
 import { IdempotencyTransactionAbortedError } from '../errors/idempotency-transaction-aborted.error.js';
 import { IdempotencyTransientError } from '../errors/idempotency-transient.error.js';
@@ -28,6 +29,7 @@ import { problemAnswer } from './http/problem-details.js';
   IdempotencyTransactionAbortedError,
   IdempotencyClaimTransactionError,
   IdempotencyResponseTooLargeError,
+  IdempotencyRecordUnreadableError,
 )
 export class IdempotencyErrorFilter implements ExceptionFilter<IdempotencyError> {
   constructor(private readonly adapterHost: HttpAdapterHost) {}

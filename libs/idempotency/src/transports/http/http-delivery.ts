@@ -18,6 +18,7 @@ import type { ResolvedIdempotencyOptions } from '../../idempotency.options.js';
 import { readPath, toMessageKey } from '../../keys/message-key.js';
 import { failureOutcome, statusOutcome } from '../../metrics/delivery-outcome.js';
 import { IdempotencyMetricsService } from '../../metrics/idempotency-metrics.service.js';
+import { ResponseRecording } from '../../recording/response-recording.js';
 import { claimByMode, claimRequestFor } from '../claim-request.js';
 import { PROBLEM_TYPES, problemAnswer } from './problem-details.js';
 import { type CapturedResponse, findHeaderName, headersAsSent, type HeaderValues, mergeHeaders, ResponseCapture } from './response-capture.js';
@@ -55,6 +56,7 @@ export class HttpDelivery {
   constructor(
     private readonly claims: ClaimingService,
     private readonly leases: LeaseClaimingService,
+    private readonly recording: ResponseRecording,
     private readonly accessor: IdempotencyMetadataAccessor,
     private readonly metrics: IdempotencyMetricsService,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
@@ -78,7 +80,7 @@ export class HttpDelivery {
       },
       this.metrics,
     );
-    const outcome = await claimByMode(handler, claimRequest, this.claims, this.leases);
+    const outcome = await claimByMode(handler, claimRequest, this.claims, this.leases, this.recording);
     if (outcome.kind === 'duplicate') {
       return this.replay(claimRequest, handler, raw, before, outcome.response);
     }

@@ -5,6 +5,7 @@ import { IdempotencyInFlightError } from '../../errors/idempotency-in-flight.err
 import { IdempotencyKeyReusedError } from '../../errors/idempotency-key-reused.error.js';
 import { IdempotencyKeyError } from '../../errors/idempotency-key.error.js';
 import { IdempotencyLeaseLostError } from '../../errors/idempotency-lease-lost.error.js';
+import { IdempotencyRecordUnreadableError } from '../../errors/idempotency-record-unreadable.error.js';
 import { IdempotencyResponseTooLargeError } from '../../errors/idempotency-response-too-large.error.js';
 import { IdempotencyTransactionAbortedError } from '../../errors/idempotency-transaction-aborted.error.js';
 import { IdempotencyTransientError } from '../../errors/idempotency-transient.error.js';
@@ -38,6 +39,10 @@ export const PROBLEM_TYPES = new Map<abstract new (...args: never[]) => Idempote
   [
     IdempotencyResponseTooLargeError,
     { status: HttpStatus.INTERNAL_SERVER_ERROR, slug: 'response-too-large', title: 'Response too large to record', retryable: false },
+  ],
+  [
+    IdempotencyRecordUnreadableError,
+    { status: HttpStatus.INTERNAL_SERVER_ERROR, slug: 'record-unreadable', title: 'Recorded response unreadable', retryable: false },
   ],
 ]);
 

@@ -13,6 +13,7 @@ import { readPath, toMessageKey } from '../../keys/message-key.js';
 import { failureOutcome } from '../../metrics/delivery-outcome.js';
 import { IdempotencyMetricsService } from '../../metrics/idempotency-metrics.service.js';
 import { loadOptionalPackage } from '../../optional/load-optional-package.js';
+import { ResponseRecording } from '../../recording/response-recording.js';
 import { claimByMode, claimRequestFor } from '../claim-request.js';
 import { RmqAcknowledgements, type Verdict } from './rmq-acknowledgements.js';
 
@@ -34,6 +35,7 @@ export class RpcDelivery {
   constructor(
     private readonly claims: ClaimingService,
     private readonly leases: LeaseClaimingService,
+    private readonly recording: ResponseRecording,
     private readonly accessor: IdempotencyMetadataAccessor,
     private readonly explorer: IdempotencyExplorer,
     private readonly acknowledgements: RmqAcknowledgements,
@@ -63,7 +65,7 @@ export class RpcDelivery {
         },
         this.metrics,
       );
-      const outcome = await claimByMode(handler, request, this.claims, this.leases);
+      const outcome = await claimByMode(handler, request, this.claims, this.leases, this.recording);
       if (outcome.kind === 'duplicate') {
         settle?.({ kind: 'ack' });
         return outcome.response.body === null ? undefined : JSON.parse(outcome.response.body.toString('utf8'));

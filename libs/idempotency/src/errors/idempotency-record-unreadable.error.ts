@@ -1,0 +1,28 @@
+import { messages } from '../idempotency.messages.js';
+import type { UnreadableReason } from '../recording/response-seal.js';
+import { IdempotencyError } from './idempotency.error.js';
+
+/**
+ * A duplicate's recorded response is sealed (the module's `encryption` option) and no configured
+ * key can open it: its key id is not in `encryption.keys` (`reason: 'unknown-key'`), the module
+ * has no `encryption` option (`'no-encryption'`), AES-GCM refused it (`'not-authentic'`: altered,
+ * moved from another message, or the key of that id holds other bytes), or it is in a format this
+ * version does not read (`'unknown-format'`). The handler is not run again (the message was
+ * processed) and nothing is replayed: HTTP answers 500 problem+json `record-unreadable`; a broker
+ * message is retried, then dead-lettered. Put the key back in `encryption.keys` to replay it.
+ */
+export class IdempotencyRecordUnreadableError extends IdempotencyError {
+  override readonly name = 'IdempotencyRecordUnreadableError';
+
+  constructor(
+    readonly consumer: string,
+    readonly key: string,
+    readonly reason: UnreadableReason,
+    /** The key id the record was sealed with; null when its format could not be read. */
+    readonly keyId: string | null,
+    formatVersion: number,
+    configuredKeyIds: readonly string[],
+  ) {
+    super(messages.recordUnreadable(consumer, key, reason, keyId, formatVersion, configuredKeyIds));
+  }
+}
