@@ -1,4 +1,5 @@
 import { MAX_KEY_LENGTH } from './idempotency.constants.js';
+import { shownKey } from './keys/scoped-key.js';
 
 /** Every message text the library produces, in one place. */
 export const messages = {
@@ -12,17 +13,17 @@ export const messages = {
     '(as the IETF Idempotency-Key draft defines): send the header once.',
   textHasControlCharacters: (what: string, source: string) => `The ${what} (${source}) contains control characters.`,
   keyReused: (key: string) =>
-    `The idempotency key '${key}' was already used for a different payload; use a new key for a new operation.`,
+    `The idempotency key ${shownKey(key)} was already used for a different payload; use a new key for a new operation.`,
   transactionAborted: (consumer: string, key: string) =>
-    `PostgreSQL aborted the transaction of '${key}' for ${consumer}: a statement in the handler failed and the handler ` +
+    `PostgreSQL aborted the transaction of ${shownKey(key)} for ${consumer}: a statement in the handler failed and the handler ` +
     'carried on, so nothing could be committed, the claim included. Run statements that may fail in a savepoint ' +
     '(manager.transaction(...)) to carry on after their failure.',
   noConnection: (consumer: string, key: string, timeoutMs: number, pool: { size?: number; waiting?: number }) =>
-    `No database connection came within ${timeoutMs} ms for '${key}' (${consumer})` +
+    `No database connection came within ${timeoutMs} ms for ${shownKey(key)} (${consumer})` +
     (pool.size === undefined ? '' : `: all ${pool.size} connections of the pool were busy, ${pool.waiting ?? 0} requests waiting`) +
     '. Nothing was claimed; retry. Size the pool for the handlers that run at once, or raise connectionTimeout.',
   connectFailed: (consumer: string, key: string, reason: string) =>
-    `The database could not be reached for '${key}' (${consumer}): ${reason}. Nothing was claimed; retry.`,
+    `The database could not be reached for ${shownKey(key)} (${consumer}): ${reason}. Nothing was claimed; retry.`,
   claimTransactionEnded: (consumer: string) =>
     `${consumer} ended the claim's transaction itself (a COMMIT or ROLLBACK sent as SQL), so its work did not commit ` +
     'with the claim. The transaction belongs to @IdempotentHandler(): return from the handler to commit, throw to roll back.',
@@ -33,21 +34,21 @@ export const messages = {
     `${consumer} asked for a ${requested} transaction inside the claim's ${claim} transaction, which cannot be raised. ` +
     `Run the handler at that level: @IdempotentHandler({ isolationLevel: '${requested}' }).`,
   responseTooLarge: (consumer: string, key: string, maxBodyBytes: number) =>
-    `The response of ${consumer} to '${key}' is larger than replay.maxBodyBytes (${maxBodyBytes} bytes), so it cannot be ` +
+    `The response of ${consumer} to ${shownKey(key)} is larger than replay.maxBodyBytes (${maxBodyBytes} bytes), so it cannot be ` +
     'recorded for its duplicates; nothing was committed. Raise replay.maxBodyBytes, or answer with less (an id and a link).',
   unrecordedResponse: (consumer: string, key: string) =>
-    `'${key}' was committed for ${consumer} without its response: its handler ended the claim's transaction itself, ` +
+    `${shownKey(key)} was committed for ${consumer} without its response: its handler ended the claim's transaction itself, ` +
     'so this duplicate cannot be answered with what the first delivery was sent.',
   commitUnsettled: (key: string, reason: string) =>
-    `The commit of '${key}' did not complete (${reason}). Retry: if it did commit, the retry is answered with its response.`,
+    `The commit of ${shownKey(key)} did not complete (${reason}). Retry: if it did commit, the retry is answered with its response.`,
   otherDataSourceUsed: (consumer: string, dataSource: string) =>
     `${consumer} used the data source ${dataSource} inside its idempotent handler. Its writes commit on their own, not ` +
     "with the claim: a crash between them and the claim's commit applies them again on redelivery. Write through the " +
     "claims' data source, or make those writes idempotent themselves.",
   inFlight: (key: string) =>
-    `A message with the idempotency key '${key}' is still being processed; retry after it completes.`,
+    `A message with the idempotency key ${shownKey(key)} is still being processed; retry after it completes.`,
   transient: (key: string, code: string) =>
-    `The database aborted the transaction of '${key}' (PostgreSQL ${code}); nothing was committed, retry.`,
+    `The database aborted the transaction of ${shownKey(key)} (PostgreSQL ${code}); nothing was committed, retry.`,
   schemaMissing: (table: string, missing: readonly string[], migrations: readonly string[]) =>
     `The processed-messages store (table ${table}) lacks what this version of nestjs-idempotent-consumer needs: ` +
     `${missing.join('; ')}. Add ${listed(migrations)} to the data source's migrations and run them. ` +
@@ -55,14 +56,14 @@ export const messages = {
     'CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000 (each subclassed with the ' +
     "table's name if it is not the default); the last brings a table created by an earlier version to the current shape.",
   claimVanished: (key: string) =>
-    `The claim of '${key}' disappeared while it was being read (purged concurrently); retry.`,
+    `The claim of ${shownKey(key)} disappeared while it was being read (purged concurrently); retry.`,
   noClaimTransactionInLeaseMode: (consumer: string) =>
     `${consumer} runs in lease mode, which holds no claim transaction: IdempotencyContext.manager has none to give. ` +
     'Write through your own transactions, and call other services with IdempotencyContext.downstreamKey.',
   noLeaseInTransactionalMode: (consumer: string) =>
     `${consumer} runs in the transactional mode, which holds no lease to extend: set mode: 'lease' on the handler to hold one.`,
   leaseLost: (consumer: string, key: string, held?: { heldMs: number; leaseMs: number; renewLeaseForMs: number }) =>
-    `The lease of '${key}' for ${consumer} expired and another delivery took it over, so this delivery's result was not ` +
+    `The lease of ${shownKey(key)} for ${consumer} expired and another delivery took it over, so this delivery's result was not ` +
     'recorded' +
     (held
       ? ` (the handler ran ${seconds(held.heldMs)} under a lease of ${seconds(held.leaseMs)}, ` +
@@ -71,13 +72,13 @@ export const messages = {
     "; the delivery that holds the lease answers the message's duplicates. Retry, or raise the handler's renewLeaseFor " +
     '(or its lease) above the time it takes.',
   leaseRenewalLost: (consumer: string, key: string, heldMs: number) =>
-    `The lease of '${key}' for ${consumer} could not be renewed ${seconds(heldMs)} after its claim: it expired and another ` +
+    `The lease of ${shownKey(key)} for ${consumer} could not be renewed ${seconds(heldMs)} after its claim: it expired and another ` +
     'delivery took it over (was the event loop blocked for longer than two thirds of the lease?). The handler runs on, ' +
     'but its result will not be recorded. Renewing stops.',
   leaseRenewalFailed: (consumer: string, key: string, reason: string) =>
-    `The lease of '${key}' for ${consumer} could not be renewed: the store failed (${reason}). Trying again at the next renewal.`,
+    `The lease of ${shownKey(key)} for ${consumer} could not be renewed: the store failed (${reason}). Trying again at the next renewal.`,
   storeFailed: (store: string, consumer: string, key: string, reason: string) =>
-    `The lease store '${store}' failed for '${key}' (${consumer}): ${reason}. Retry.`,
+    `The lease store '${store}' failed for ${shownKey(key)} (${consumer}): ${reason}. Retry.`,
   invalidStore: (name: string) =>
     name === 'postgres'
       ? "stores.postgres is the built-in store of the processed-messages table: give your store another name."
@@ -143,8 +144,27 @@ export const messages = {
   settleFailed: (pattern: string, reason: string) =>
     `Could not settle a message on '${pattern}' with the broker (${reason}); it will be redelivered and answered as a duplicate.`,
   attemptsExhausted: (attempts: number, reason: string) => `it failed ${attempts} times; last error: ${reason}`,
+  invalidScope: (name: string, value: unknown) =>
+    `${name} must be a function of the execution context that returns the caller's identity, or false for a namespace ` +
+    `shared by every caller; got ${typeof value === 'function' ? 'a function' : JSON.stringify(value)}.`,
+  unscopedClientKey: (handler: string, consumer: string) =>
+    `${handler} (${consumer}) is keyed by the client's Idempotency-Key header and has an authenticated caller, but no scope: ` +
+    `two callers who send the same key share one record, and the second is answered the first one's response. Set ` +
+    `\`scope: (context) => context.switchToHttp().getRequest().user.id\` on the handler (or the module's \`scope\`), or ` +
+    `\`scope: false\` if one namespace for every caller is meant.`,
+  adminAction: (action: string, consumer: string, key: string | undefined, actor: string, reason: string | undefined, result: string) =>
+    `Admin ${action}${key === undefined ? '' : ` of ${shownKey(key)}`} for ${consumer} by ${actor}` +
+    `${reason === undefined ? '' : ` (reason: ${reason})`}: ${result}.`,
+  adminReasonMissing: (action: string) => `IdempotencyAdmin.${action}() needs a \`reason\`: it is logged and kept with the audit line.`,
+  adminLiveLease: (consumer: string, key: string, expiresAt: Date) =>
+    `${shownKey(key)} of ${consumer} is leased until ${expiresAt.toISOString()}: its handler may still be running. Release ` +
+    `it with release(), wait for it to expire, or pass \`force: true\` to delete it anyway.`,
+  adminStoreCannot: (store: string, action: string) =>
+    `The lease store '${store}' has no ${action}: IdempotencyAdmin needs the store's optional inspect() and remove() ` +
+    `(RedisLeaseStore has them), or a lease token to release with.`,
+  adminUnknownStore: (store: string, known: readonly string[]) => `No lease store '${store}'; the module has ${known.join(', ')}.`,
   duplicate: (consumer: string, key: string, sender: string) =>
-    `Duplicate of '${key}' from ${sender} acknowledged for ${consumer} without running it again.`,
+    `Duplicate of ${shownKey(key)} from ${sender} acknowledged for ${consumer} without running it again.`,
   invalidSenders: (value: unknown) =>
     `senders must map sender names to { redeliveryHorizon }, e.g. { payments: { redeliveryHorizon: '3d' } }; got ${JSON.stringify(value)}.`,
   invalidBatchSize: (value: unknown, max: number) =>

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { IdempotencyAdmin } from './admin/idempotency-admin.service.js';
 import { ClaimingService } from './claiming/claiming.service.js';
 import { IdempotencyContext } from './context/idempotency.context.js';
 import { IdempotencyMetadataAccessor } from './decorators/idempotency-metadata.accessor.js';
@@ -72,8 +73,9 @@ import { RpcDelivery } from './transports/rpc/rpc-delivery.js';
     IdempotencyPurgeService,
     PurgeScheduler,
     IdempotencyHealthIndicator,
+    IdempotencyAdmin,
   ],
   // HttpDelivery and RpcDelivery: what @IdempotentHandler()'s interceptor needs in the controllers' modules.
-  exports: [IdempotencyContext, IdempotencyMetricsService, IdempotencyPurgeService, IdempotencyHealthIndicator, HttpDelivery, RpcDelivery],
+  exports: [IdempotencyContext, IdempotencyAdmin, IdempotencyMetricsService, IdempotencyPurgeService, IdempotencyHealthIndicator, HttpDelivery, RpcDelivery],
 })
 export class IdempotencyModule extends ConfigurableModuleClass {}

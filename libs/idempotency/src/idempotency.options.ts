@@ -1,3 +1,4 @@
+import type { ExecutionContext } from '@nestjs/common';
 import { createSecretKey, type KeyObject } from 'node:crypto';
 import { DEFAULT_TABLE_NAME } from './idempotency.constants.js';
 import { type Duration, formatDuration, MAX_RETENTION_MS, MAX_TIMER_MS, toMilliseconds } from './duration/duration.js';
@@ -27,6 +28,15 @@ export interface IdempotencyModuleOptions {
    * @default '7d'
    */
   retention?: Duration;
+  /**
+   * The caller's identity that scopes the keys of every handler keyed by the client's
+   * `Idempotency-Key` header (HTTP) and setting no `scope` of its own: a function of the execution
+   * context, run after guards. A handler opts out with `scope: false`. Handlers keyed by a webhook
+   * body, a message header or a function are not scoped by it.
+   * @default none: keys are shared by every caller of a handler
+   * @example `scope: (context) => context.switchToHttp().getRequest().user?.id`
+   */
+  scope?: (context: ExecutionContext) => string | number | undefined;
   /**
    * How long a delivery whose handler uses `inFlight: 'wait'` waits for its twin to finish before
    * it is answered as in flight (409) or requeued after all. It waits without holding a pooled
@@ -227,6 +237,7 @@ export interface ResolvedIdempotencyOptions {
   dataSource: string | undefined;
   tableName: string;
   retentionMs: number;
+  scope: ((context: ExecutionContext) => string | number | undefined) | undefined;
   inFlightWaitTimeoutMs: number;
   connectionTimeoutMs: number;
   /** Redelivery horizon of each declared sender, in milliseconds. */
@@ -296,6 +307,7 @@ export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): Re
     dataSource: options.dataSource,
     tableName,
     retentionMs: toMilliseconds('retention', options.retention ?? '7d', MAX_RETENTION_MS),
+    scope: resolveScope('scope', options.scope),
     inFlightWaitTimeoutMs: toMilliseconds('inFlightWaitTimeout', options.inFlightWaitTimeout ?? '30s', MAX_TIMER_MS),
     connectionTimeoutMs: toMilliseconds('connectionTimeout', options.connectionTimeout ?? '5s', MAX_TIMER_MS),
     senderHorizonsMs: resolveSenders(options.senders ?? {}),
@@ -364,6 +376,13 @@ function toAesKey(keyId: string, key: unknown): KeyObject {
     throw new IdempotencyOptionsError(messages.invalidEncryptionKey(keyId, `${bytes.length} bytes`));
   }
   return createSecretKey(bytes);
+}
+
+function resolveScope(name: string, scope: unknown): ResolvedIdempotencyOptions['scope'] {
+  if (scope !== undefined && typeof scope !== 'function') {
+    throw new IdempotencyOptionsError(messages.invalidScope(name, scope));
+  }
+  return scope as ResolvedIdempotencyOptions['scope'];
 }
 
 function resolveStores(stores: Record<string, LeaseStore>): Record<string, LeaseStore> {

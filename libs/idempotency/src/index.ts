@@ -18,10 +18,11 @@ export type {
   IsolationLevel,
   KeySource,
   RecordPolicy,
+  ScopeSource,
 } from './decorators/idempotent-handler.options.js';
 export { IdempotencyContext } from './context/idempotency.context.js';
 export type { RecordedResponse } from './claiming/claim.js';
-export type { LeaseAttempt, LeaseKey, LeaseRequest, LeaseStore } from './leasing/lease-store.js';
+export type { LeaseAttempt, LeaseKey, LeaseRequest, LeaseStore, RemovableEntry, StoredLeaseEntry } from './leasing/lease-store.js';
 export { RedisLeaseStore } from './leasing/redis-lease.store.js';
 export type { RedisEvalClient } from './leasing/redis-lease.store.js';
 export { ProcessedMessage } from './claiming/processed-message.entity.js';
@@ -48,12 +49,25 @@ export { IdempotencyRetentionError } from './errors/idempotency-retention.error.
 export { IdempotencyConsumerConflictError } from './errors/idempotency-consumer-conflict.error.js';
 export { IdempotencyPurgeError } from './errors/idempotency-purge.error.js';
 export { IdempotencySchemaError } from './errors/idempotency-schema.error.js';
+export { IdempotencyAdmin } from './admin/idempotency-admin.service.js';
+export type {
+  AdminForgetOptions,
+  AdminForgetResult,
+  AdminKeyQuery,
+  AdminKeyRecord,
+  AdminKeyState,
+  AdminListOptions,
+  AdminLookupOptions,
+  AdminReleaseOptions,
+} from './admin/idempotency-admin.service.js';
+export { IdempotencyAdminError } from './errors/idempotency-admin.error.js';
 export { IdempotencyPurgeService } from './purge/idempotency-purge.service.js';
 export type { PurgeOutcome, PurgeRun } from './purge/purge-run.js';
 export { IdempotencyHealthIndicator } from './health/idempotency.health.js';
 export type { IdempotencyHealthResult } from './health/idempotency.health.js';
 export { IdempotencyMetricsService } from './metrics/idempotency-metrics.service.js';
 export type {
+  AdminActionCounts,
   DeliveryCounts,
   IdempotencyMetricsSnapshot,
   LeaseRenewalCounts,

@@ -4,7 +4,10 @@ import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
 /** What is claimed: one message for one consumer, and how to wait for a twin of it. */
 export interface ClaimRequest {
   readonly consumer: string;
+  /** The message id as stored: the client's key, or for a scoped handler the scope's digest and the key. */
   readonly key: string;
+  /** The key as the client sent it, when `key` is scoped; what `IdempotencyContext.key` answers. */
+  readonly clientKey?: string;
   readonly sender: string;
   /** SHA-256 of what identifies the operation; a duplicate with another fingerprint is a reused key. Null: not compared. */
   readonly fingerprint: string | null;

@@ -26,7 +26,7 @@ export class OpenClaim implements OpenDelivery {
   ) {
     this.active = {
       consumer: request.consumer,
-      key: request.key,
+      key: request.clientKey ?? request.key,
       sender: request.sender,
       get downstreamKey() {
         return downstreamKey(request);

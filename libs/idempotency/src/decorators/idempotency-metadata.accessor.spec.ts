@@ -45,6 +45,12 @@ class PaymentsController {
 
   @IdempotentHandler({ mode: 'lease', renewLeaseFor: '1y' as never })
   badRenewal() {}
+  @Post('shared')
+  @IdempotentHandler({ scope: false })
+  shared() {}
+
+  @IdempotentHandler({ scope: 'alice' as never })
+  badScope() {}
 
   @IdempotentHandler({ retention: 'forever' as never })
   badRetention() {}
@@ -100,6 +106,7 @@ describe('IdempotencyMetadataAccessor', () => {
     expect(resolve('plain')).toEqual({
       name: 'PaymentsController.plain',
       consumer: 'POST /payments',
+      clientKey: true,
       legacyConsumer: 'PaymentsController.plain',
       requestMethod: 'POST',
       key: undefined,
@@ -122,6 +129,7 @@ describe('IdempotencyMetadataAccessor', () => {
   it('keeps what the decorator says', () => {
     expect(resolve('configured')).toEqual({
       name: 'PaymentsController.configured',
+      clientKey: false,
       consumer: 'ledger',
       legacyConsumer: undefined,
       requestMethod: undefined,
@@ -187,6 +195,17 @@ describe('IdempotencyMetadataAccessor', () => {
   it('compares no fingerprint by default for keys taken from the message itself', () => {
     expect(resolve('refund').fingerprint).toBe(false);
     expect(resolve('settled').fingerprint).toBe(false);
+  });
+
+  it('scopes client-keyed routes by the module\'s scope, unless a handler opts out; webhooks and messages are not scoped by it', () => {
+    const scope = () => 'alice';
+    const scoped = new IdempotencyMetadataAccessor(new Reflector(), resolveModuleOptions({ scope }));
+    expect(scoped.resolveFor(PaymentsController, 'plain').scope).toBe(scope);
+    expect(scoped.resolveFor(PaymentsController, 'shared').scope).toBe(false);
+    expect(scoped.resolveFor(PaymentsController, 'refund').scope).toBeUndefined();
+    expect(scoped.resolveFor(PaymentsController, 'settled').scope).toBeUndefined();
+    expect(() => resolve('badScope')).toThrow(/scope of PaymentsController.badScope must be a function/);
+    expect(() => resolveModuleOptions({ scope: 'alice' as never })).toThrow(IdempotencyOptionsError);
   });
 
   it('knows which handlers write their response themselves', () => {

@@ -44,6 +44,14 @@ export interface ResolvedHandler {
   /** HTTP: the route's request method (`'POST'`, ...); undefined for a message handler. */
   readonly requestMethod: string | undefined;
   readonly key: KeySource | undefined;
+  /**
+   * The function answering the caller a key is scoped to (the handler's `scope`, else the module's
+   * for a key from the client's `Idempotency-Key` header); `false`: shared on purpose; undefined:
+   * shared, and warned about at the first request with an authenticated caller.
+   */
+  readonly scope: ((context: ExecutionContext) => string | number | undefined) | false | undefined;
+  /** HTTP: the key is the one the client chose, in the `Idempotency-Key` header. */
+  readonly clientKey: boolean;
   readonly sender: string | ((context: ExecutionContext) => string);
   readonly retentionMs: number;
   /** Unset means the transport's default: `'reject'` for HTTP, `'wait'` for message handlers. */
@@ -147,18 +155,21 @@ export class IdempotencyMetadataAccessor {
     const requestMethod = patterns ? undefined : routeMethod(method);
     const contract = patterns ? patterns.patterns.map(patternKey).join(' | ') : requestMethod && `${requestMethod} ${routePath(target, method)}`;
     const consumer = options.consumer ?? contract ?? name;
+    const clientKey = !patterns && isClientKey(options.key);
     return {
       name,
       consumer,
       legacyConsumer: options.consumer === undefined && consumer !== name ? name : undefined,
       requestMethod,
       key: options.key,
+      scope: toScope(name, options.scope, clientKey ? this.moduleOptions.scope : undefined),
+      clientKey,
       sender: toSender(name, options.sender ?? DEFAULT_SENDER),
       retentionMs: options.retention
         ? toMilliseconds(`retention of ${name}`, options.retention, MAX_RETENTION_MS)
         : this.moduleOptions.retentionMs,
       inFlight: oneOf(`inFlight of ${name}`, options.inFlight, ['reject', 'wait']),
-      fingerprint: toFingerprint(name, options.fingerprint, !patterns && isClientKey(options.key)),
+      fingerprint: toFingerprint(name, options.fingerprint, clientKey),
       isolationLevel: oneOf(`isolationLevel of ${name}`, options.isolationLevel, ISOLATION_LEVELS),
       maxAttempts: toAttemptLimit(`maxAttempts of ${name}`, options.maxAttempts ?? 5),
       retryDelayMs: toMilliseconds(`retryDelay of ${name}`, options.retryDelay ?? '1s', MAX_TIMER_MS),
@@ -220,6 +231,13 @@ function routePath(target: Type, method: object): string {
 /** Whether the key is one the client chose, in the `Idempotency-Key` header (the HTTP default). */
 function isClientKey(key: KeySource | undefined): boolean {
   return key === undefined || (typeof key === 'object' && 'header' in key && key.header.toLowerCase() === IDEMPOTENCY_KEY_HEADER.toLowerCase());
+}
+
+function toScope(name: string, value: unknown, moduleDefault: ResolvedHandler['scope']): ResolvedHandler['scope'] {
+  if (value !== undefined && value !== false && typeof value !== 'function') {
+    throw new IdempotencyOptionsError(messages.invalidScope(`scope of ${name}`, value));
+  }
+  return value === undefined ? moduleDefault : (value as ResolvedHandler['scope']);
 }
 
 function toFingerprint(name: string, value: unknown, clientKey: boolean): ResolvedHandler['fingerprint'] {

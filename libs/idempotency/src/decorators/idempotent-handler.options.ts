@@ -12,6 +12,13 @@ export type KeySource =
   | { body: string }
   | ((context: ExecutionContext) => string | number | undefined);
 
+/**
+ * Whose namespace a key belongs to: a function of the execution context that answers the caller's
+ * identity (a user or tenant id), run after the guards (so `request.user` is set); or `false`
+ * for one namespace shared by every sender (webhooks keyed by a provider's event ids).
+ */
+export type ScopeSource = ((context: ExecutionContext) => string | number | undefined) | false;
+
 /** What a delivery does while its twin (same consumer and key) is being processed and not committed. */
 export type InFlightPolicy = 'reject' | 'wait';
 
@@ -76,6 +83,21 @@ export interface IdempotentHandlerOptions {
    * the `Nats-Msg-Id` header for NATS
    */
   key?: KeySource;
+  /**
+   * Scopes the key to the caller: two callers who send the same key each get their own claim,
+   * their own handler run and their own recorded answer. A function of the execution context
+   * (run in the interceptor, after guards: `request.user` is set) returning the caller's identity,
+   * checked like a key (1 to 255 printable characters; a missing or bad answer is refused as bad
+   * input: HTTP 400, a message is dead-lettered); `false` declares one namespace shared by every
+   * caller, on purpose (webhooks keyed by a provider's event ids). Ids are stored as the scope's
+   * SHA-256 and the key, in the same column: no schema change, the 255-character limit of the
+   * key stays.
+   * @default the module's `scope` for a handler keyed by the client's `Idempotency-Key` header;
+   * none otherwise (and then a warning at the first request with an authenticated caller,
+   * `request.user`, when the key is the client's `Idempotency-Key` header)
+   * @example `scope: (context) => context.switchToHttp().getRequest().user.id`
+   */
+  scope?: ScopeSource;
   /**
    * Who sent the message (a webhook provider, an upstream service): recorded with each claim and
    * used to count duplicates per sender. A function's answer is checked like a key (1 to 255

@@ -23,6 +23,14 @@ export function toSenderName(value: unknown, source: string): string {
   return toBoundedText(value, 'sender', source);
 }
 
+/**
+ * Checks a scope function's answer (the caller's identity) as a key is checked.
+ * @throws IdempotencyKeyError when it is not a printable text of 1 to 255 characters.
+ */
+export function toScope(value: unknown, source: string): string {
+  return toBoundedText(value, 'scope', source);
+}
+
 function toBoundedText(value: unknown, what: string, source: string): string {
   if (value === undefined || value === null) {
     throw new IdempotencyKeyError(messages.textMissing(what, source), source);

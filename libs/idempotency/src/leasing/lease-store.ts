@@ -29,6 +29,20 @@ export type LeaseAttempt =
   | { readonly kind: 'completed'; readonly fingerprint: string | null; readonly response: RecordedResponse }
   | { readonly kind: 'leased'; readonly fingerprint: string | null };
 
+/** What a store holds of one message, as `IdempotencyAdmin` reads it. */
+export interface StoredLeaseEntry {
+  /** The holder's token while leased; null once completed. */
+  readonly leaseToken: string | null;
+  /** When the lease or, once completed, the memory of the message expires. */
+  readonly expiresAt: Date | null;
+  readonly fingerprint: string | null;
+  /** The recorded response once completed; null while leased. */
+  readonly response: RecordedResponse | null;
+}
+
+/** Which entry of a message `LeaseStore.remove` may delete. */
+export type RemovableEntry = 'completed' | 'leased' | 'any';
+
 /**
  * A store of leases, for handlers in `mode: 'lease'`: each operation is atomic in the store, and
  * every one after the claim succeeds only while `token` still holds the lease (a fencing token: a
@@ -45,4 +59,11 @@ export interface LeaseStore {
   release(key: LeaseKey, token: string): Promise<boolean>;
   /** Moves the lease's expiry to `leaseMs` from now; false when `token` no longer holds it. */
   extend(key: LeaseKey, token: string, leaseMs: number): Promise<boolean>;
+  /** Optional, for `IdempotencyAdmin`: what the store holds of the message, if anything. */
+  inspect?(key: LeaseKey): Promise<StoredLeaseEntry | undefined>;
+  /**
+   * Optional, for `IdempotencyAdmin`: deletes the message's entry when it is `which` (a completed
+   * message, a lease whoever holds it, or either); false when there was none such.
+   */
+  remove?(key: LeaseKey, which: RemovableEntry): Promise<boolean>;
 }

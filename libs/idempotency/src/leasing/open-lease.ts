@@ -53,7 +53,7 @@ export class OpenLease implements OpenDelivery {
     this.expiresAt = this.claimedAt + request.leaseMs;
     this.active = {
       consumer: request.consumer,
-      key: request.key,
+      key: request.clientKey ?? request.key,
       sender: request.sender,
       downstreamKey: downstreamKey(request),
       lease: { leaseMs: request.leaseMs, extend: (leaseMs) => this.extend(leaseMs) },

@@ -1,5 +1,5 @@
 import type { RecordedResponse } from '../claiming/claim.js';
-import type { LeaseAttempt, LeaseKey, LeaseRequest, LeaseStore } from './lease-store.js';
+import type { LeaseAttempt, LeaseKey, LeaseRequest, LeaseStore, RemovableEntry, StoredLeaseEntry } from './lease-store.js';
 
 /**
  * The part of a `redis` (node-redis 5 or 6) client the store uses: `EVAL`. Pass the client the
@@ -80,6 +80,23 @@ else
 end
 return 1`;
 
+/** The value and its time to live in milliseconds. */
+const INSPECT = `
+local value = redis.call('GET', KEYS[1])
+if not value then return false end
+return { value, redis.call('PTTL', KEYS[1]) }`;
+
+/** Deletes the value when it is what ARGV[1] names: 'completed', 'leased' or 'any'. */
+const REMOVE = `
+local value = redis.call('GET', KEYS[1])
+if not value then return 0 end
+local leased = cjson.decode(value).t ~= nil
+if ARGV[1] == 'any' or (ARGV[1] == 'leased' and leased) or (ARGV[1] == 'completed' and not leased) then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0`;
+
 /**
  * Leases in Redis, for high volume where a duplicate after the key expired is harmless, and where
  * the handler tolerates a second run (Redis forgets what it did not persist: see the guide's
@@ -131,6 +148,26 @@ export class RedisLeaseStore implements LeaseStore {
 
   async extend(key: LeaseKey, token: string, leaseMs: number): Promise<boolean> {
     return (await this.run(EXTEND, key, [token, String(leaseMs)])) === 1;
+  }
+
+  async inspect(key: LeaseKey): Promise<StoredLeaseEntry | undefined> {
+    const found = (await this.run(INSPECT, key, [])) as [string, number] | null;
+    if (found === null) {
+      return undefined;
+    }
+    const [value, ttl] = found;
+    const stored = JSON.parse(value) as StoredLease;
+    const r = stored.t === undefined ? stored.r : undefined;
+    return {
+      leaseToken: stored.t ?? null,
+      expiresAt: ttl >= 0 ? new Date(Date.now() + Number(ttl)) : null,
+      fingerprint: stored.f,
+      response: r ? { status: r.s, headers: r.h, body: r.b === null ? null : Buffer.from(r.b, 'base64') } : null,
+    };
+  }
+
+  async remove(key: LeaseKey, which: RemovableEntry): Promise<boolean> {
+    return (await this.run(REMOVE, key, [which])) === 1;
   }
 
   private run(script: string, { consumer, key }: LeaseKey, args: string[]): Promise<unknown> {

@@ -21,6 +21,15 @@ export interface SenderDuplicateRate {
   readonly rate: number;
 }
 
+/** What an operator did to one consumer's keys through `IdempotencyAdmin`, since the application started. */
+export interface AdminActionCounts {
+  readonly consumer: string;
+  /** Keys forgotten. */
+  readonly forget: number;
+  /** Leases released. */
+  readonly release: number;
+}
+
 /** What this instance's purge did since the application started. */
 export interface PurgeFigures {
   /** Runs by outcome. */
@@ -73,6 +82,7 @@ export class IdempotencyMetricsService {
   private purgedRows = 0;
   private lastRun: PurgeRun | null = null;
   private lastSuccessAt: Date | null = null;
+  private readonly adminCounts = new Map<string, { consumer: string; forget: number; release: number }>();
 
   constructor(@Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions) {}
 
@@ -107,6 +117,21 @@ export class IdempotencyMetricsService {
     if (run.outcome === 'purged') {
       this.lastSuccessAt = new Date(run.startedAt.getTime() + run.durationMs);
     }
+  }
+
+  /** Counts a key forgotten or a lease released by `IdempotencyAdmin`. */
+  recordAdminAction(consumer: string, action: 'forget' | 'release'): void {
+    let counts = this.adminCounts.get(consumer);
+    if (!counts) {
+      counts = { consumer, forget: 0, release: 0 };
+      this.adminCounts.set(consumer, counts);
+    }
+    counts[action] += 1;
+  }
+
+  /** Keys forgotten and leases released through `IdempotencyAdmin`, per consumer, since the start. */
+  adminActions(): AdminActionCounts[] {
+    return [...this.adminCounts.values()].map((counts) => ({ ...counts }));
   }
 
   /** Deliveries per consumer and sender since the start. */

@@ -85,6 +85,19 @@ export class PrometheusExporter implements OnModuleInit, OnApplicationShutdown {
         }
       },
     }));
+    this.register('idempotency_admin_actions_total', (name) => new Counter({
+      name,
+      help: 'Keys forgotten and leases released through IdempotencyAdmin, by consumer and action.',
+      labelNames: ['consumer', 'action'],
+      registers,
+      collect() {
+        this.reset();
+        for (const counts of metrics.adminActions()) {
+          this.inc({ consumer: counts.consumer, action: 'forget' }, counts.forget);
+          this.inc({ consumer: counts.consumer, action: 'release' }, counts.release);
+        }
+      },
+    }));
     this.register('idempotency_purge_runs_total', (name) => new Counter({
       name,
       help: "This instance's purge runs, by outcome.",

@@ -4,7 +4,8 @@ import type { ResolvedHandler } from '../decorators/idempotency-metadata.accesso
 import type { InFlightPolicy } from '../decorators/idempotent-handler.options.js';
 import { OTHER_SENDERS } from '../idempotency.internal-constants.js';
 import { fingerprint } from '../keys/fingerprint.js';
-import { toSenderName } from '../keys/message-key.js';
+import { toScope, toSenderName } from '../keys/message-key.js';
+import { scopedMessageId } from '../keys/scoped-key.js';
 import type { LeaseClaimingService, LeaseClaimRequest } from '../leasing/lease-claiming.service.js';
 import type { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import type { ResponseRecording } from '../recording/response-recording.js';
@@ -19,8 +20,9 @@ export interface DeliveryReading {
 }
 
 /**
- * The claim request of one delivery to `handler`. A delivery without a usable key or sender is
- * counted as rejected, and its IdempotencyKeyError thrown.
+ * The claim request of one delivery to `handler`: its key, scoped to the caller when the handler
+ * has a `scope`. A delivery without a usable key, scope or sender is counted as rejected, and its
+ * IdempotencyKeyError thrown.
  */
 export function claimRequestFor(
   handler: ResolvedHandler,
@@ -32,9 +34,12 @@ export function claimRequestFor(
   try {
     sender = typeof handler.sender === 'function' ? toSenderName(handler.sender(context), 'the sender function') : handler.sender;
     const { fingerprint: covers } = handler;
+    const key = reading.key();
+    const scope = handler.scope ? toScope(handler.scope(context), 'the scope function') : undefined;
     return {
       consumer: handler.consumer,
-      key: reading.key(),
+      key: scope === undefined ? key : scopedMessageId(key, scope),
+      clientKey: scope === undefined ? undefined : key,
       sender,
       fingerprint: covers === false ? null : fingerprint(covers === 'request' ? reading.request?.() : covers(context)),
       retentionMs: handler.retentionMs,

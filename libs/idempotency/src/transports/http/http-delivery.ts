@@ -35,6 +35,8 @@ interface HttpRequestLike {
   /** Fastify: Node's request. */
   raw?: { rawHeaders: string[] };
   body?: unknown;
+  /** Set by an authentication guard (Passport's convention). */
+  user?: unknown;
 }
 
 /** Express's response, or Fastify's reply (whose `raw` is Node's response). */
@@ -52,6 +54,8 @@ interface HttpResponseLike {
 @Injectable()
 export class HttpDelivery {
   private readonly logger = new Logger('Idempotency');
+  /** Handlers already warned about a client key shared by authenticated callers. */
+  private readonly warnedUnscoped = new WeakSet<ResolvedHandler>();
 
   constructor(
     private readonly claims: ClaimingService,
@@ -70,6 +74,7 @@ export class HttpDelivery {
     const raw = response.raw ?? (response as unknown as ServerResponse);
     // Set before the handler's pipeline (by middleware: CORS, say): set anew for every request.
     const before = headersAsSent(raw, response.getHeaders());
+    this.warnIfUnscoped(handler, request);
     const claimRequest = claimRequestFor(
       handler,
       context,
@@ -167,6 +172,19 @@ export class HttpDelivery {
       raw.end();
     }
     return parsedBody(recorded);
+  }
+
+  /**
+   * Warns once per handler when a client's `Idempotency-Key` reaches it from an authenticated
+   * caller (`request.user`, as guards set it) and the handler has no `scope`: the callers share
+   * one namespace of keys. Known only once a request shows a user, hence at the first such request.
+   */
+  private warnIfUnscoped(handler: ResolvedHandler, request: HttpRequestLike): void {
+    if (handler.scope !== undefined || !handler.clientKey || !request.user || this.warnedUnscoped.has(handler)) {
+      return;
+    }
+    this.warnedUnscoped.add(handler);
+    this.logger.warn(messages.unscopedClientKey(handler.name, handler.consumer));
   }
 
   /**

@@ -1,0 +1,320 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { IdempotencyAdminError } from '../errors/idempotency-admin.error.js';
+import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
+import { messages } from '../idempotency.messages.js';
+import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { DataSourceJoin } from '../joining/data-source-join.js';
+import { toMessageKey, toScope } from '../keys/message-key.js';
+import { scopedMessageId } from '../keys/scoped-key.js';
+import type { LeaseKey, LeaseStore } from '../leasing/lease-store.js';
+import { LeaseStores, POSTGRES_STORE } from '../leasing/lease-stores.js';
+import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
+
+/** What the store holds of a key: completed, held by a live lease, held by a lease that expired, or nothing. */
+export type AdminKeyState = 'processed' | 'leased' | 'lease-expired' | 'not-found';
+
+/** One message of one consumer, as an operator names it. */
+export interface AdminKeyQuery {
+  /** The consumer name as stored (`POST /payments`, a message pattern, or the handler's `consumer`). */
+  readonly consumer: string;
+  /** The key as the client or sender sent it. */
+  readonly key: string;
+  /** For a handler with a `scope`: the caller's identity its scope function answers (`user.id`). */
+  readonly scope?: string | number;
+  /**
+   * The lease store: `'postgres'` (the processed-messages table, where every transactional claim
+   * lives) or a name of the module's `stores`.
+   * @default 'postgres'
+   */
+  readonly store?: string;
+  /** Who asks, for the audit line (an operator's name, a ticket). @default '(unnamed operator)' */
+  readonly actor?: string;
+}
+
+/** `lookup()`'s options. */
+export interface AdminLookupOptions extends AdminKeyQuery {
+  /** Also return the recorded headers and body (they may hold personal data). @default false */
+  readonly includeBody?: boolean;
+}
+
+/** `forget()`'s options. */
+export interface AdminForgetOptions extends AdminKeyQuery {
+  /** Why: required, logged in the audit line. */
+  readonly reason: string;
+  /** Delete a live lease too (its handler may still be running and then complete nothing). @default false */
+  readonly force?: boolean;
+}
+
+/** `release()`'s options. */
+export interface AdminReleaseOptions extends AdminKeyQuery {
+  /** Why: required, logged in the audit line. */
+  readonly reason: string;
+  /** Release only while this token holds the lease (a fencing token from `lookup()`). @default any holder */
+  readonly token?: string;
+}
+
+/** `list()`'s options. */
+export interface AdminListOptions {
+  readonly consumer: string;
+  /** How many records, at most 1000. @default 50 */
+  readonly limit?: number;
+  /** Only records processed before this moment (to page back: the last `processedAt` of a page). */
+  readonly before?: Date;
+  readonly actor?: string;
+}
+
+/** What the store holds of one key. Times are null where the store keeps none (Redis keeps no sender or processing time). */
+export interface AdminKeyRecord {
+  readonly state: AdminKeyState;
+  readonly consumer: string;
+  /** The message id as stored (for a scoped key: the scope's SHA-256, a separator, the key). */
+  readonly messageId: string;
+  readonly sender: string | null;
+  readonly processedAt: Date | null;
+  /** When the id is forgotten (purged, or expired in Redis). */
+  readonly expiresAt: Date | null;
+  readonly leaseToken: string | null;
+  readonly leaseExpiresAt: Date | null;
+  readonly responseStatus: number | null;
+  /** Size of the recorded body in bytes; null when none was recorded. */
+  readonly responseBytes: number | null;
+  /** Only with `includeBody`. */
+  readonly responseHeaders?: Readonly<Record<string, string | string[]>> | null;
+  /** Only with `includeBody`. */
+  readonly responseBody?: Buffer | null;
+}
+
+/** What `forget()` did. */
+export interface AdminForgetResult {
+  /** The key's state before. */
+  readonly state: AdminKeyState;
+  readonly forgotten: boolean;
+}
+
+const DEFAULT_LIST_LIMIT = 50;
+const MAX_LIST_LIMIT = 1_000;
+const UNNAMED_ACTOR = '(unnamed operator)';
+
+interface StoredRow {
+  consumer: string;
+  message_id: string;
+  sender: string;
+  processed_at: Date;
+  expires_at: Date;
+  lease_token: string | null;
+  lease_expires_at: Date | null;
+  lease_expired: boolean | null;
+  response_status: number | null;
+  response_bytes: number | null;
+  response_headers?: Record<string, string | string[]> | null;
+  response_body?: Buffer | null;
+}
+
+/**
+ * For operators, on stuck and wrong work: look up a key, forget a processed key so that its next
+ * delivery runs again, release a held lease, and list a consumer's newest records. It has no HTTP
+ * routes: expose it behind the application's own authentication, or call it from a script
+ * (`NestFactory.createApplicationContext`). Every call is logged (context `Idempotency`) with its
+ * actor and reason; forgets and releases are counted (`IdempotencyMetricsService.adminActions()`).
+ *
+ * The processed-messages table serves every action. A lease store of the module's `stores` serves
+ * `lookup`, `forget` and `release` when it has the optional `inspect()` and `remove()`
+ * (`RedisLeaseStore` has them); `list` reads the table only.
+ */
+@Injectable()
+export class IdempotencyAdmin {
+  private readonly logger = new Logger('Idempotency');
+
+  constructor(
+    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    private readonly join: DataSourceJoin,
+    private readonly stores: LeaseStores,
+    private readonly metrics: IdempotencyMetricsService,
+  ) {}
+
+  /** What the store holds of a key; the recorded body and headers only with `includeBody`. */
+  async lookup(query: AdminLookupOptions): Promise<AdminKeyRecord> {
+    const id = messageIdOf(query);
+    const record = await this.read(query, id, query.includeBody === true);
+    this.audit('lookup', query.consumer, id, query.actor, undefined, record.state);
+    return record;
+  }
+
+  /**
+   * Forgets a key so that its next delivery runs the handler again (after a wrong answer was
+   * recorded, say). A live lease is refused unless `force`: its handler may still be running. An
+   * in-flight transactional claim is not visible to anyone before its commit: it reads as
+   * `not-found`, and forgetting it does nothing.
+   * @throws IdempotencyAdminError without a `reason`, or on a live lease without `force`.
+   */
+  async forget(options: AdminForgetOptions): Promise<AdminForgetResult> {
+    const id = messageIdOf(options);
+    const reason = requireReason('forget', options.reason, options.consumer, id);
+    const found = await this.read(options, id, false);
+    if (found.state === 'leased' && options.force !== true) {
+      this.audit('forget', options.consumer, id, options.actor, reason, 'refused, the lease is live');
+      throw new IdempotencyAdminError(messages.adminLiveLease(options.consumer, id, found.leaseExpiresAt ?? new Date()), options.consumer, id);
+    }
+    let forgotten = false;
+    if (found.state !== 'not-found') {
+      const store = this.storeOf(options);
+      if (store) {
+        forgotten = await this.removable(store, options.store as string, 'forget').remove({ consumer: options.consumer, key: id }, options.force ? 'any' : 'completed');
+      } else {
+        const [, deleted] = (await this.join.claimDataSource().query(
+          `DELETE FROM "${this.options.tableName}" WHERE consumer = $1 AND message_id = $2
+             AND (lease_token IS NULL OR lease_expires_at < now() OR $3)`,
+          [options.consumer, id, options.force === true],
+        )) as [unknown, number];
+        forgotten = deleted === 1;
+      }
+    }
+    if (forgotten) {
+      this.metrics.recordAdminAction(options.consumer, 'forget');
+    }
+    this.audit('forget', options.consumer, id, options.actor, reason, forgotten ? `forgotten (was ${found.state})` : `nothing forgotten (${found.state})`);
+    return { state: found.state, forgotten };
+  }
+
+  /**
+   * Releases a held lease (live or expired), so that the next delivery takes the message at once;
+   * with `token`, only while that token holds it. A completed message is left as it is.
+   * @returns whether a lease was released.
+   * @throws IdempotencyAdminError without a `reason`.
+   */
+  async release(options: AdminReleaseOptions): Promise<boolean> {
+    const id = messageIdOf(options);
+    const reason = requireReason('release', options.reason, options.consumer, id);
+    const key: LeaseKey = { consumer: options.consumer, key: id };
+    const store = this.storeOf(options);
+    let released: boolean;
+    if (store && options.token !== undefined) {
+      released = await store.release(key, options.token);
+    } else if (store) {
+      released = await this.removable(store, options.store as string, 'release').remove(key, 'leased');
+    } else {
+      const [, deleted] = (await this.join.claimDataSource().query(
+        `DELETE FROM "${this.options.tableName}" WHERE consumer = $1 AND message_id = $2 AND lease_token IS NOT NULL
+           AND ($3::uuid IS NULL OR lease_token = $3::uuid)`,
+        [options.consumer, id, options.token ?? null],
+      )) as [unknown, number];
+      released = deleted === 1;
+    }
+    if (released) {
+      this.metrics.recordAdminAction(options.consumer, 'release');
+    }
+    this.audit('release', options.consumer, id, options.actor, reason, released ? 'released' : 'no lease held');
+    return released;
+  }
+
+  /**
+   * The newest records of a consumer in the processed-messages table, newest first by
+   * `processedAt`, without bodies. It reads the consumer's rows through the primary key and sorts
+   * them (a top-N sort, no index on `processed_at`): the cost grows with the consumer's row count
+   * (on 100,000 rows: 11 ms when they belong to ten consumers; 120 ms, a scan of the table, when
+   * all are one consumer's). An operator's tool, not for a request path.
+   */
+  async list(options: AdminListOptions): Promise<AdminKeyRecord[]> {
+    const limit = options.limit ?? DEFAULT_LIST_LIMIT;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
+      throw new IdempotencyAdminError(`list() takes a limit of 1 to ${MAX_LIST_LIMIT}; got ${String(limit)}.`, options.consumer, '');
+    }
+    const rows = (await this.join.claimDataSource().query(
+      `${this.columns(false)} WHERE consumer = $1 AND ($2::timestamptz IS NULL OR processed_at < $2::timestamptz)
+       ORDER BY processed_at DESC LIMIT ${limit}`,
+      [options.consumer, options.before ?? null],
+    )) as StoredRow[];
+    this.audit('list', options.consumer, undefined, options.actor, undefined, `${rows.length} records`);
+    return rows.map((row) => fromRow(row, false));
+  }
+
+  private async read(query: AdminKeyQuery, id: string, includeBody: boolean): Promise<AdminKeyRecord> {
+    const store = this.storeOf(query);
+    if (store) {
+      const entry = await this.removable(store, query.store as string, 'lookup').inspect({ consumer: query.consumer, key: id });
+      const body = entry?.response?.body ?? null;
+      return {
+        state: !entry ? 'not-found' : entry.leaseToken === null ? 'processed' : 'leased',
+        consumer: query.consumer,
+        messageId: id,
+        sender: null,
+        processedAt: null,
+        expiresAt: entry && entry.leaseToken === null ? entry.expiresAt : null,
+        leaseToken: entry?.leaseToken ?? null,
+        leaseExpiresAt: entry && entry.leaseToken !== null ? entry.expiresAt : null,
+        responseStatus: entry?.response?.status ?? null,
+        responseBytes: body === null ? null : body.length,
+        ...(includeBody ? { responseHeaders: entry?.response?.headers ?? null, responseBody: body } : {}),
+      };
+    }
+    const [row] = (await this.join.claimDataSource().query(`${this.columns(includeBody)} WHERE consumer = $1 AND message_id = $2`, [
+      query.consumer,
+      id,
+    ])) as StoredRow[];
+    if (!row) {
+      const none = { sender: null, processedAt: null, expiresAt: null, leaseToken: null, leaseExpiresAt: null, responseStatus: null, responseBytes: null };
+      return { state: 'not-found', consumer: query.consumer, messageId: id, ...none };
+    }
+    return fromRow(row, includeBody);
+  }
+
+  private columns(includeBody: boolean): string {
+    return (
+      `SELECT consumer, message_id, sender, processed_at, expires_at, lease_token, lease_expires_at, ` +
+      `lease_expires_at < now() AS lease_expired, response_status, octet_length(response_body) AS response_bytes` +
+      `${includeBody ? ', response_headers, response_body' : ''} FROM "${this.options.tableName}"`
+    );
+  }
+
+  /** The lease store named by `query`; undefined for the processed-messages table. */
+  private storeOf(query: AdminKeyQuery): LeaseStore | undefined {
+    const name = query.store ?? POSTGRES_STORE;
+    if (name === POSTGRES_STORE) {
+      return undefined;
+    }
+    if (!this.stores.names().includes(name)) {
+      throw new IdempotencyAdminError(messages.adminUnknownStore(name, this.stores.names()), query.consumer, query.key);
+    }
+    return this.stores.get(name);
+  }
+
+  private removable(store: LeaseStore, name: string, action: string): Required<Pick<LeaseStore, 'inspect' | 'remove'>> {
+    if (typeof store.inspect !== 'function' || typeof store.remove !== 'function') {
+      throw new IdempotencyAdminError(messages.adminStoreCannot(name, action), '', '');
+    }
+    return store as Required<Pick<LeaseStore, 'inspect' | 'remove'>>;
+  }
+
+  private audit(action: string, consumer: string, id: string | undefined, actor: string | undefined, reason: string | undefined, result: string): void {
+    this.logger.log(messages.adminAction(action, consumer, id, actor ?? UNNAMED_ACTOR, reason, result));
+  }
+}
+
+/** The stored id of a query's key: validated as a delivery's key is, and scoped as its handler scopes it. */
+function messageIdOf({ key, scope }: AdminKeyQuery): string {
+  const checked = toMessageKey(key, 'the key given to IdempotencyAdmin');
+  return scope === undefined ? checked : scopedMessageId(checked, toScope(scope, 'the scope given to IdempotencyAdmin'));
+}
+
+function requireReason(action: string, reason: unknown, consumer: string, id: string): string {
+  if (typeof reason !== 'string' || reason.trim() === '') {
+    throw new IdempotencyAdminError(messages.adminReasonMissing(action), consumer, id);
+  }
+  return reason;
+}
+
+function fromRow(row: StoredRow, includeBody: boolean): AdminKeyRecord {
+  return {
+    state: row.lease_token === null ? 'processed' : row.lease_expired ? 'lease-expired' : 'leased',
+    consumer: row.consumer,
+    messageId: row.message_id,
+    sender: row.sender,
+    processedAt: row.processed_at,
+    expiresAt: row.expires_at,
+    leaseToken: row.lease_token,
+    leaseExpiresAt: row.lease_expires_at,
+    responseStatus: row.response_status,
+    responseBytes: row.response_bytes === null ? null : Number(row.response_bytes),
+    ...(includeBody ? { responseHeaders: row.response_headers ?? null, responseBody: row.response_body ?? null } : {}),
+  };
+}

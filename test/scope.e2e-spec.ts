@@ -1,0 +1,208 @@
+import type { ExecutionContext, INestApplication } from '@nestjs/common';
+import { type NatsOptions, Transport } from '@nestjs/microservices';
+import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
+import { SCOPE_TABLES_SQL, ScopeModule } from './fixtures/scope.module.js';
+import { NATS_URL, natsAvailable } from './support/brokers.js';
+import { CapturingLogger } from './support/capturing-logger.js';
+import { PLATFORMS, post, startDemoApp } from './support/demo-app.js';
+import { createTestDatabase, type TestDatabase } from './support/test-database.js';
+
+const UNSCOPED_WARNING = 'is keyed by the client\'s Idempotency-Key header and has an authenticated caller, but no scope';
+
+/**
+ * Keys scoped to the caller: two users who send the same Idempotency-Key to one route each get
+ * their own run and their own recorded answer; an unscoped route with an authenticated caller is
+ * warned about once. Effects are rows of `scope_effects`, read on PostgreSQL.
+ */
+describe.each(PLATFORMS)('keys scoped to the caller, on %s', (platform) => {
+  let db: TestDatabase;
+  let app: INestApplication;
+  let baseUrl: string;
+  let logger: CapturingLogger;
+
+  const effects = async (handler: string) =>
+    db.query<{ id: number; key: string; caller: string | null }>('SELECT id, key, caller FROM scope_effects WHERE handler = $1 ORDER BY id', [handler]);
+  const stored = (consumer: string) =>
+    db.query<{ message_id: string }>('SELECT message_id FROM processed_messages WHERE consumer = $1 ORDER BY processed_at', [consumer]);
+  const as = (user: string | undefined, key: string) => ({ 'Idempotency-Key': key, ...(user ? { 'x-user': user } : {}) });
+  const warnings = () => logger.lines.filter((line) => line.startsWith('WARN') && line.includes(UNSCOPED_WARNING));
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    logger = new CapturingLogger();
+    ({ app, baseUrl } = await startDemoApp(platform, db.url, [ScopeModule], logger, { purge: { interval: false } }));
+    await db.query(SCOPE_TABLES_SQL);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  it('two users, one key, one body: each gets their own answer, the handler runs once for each, and each retry replays to its own user only', async () => {
+    const body = { item: 'salmon kibble', quantity: 2 };
+    const alice = await post(`${baseUrl}/scope/orders`, body, as('alice', 'order-1'));
+    const bob = await post(`${baseUrl}/scope/orders`, body, as('bob', 'order-1'));
+    expect([alice.status, bob.status]).toEqual([201, 201]);
+    expect(alice.body).toMatchObject({ caller: 'alice', key: 'order-1' });
+    expect(bob.body).toMatchObject({ caller: 'bob', key: 'order-1' });
+    expect(bob.headers.get('idempotent-replayed')).toBeNull();
+    expect((await effects('orders')).map(({ caller }) => caller)).toEqual(['alice', 'bob']);
+
+    const aliceAgain = await post(`${baseUrl}/scope/orders`, body, as('alice', 'order-1'));
+    const bobAgain = await post(`${baseUrl}/scope/orders`, body, as('bob', 'order-1'));
+    expect(aliceAgain.headers.get('idempotent-replayed')).toBe('true');
+    expect(aliceAgain.body).toEqual(alice.body);
+    expect(bobAgain.headers.get('idempotent-replayed')).toBe('true');
+    expect(bobAgain.body).toEqual(bob.body);
+    expect(await effects('orders')).toHaveLength(2);
+
+    // Stored under the scope's digest and the key: neither user's id in clear, and two rows for one key.
+    const ids = (await stored('POST /scope/orders')).map(({ message_id }) => message_id);
+    expect(ids).toHaveLength(2);
+    expect(new Set(ids).size).toBe(2);
+    for (const id of ids) {
+      expect(id.endsWith('\u001forder-1')).toBe(true);
+      expect(id).not.toMatch(/alice|bob/);
+    }
+  });
+
+  it('keeps the 255-character limit of the client key: a 255-character key is scoped and replayed; 256 characters are refused', async () => {
+    const longKey = 'k'.repeat(254);
+    const first = await post(`${baseUrl}/scope/orders`, {}, as('carol', `${longKey}1`));
+    const other = await post(`${baseUrl}/scope/orders`, {}, as('carol', `${longKey}2`));
+    const again = await post(`${baseUrl}/scope/orders`, {}, as('carol', `${longKey}1`));
+    expect([first.status, other.status, again.status]).toEqual([201, 201, 201]);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body).toEqual(first.body);
+    expect(other.body!.effect).not.toEqual(first.body!.effect);
+    expect((await effects('orders')).filter(({ caller }) => caller === 'carol')).toHaveLength(2);
+    const ids = (await stored('POST /scope/orders')).map(({ message_id }) => message_id).filter((id) => id.includes('\u001e'));
+    expect(ids).toHaveLength(2);
+    expect(ids.every((id) => id.length <= 255)).toBe(true);
+
+    const tooLong = await post(`${baseUrl}/scope/orders`, {}, as('carol', 'k'.repeat(256)));
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.body).toMatchObject({ type: 'urn:idempotency:invalid-key', detail: expect.stringContaining('256 characters long') });
+  });
+
+  it('refuses a delivery whose scope function answers nothing (no authenticated user) with 400, and runs nothing', async () => {
+    const before = (await effects('orders')).length;
+    const anonymous = await post(`${baseUrl}/scope/orders`, {}, as(undefined, 'order-anonymous'));
+    expect(anonymous.status).toBe(400);
+    expect(anonymous.body).toMatchObject({ type: 'urn:idempotency:invalid-key', detail: 'The message has no scope: the scope function is missing.' });
+    expect(await effects('orders')).toHaveLength(before);
+  });
+
+  it('warns once about an unscoped Idempotency-Key route, at its first request with an authenticated caller', async () => {
+    await post(`${baseUrl}/scope/unscoped`, {}, as(undefined, 'u-1'));
+    expect(warnings()).toEqual([]);
+    await post(`${baseUrl}/scope/unscoped`, {}, as('alice', 'u-2'));
+    await post(`${baseUrl}/scope/unscoped`, {}, as('bob', 'u-3'));
+    expect(warnings()).toHaveLength(1);
+    expect(warnings()[0]).toContain('ScopeController.unscoped (POST /scope/unscoped)');
+    // Unscoped, the second user with the first one's key is answered the first one's record.
+    const bob = await post(`${baseUrl}/scope/unscoped`, {}, as('bob', 'u-2'));
+    expect(bob.headers.get('idempotent-replayed')).toBe('true');
+    expect(bob.body).toMatchObject({ caller: 'alice' });
+  });
+
+  it('does not warn about a route with scope: false, nor about a webhook keyed by its body', async () => {
+    const shared = await post(`${baseUrl}/scope/shared`, {}, as('alice', 's-1'));
+    const webhook = await post(`${baseUrl}/scope/webhook`, { id: 'evt_1' }, { 'x-user': 'provider-account' });
+    expect([shared.status, webhook.status]).toEqual([201, 201]);
+    expect(await effects('shared')).toHaveLength(1);
+    expect(await effects('webhook')).toHaveLength(1);
+    expect(logger.lines.filter((line) => line.includes(UNSCOPED_WARNING) && /shared|webhook/.test(line))).toEqual([]);
+  });
+});
+
+describe('the module-level scope', () => {
+  let db: TestDatabase;
+  let app: INestApplication;
+  let baseUrl: string;
+  let logger: CapturingLogger;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    logger = new CapturingLogger();
+    const scope = (context: ExecutionContext) => context.switchToHttp().getRequest<{ user?: { id: string } }>().user?.id;
+    ({ app, baseUrl } = await startDemoApp('express', db.url, [ScopeModule], logger, { purge: { interval: false }, scope }));
+    await db.query(SCOPE_TABLES_SQL);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  it('scopes the Idempotency-Key routes that set none, leaves scope: false and webhooks shared, and nothing is warned about', async () => {
+    const alice = await post(`${baseUrl}/scope/unscoped`, {}, { 'Idempotency-Key': 'm-1', 'x-user': 'alice' });
+    const bob = await post(`${baseUrl}/scope/unscoped`, {}, { 'Idempotency-Key': 'm-1', 'x-user': 'bob' });
+    expect(bob.headers.get('idempotent-replayed')).toBeNull();
+    expect([alice.body!.caller, bob.body!.caller]).toEqual(['alice', 'bob']);
+    const sharedAlice = await post(`${baseUrl}/scope/shared`, {}, { 'Idempotency-Key': 'm-2', 'x-user': 'alice' });
+    const sharedBob = await post(`${baseUrl}/scope/shared`, {}, { 'Idempotency-Key': 'm-2', 'x-user': 'bob' });
+    expect(sharedBob.headers.get('idempotent-replayed')).toBe('true');
+    expect(sharedBob.body).toEqual(sharedAlice.body);
+    await post(`${baseUrl}/scope/webhook`, { id: 'evt_2' }, { 'x-user': 'alice' });
+    expect(await db.query("SELECT caller FROM scope_effects WHERE handler IN ('unscoped', 'shared', 'webhook') ORDER BY id")).toEqual([
+      { caller: 'alice' },
+      { caller: 'bob' },
+      { caller: 'alice' },
+      { caller: 'alice' },
+    ]);
+    expect(logger.lines.filter((line) => line.includes(UNSCOPED_WARNING))).toEqual([]);
+  });
+});
+
+const describeWithNats = (await natsAvailable()) ? describe : describe.skip;
+
+describeWithNats('message handlers scoped by their payload (NATS)', () => {
+  let db: TestDatabase;
+  let app: INestApplication;
+  let nats: NatsConnection;
+
+  async function request(msgId: string, data: unknown): Promise<Record<string, unknown>> {
+    const requestHeaders = headers();
+    requestHeaders.set('Nats-Msg-Id', msgId);
+    const reply = await nats.request('scope.credit', JSON.stringify({ pattern: 'scope.credit', data, id: crypto.randomUUID() }), {
+      headers: requestHeaders,
+      timeout: 10_000,
+    });
+    return reply.json<Record<string, unknown>>();
+  }
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    ({ app } = await startDemoApp('express', db.url, [ScopeModule], false, { purge: { interval: false } }));
+    await db.query(SCOPE_TABLES_SQL);
+    app.connectMicroservice<NatsOptions>({ transport: Transport.NATS, options: { servers: [NATS_URL] } });
+    await app.startAllMicroservices();
+    nats = await connect({ servers: NATS_URL });
+  });
+
+  afterAll(async () => {
+    await nats?.close();
+    await app?.close();
+    await db?.drop();
+  });
+
+  it('one message id from two tenants: one effect per tenant, and each redelivery replays its own tenant\'s reply', async () => {
+    const first = await request('msg-1', { tenant: 'acme', cents: 5 });
+    const second = await request('msg-1', { tenant: 'globex', cents: 5 });
+    const firstAgain = await request('msg-1', { tenant: 'acme', cents: 5 });
+    const secondAgain = await request('msg-1', { tenant: 'globex', cents: 5 });
+    expect(first.response).toMatchObject({ tenant: 'acme' });
+    expect(second.response).toMatchObject({ tenant: 'globex' });
+    expect(firstAgain.response).toEqual(first.response);
+    expect(secondAgain.response).toEqual(second.response);
+    expect(await db.query("SELECT caller FROM scope_effects WHERE handler = 'credit' ORDER BY id")).toEqual([{ caller: 'acme' }, { caller: 'globex' }]);
+  });
+
+  it('refuses a message whose scope is missing, and runs nothing', async () => {
+    const reply = await request('msg-2', { cents: 5 });
+    expect(JSON.stringify(reply)).toContain('The message has no scope: the scope function is missing.');
+    expect(await db.query("SELECT caller FROM scope_effects WHERE handler = 'credit' AND caller IS NULL")).toEqual([]);
+  });
+});
