@@ -89,7 +89,8 @@ describe('the ProcessedMessage entity in a data source of the application', () =
       expect(claim?.fingerprint).toMatch(/^[0-9a-f]{64}$/);
       expect(claim?.processedAt).toBeInstanceOf(Date);
       expect(claim!.expiresAt.getTime() - claim!.processedAt.getTime()).toBe(2 * 24 * 60 * 60 * 1000);
-      expect(claim?.responseHeaders).toMatchObject({ 'content-type': expect.stringContaining('application/json') });
+      // Recorded under the names as they were sent.
+      expect(claim?.responseHeaders).toMatchObject({ 'Content-Type': expect.stringContaining('application/json') });
       expect(Buffer.isBuffer(claim?.responseBody)).toBe(true);
       expect(JSON.parse(claim!.responseBody!.toString('utf8'))).toEqual(answer.body);
       expect(await appDb.query('SELECT count(*)::int AS n FROM orders')).toEqual([{ n: 1 }]);
