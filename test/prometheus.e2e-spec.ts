@@ -27,7 +27,7 @@ describe("the module's counters on the /metrics a service already serves with pr
     expect((await post(`${app.baseUrl}/orders`, {})).status).toBe(400);
     const text = await (await fetch(`${app.baseUrl}/metrics`)).text();
     const sample = (series: string) => Number(new RegExp(`^${series.replace(/[{}()[\]]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
-    const deliveries = (outcome: string) => sample(`idempotency_deliveries_total{consumer="OrdersController.place",sender="default",outcome="${outcome}"}`);
+    const deliveries = (outcome: string) => sample(`idempotency_deliveries_total{consumer="POST /orders",sender="default",outcome="${outcome}"}`);
     expect(sample('orders_received_total')).toBe(3);
     expect([deliveries('processed'), deliveries('duplicate'), deliveries('rejected'), deliveries('unavailable'), deliveries('failed')]).toEqual([3, 2, 1, 0, 0]);
     expect(text).toContain('# TYPE idempotency_deliveries_total counter');

@@ -63,8 +63,12 @@ export class LeaseClaimingService {
           });
         }
         if (attempt.kind === 'claimed') {
+          if (attempt.tookOver) {
+            this.metrics.recordLease(request.consumer, 'takeover');
+          }
           const claim = new OpenLease(this.stores.get(request.store), request, token, this.storage, (outcome) =>
             this.metrics.recordDelivery(request, outcome),
+          (event) => this.metrics.recordLease(request.consumer, event),
           );
           return { kind: 'claimed', claim };
         }

@@ -4,6 +4,7 @@ import type { ActiveClaim } from '../context/idempotency.context.js';
 import { IdempotencyLeaseLostError } from '../errors/idempotency-lease-lost.error.js';
 import { downstreamKey } from '../keys/downstream-key.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
+import type { LeaseEvent } from '../metrics/idempotency-metrics.service.js';
 import type { LeaseRequest, LeaseStore } from './lease-store.js';
 
 /**
@@ -22,6 +23,7 @@ export class OpenLease implements OpenDelivery {
     private readonly token: string,
     private readonly storage: AsyncLocalStorage<ActiveClaim>,
     private readonly onSettled: (outcome: DeliveryOutcome) => void,
+    private readonly onLeaseEvent: (event: LeaseEvent) => void = () => undefined,
   ) {
     this.active = {
       consumer: request.consumer,
@@ -49,6 +51,7 @@ export class OpenLease implements OpenDelivery {
       this.onSettled(completed ? 'processed' : 'failed');
     }
     if (!completed) {
+      this.onLeaseEvent('refusedCompletion');
       throw new IdempotencyLeaseLostError(this.request.consumer, this.request.key);
     }
   }
