@@ -4,12 +4,12 @@ import { FixtureController, FixtureModule } from './fixtures/fixture.module.js';
 import { PLATFORMS, post, startDemoApp } from './support/demo-app.js';
 import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
 
-/** The idempotency samples of a Prometheus text exposition, by series (`name{labels}`). */
+/** The delivery and purge samples of a Prometheus text exposition, by series (`name{labels}`); test/alerts.e2e-spec.ts checks the others. */
 function parseSamples(text: string): Map<string, number> {
   return new Map(
     text
       .split('\n')
-      .filter((line) => line.startsWith('idempotency_'))
+      .filter((line) => /^idempotency_(deliveries_total|purge)/.test(line))
       .map((line) => {
         const separator = line.lastIndexOf(' ');
         return [line.slice(0, separator), Number(line.slice(separator + 1))];

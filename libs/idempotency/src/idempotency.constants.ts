@@ -9,3 +9,25 @@ export const DEFAULT_TABLE_NAME = 'processed_messages';
 
 /** The longest accepted idempotency key, in characters (Unicode code points, as PostgreSQL's `varchar(255)` counts them). */
 export const MAX_KEY_LENGTH = 255;
+
+/**
+ * The `node:diagnostics_channel` channels the module publishes on, for tools that are not
+ * OpenTelemetry. Each message is a small plain object (see the guide's "Tracing" section); the
+ * key is in it only with `tracing: { recordKey: true }`. Nothing is built when no one subscribes.
+ *
+ * @example
+ * ```ts
+ * import { subscribe } from 'node:diagnostics_channel';
+ * subscribe(IDEMPOTENCY_CHANNELS.duplicate, (message) => logger.log(message));
+ * ```
+ */
+export const IDEMPOTENCY_CHANNELS = {
+  /** A delivery won its claim (or its lease): `{ consumer, sender, mode, waitMs, key? }`. */
+  claim: 'nestjs-idempotent-consumer:claim',
+  /** A delivery found its message processed and was answered with the recorded response: `{ consumer, sender, waitMs, key? }`. */
+  duplicate: 'nestjs-idempotent-consumer:duplicate',
+  /** A claim committed with the handler's work: `{ consumer, sender, claimToCommitMs, key? }`. */
+  commit: 'nestjs-idempotent-consumer:commit',
+  /** A purge run ended: `{ outcome, rows, batches, durationMs }`. */
+  purge: 'nestjs-idempotent-consumer:purge',
+} as const;

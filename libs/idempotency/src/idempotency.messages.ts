@@ -116,6 +116,9 @@ export const messages = {
   tooManySenders: (max: number, other: string) =>
     `More than ${max} sender names were counted; further ones are counted together as '${other}'. ` +
     'A sender function should answer one of a few known names (the provider, the upstream service), not an id.',
+  storeSampleFailed: (table: string, reason: string) =>
+    `Could not sample the store "${table}" for its gauges: ${reason}. The gauges keep their last sample; the next one is tried at the next interval.`,
+  invalidTracing: (value: unknown) => `tracing must be an object such as { recordKey: false }, or false; got ${JSON.stringify(value)}.`,
   packageMissing: (packageName: string, feature: string) =>
     `The "${packageName}" package is missing: install it to use ${feature} (npm install ${packageName}).`,
   invalidTableName: (value: unknown) =>

@@ -24,6 +24,8 @@ import { HttpDelivery } from './transports/http/http-delivery.js';
 import { RmqAcknowledgements } from './transports/rpc/rmq-acknowledgements.js';
 import { RmqConsumerCheck } from './transports/rpc/rmq-consumer.check.js';
 import { RpcDelivery } from './transports/rpc/rpc-delivery.js';
+import { IdempotencyTracing } from './tracing/idempotency-tracing.js';
+import { StoreSampler } from './metrics/store.sampler.js';
 
 /**
  * Exactly-once handlers on PostgreSQL through TypeORM. Import it once, after `TypeOrmModule`;
@@ -70,6 +72,8 @@ import { RpcDelivery } from './transports/rpc/rpc-delivery.js';
     RpcDelivery,
     IdempotencyMetricsService,
     PrometheusExporter,
+    StoreSampler,
+    IdempotencyTracing,
     IdempotencyPurgeService,
     PurgeScheduler,
     IdempotencyHealthIndicator,

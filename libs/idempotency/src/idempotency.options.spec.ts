@@ -31,6 +31,8 @@ describe('resolveModuleOptions', () => {
       record: 'response',
       keyring: null,
       scope: undefined,
+      storeSampleIntervalMs: 60_000,
+      tracing: { spans: true, recordKey: false },
     });
   });
 
@@ -48,6 +50,16 @@ describe('resolveModuleOptions', () => {
 
   it('keeps a record policy that is given', () => {
     expect(resolveModuleOptions({ record: 'status' }).record).toBe('status');
+  });
+
+  it('resolves the tracing and store-sampling options, and refuses malformed ones', () => {
+    expect(resolveModuleOptions({ tracing: false }).tracing).toEqual({ spans: false, recordKey: false });
+    expect(resolveModuleOptions({ tracing: { recordKey: true } }).tracing).toEqual({ spans: true, recordKey: true });
+    expect(resolveModuleOptions({ metrics: { storeSampleInterval: false } }).storeSampleIntervalMs).toBeNull();
+    expect(resolveModuleOptions({ metrics: { storeSampleInterval: '30s' } }).storeSampleIntervalMs).toBe(30_000);
+    expect(() => resolveModuleOptions({ tracing: { recordKey: 'yes' as never } })).toThrow(IdempotencyOptionsError);
+    expect(() => resolveModuleOptions({ tracing: true as never })).toThrow(/tracing must be an object/);
+    expect(() => resolveModuleOptions({ metrics: { storeSampleInterval: 'soon' as never } })).toThrow(IdempotencyOptionsError);
   });
 
   it('keeps what is given', () => {

@@ -86,6 +86,13 @@ export interface IdempotencyModuleOptions {
   /** Where the delivery and purge counters are registered for Prometheus. */
   metrics?: MetricsOptions;
   /**
+   * One OpenTelemetry span per delivery when `@opentelemetry/api` is installed (an optional peer),
+   * and the `node:diagnostics_channel` events of `IDEMPOTENCY_CHANNELS`. `false` turns the spans
+   * off (the channels publish only to their subscribers, whatever this says).
+   * @default `{ recordKey: false }` (spans when `@opentelemetry/api` is installed, without the key)
+   */
+  tracing?: TracingOptions | false;
+  /**
    * Lease stores besides the built-in `'postgres'` (the processed-messages table), by name, for
    * handlers in `mode: 'lease'`: `RedisLeaseStore`, or a store of your own that passes
    * `leaseStoreContract()` of `nestjs-idempotent-consumer/testing`.
@@ -230,6 +237,25 @@ export interface MetricsOptions {
    * @default prom-client's default registry (`register`) when `prom-client` is installed; none otherwise
    */
   registry?: MetricsRegistry | false;
+  /**
+   * How often the store's gauges (`idempotency_store_*`: estimated rows, size, purge lag, age of
+   * the oldest unexpired row) are sampled, with the health indicator's query (catalog statistics
+   * and two probes of the expiry index, never a `count(*)`). `false`: never. Sampled only while a
+   * registry is in use, first at application bootstrap.
+   * @default '1m'
+   */
+  storeSampleInterval?: Duration | false;
+}
+
+/** What the spans and diagnostics-channel events carry. */
+export interface TracingOptions {
+  /**
+   * Put the idempotency key on the span (`idempotency.key`, and `messaging.message.id` for
+   * messages) and in the diagnostics-channel messages. Keys can be sensitive (an email address,
+   * an order number a client chose), so they are left out unless this says otherwise.
+   * @default false
+   */
+  recordKey?: boolean;
 }
 
 /** The module's options with defaults applied and durations in milliseconds. */
@@ -247,6 +273,9 @@ export interface ResolvedIdempotencyOptions {
   health: ResolvedHealthOptions;
   /** undefined: prom-client's default registry if it is installed. */
   metricsRegistry: MetricsRegistry | false | undefined;
+  /** null: the store's gauges are never sampled. */
+  storeSampleIntervalMs: number | null;
+  tracing: ResolvedTracingOptions;
   stores: Readonly<Record<string, LeaseStore>>;
   store: string;
   warnOnUnusedConsumers: boolean;
@@ -254,6 +283,13 @@ export interface ResolvedIdempotencyOptions {
   record: RecordPolicy;
   /** null: responses are recorded in plaintext. */
   keyring: Keyring | null;
+}
+
+/** `tracing` with its defaults applied. */
+export interface ResolvedTracingOptions {
+  /** False: no spans, even with `@opentelemetry/api` installed. */
+  spans: boolean;
+  recordKey: boolean;
 }
 
 /** `replay` with its defaults applied. */
@@ -315,6 +351,8 @@ export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): Re
     purge,
     health: resolveHealth(options.health ?? {}, purge),
     metricsRegistry: resolveMetricsRegistry(options.metrics ?? {}),
+    storeSampleIntervalMs: resolveSampleInterval(options.metrics?.storeSampleInterval ?? '1m'),
+    tracing: resolveTracing(options.tracing ?? {}),
     stores: resolveStores(options.stores ?? {}),
     store: options.store ?? 'postgres',
     warnOnUnusedConsumers: toFlag('warnOnUnusedConsumers', options.warnOnUnusedConsumers ?? true),
@@ -467,6 +505,20 @@ function resolveMetricsRegistry(metrics: MetricsOptions): MetricsRegistry | fals
     throw new IdempotencyOptionsError(messages.invalidMetricsRegistry());
   }
   return registry;
+}
+
+function resolveSampleInterval(interval: Duration | false): number | null {
+  return interval === false ? null : toMilliseconds('metrics.storeSampleInterval', interval, MAX_TIMER_MS);
+}
+
+function resolveTracing(tracing: TracingOptions | false): ResolvedTracingOptions {
+  if (tracing === false) {
+    return { spans: false, recordKey: false };
+  }
+  if (typeof tracing !== 'object' || tracing === null) {
+    throw new IdempotencyOptionsError(messages.invalidTracing(tracing));
+  }
+  return { spans: true, recordKey: toFlag('tracing.recordKey', tracing.recordKey ?? false) };
 }
 
 function isPositiveInteger(value: unknown): value is number {

@@ -8,6 +8,7 @@ export type {
   PurgeOptions,
   ReplayOptions,
   SenderOptions,
+  TracingOptions,
 } from './idempotency.options.js';
 export { IdempotentHandler } from './decorators/idempotent-handler.decorator.js';
 export { IdempotencyInterceptor } from './transports/idempotency.interceptor.js';
@@ -30,7 +31,7 @@ export { CreateProcessedMessagesTable1764633600000 } from './migrations/create-p
 export { CreateProcessedMessagesFunctions1796256000000 } from './migrations/create-processed-messages-functions.migration.js';
 export { UpgradeProcessedMessagesTable1796342400000 } from './migrations/upgrade-processed-messages-table.migration.js';
 export type { Duration } from './duration/duration.js';
-export { DEFAULT_TABLE_NAME, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, MAX_KEY_LENGTH } from './idempotency.constants.js';
+export { DEFAULT_TABLE_NAME, IDEMPOTENCY_CHANNELS, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, MAX_KEY_LENGTH } from './idempotency.constants.js';
 export { IdempotencyError } from './errors/idempotency.error.js';
 export { IdempotencyOptionsError } from './errors/idempotency-options.error.js';
 export { IdempotencyContextError } from './errors/idempotency-context.error.js';
@@ -72,7 +73,11 @@ export type {
   IdempotencyMetricsSnapshot,
   LeaseRenewalCounts,
   LeaseRenewalOutcome,
+  LeaseCounts,
+  LeaseEvent,
   PurgeFigures,
+  RefusalCounts,
   SenderDuplicateRate,
+  StoreSample,
 } from './metrics/idempotency-metrics.service.js';
 export type { DeliveryOutcome } from './metrics/delivery-outcome.js';

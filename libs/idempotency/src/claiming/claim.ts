@@ -45,6 +45,9 @@ export interface OpenDelivery {
   run<T>(handle: () => Promise<T>): Promise<T>;
   /** Records `response` and completes the message; throws when it cannot (nothing is then recorded). */
   commit(response: RecordedResponse): Promise<void>;
-  /** Undoes the claim, so the next delivery processes; `outcome` is how this delivery ended, for the metrics. */
-  rollback(outcome: Exclude<DeliveryOutcome, 'processed' | 'duplicate'>): Promise<void>;
+  /**
+   * Undoes the claim, so the next delivery processes; `outcome` is how this delivery ended, for the
+   * metrics, and `cause` the error that ended it, if one did, for its trace.
+   */
+  rollback(outcome: Exclude<DeliveryOutcome, 'processed' | 'duplicate'>, cause?: unknown): Promise<void>;
 }

@@ -6,14 +6,7 @@ import { DataSourceJoin } from '../joining/data-source-join.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { StoreSchemaCheck } from '../schema/store-schema.check.js';
 import { findProblems, type HealthFigures } from './health.assessment.js';
-
-interface StoreStatistics {
-  reltuples: number;
-  relpages: number;
-  pages: number;
-  total_bytes: number;
-  lag_ms: number | null;
-}
+import { estimateRows, readStoreStatistics, type StoreStatistics } from './store-statistics.query.js';
 
 /**
  * What `isHealthy()` answers: the shape of a `@nestjs/terminus` indicator's result, so it goes
@@ -62,7 +55,7 @@ export class IdempotencyHealthIndicator {
       if (lacking) {
         return answer('down', { message: lacking.message, missing: lacking.missing });
       }
-      statistics = await this.readStore();
+      statistics = await readStoreStatistics(this.join.claimDataSource(), this.options.tableName);
     } catch (error) {
       return answer('down', { message: messages.storeUnreadable(this.options.tableName, (error as Error).message) });
     }
@@ -89,31 +82,6 @@ export class IdempotencyHealthIndicator {
       duplicateRates: this.metrics.duplicateRates(),
     };
   }
-
-  /** One round trip: the catalog's statistics and the oldest expired row, through the expiry index. */
-  private async readStore(): Promise<StoreStatistics> {
-    const table = `"${this.options.tableName}"`;
-    const [statistics] = (await this.join.claimDataSource().query(
-      `SELECT c.reltuples::float8 AS reltuples, c.relpages::float8 AS relpages,
-              (pg_relation_size(c.oid) / current_setting('block_size')::int)::float8 AS pages,
-              pg_total_relation_size(c.oid)::float8 AS total_bytes,
-              (SELECT extract(epoch FROM now() - min(expires_at)) * 1000 FROM ${table} WHERE expires_at < now())::float8 AS lag_ms
-       FROM pg_class c WHERE c.oid = $1::regclass`,
-      [table],
-    )) as StoreStatistics[];
-    return statistics;
-  }
-}
-
-/**
- * The planner's own estimate: the row density of the last ANALYZE or VACUUM times the table's
- * current pages. Null when the table was never analysed, or was analysed empty and has grown since.
- */
-function estimateRows({ reltuples, relpages, pages }: StoreStatistics): number | null {
-  if (reltuples < 0 || (relpages === 0 && pages > 0)) {
-    return null;
-  }
-  return relpages === 0 ? 0 : Math.round((reltuples / relpages) * pages);
 }
 
 function seconds(milliseconds: number): number {

@@ -66,6 +66,9 @@ export class LeaseClaimingService {
           });
         }
         if (attempt.kind === 'claimed') {
+          if (attempt.tookOver) {
+            this.metrics.recordLease(request.consumer, 'takeover');
+          }
           const claim = new OpenLease(
             this.stores.get(request.store),
             request,
@@ -73,6 +76,7 @@ export class LeaseClaimingService {
             this.storage,
             (outcome) => this.metrics.recordDelivery(request, outcome),
             { forMs: request.renewLeaseForMs, record: (outcome) => this.metrics.recordLeaseRenewal(request.consumer, outcome) },
+            (event) => this.metrics.recordLease(request.consumer, event),
           );
           return { kind: 'claimed', claim };
         }

@@ -7,6 +7,7 @@ import { messages } from '../idempotency.messages.js';
 import { downstreamKey } from '../keys/downstream-key.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
 import type { LeaseRenewalOutcome } from '../metrics/idempotency-metrics.service.js';
+import type { LeaseEvent } from '../metrics/idempotency-metrics.service.js';
 import type { LeaseRequest, LeaseStore } from './lease-store.js';
 
 /** How a lease is renewed while its handler runs. */
@@ -49,6 +50,7 @@ export class OpenLease implements OpenDelivery {
     private readonly storage: AsyncLocalStorage<ActiveClaim>,
     private readonly onSettled: (outcome: DeliveryOutcome) => void,
     private readonly renewal: LeaseRenewal = { forMs: 0, record: () => undefined },
+    private readonly onLeaseEvent: (event: LeaseEvent) => void = () => undefined,
   ) {
     this.expiresAt = this.claimedAt + request.leaseMs;
     this.active = {
@@ -78,6 +80,7 @@ export class OpenLease implements OpenDelivery {
       this.onSettled(completed ? 'processed' : 'failed');
     }
     if (!completed) {
+      this.onLeaseEvent('refusedCompletion');
       throw this.lost();
     }
   }

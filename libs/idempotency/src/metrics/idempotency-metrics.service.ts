@@ -54,6 +54,46 @@ export interface LeaseRenewalCounts extends Record<LeaseRenewalOutcome, number> 
   consumer: string;
 }
 
+/** What happened to one consumer's leases since the application started (lease mode). */
+export interface LeaseCounts {
+  consumer: string;
+  /** Leases this instance took over from a holder that let them expire. */
+  takeovers: number;
+  /** Completions the store refused because another delivery had taken the lease over. */
+  refusedCompletions: number;
+}
+
+/** What a lease did, as counted: see {@link LeaseCounts}. */
+export type LeaseEvent = 'takeover' | 'refusedCompletion';
+
+/** Deliveries to one consumer answered "retry later", by the HTTP status that says so (409 or 503). */
+export interface RefusalCounts {
+  consumer: string;
+  status: 409 | 503;
+  count: number;
+}
+
+/** The store's figures at one moment, sampled every `metrics.storeSampleInterval` while a registry is in use. */
+export interface StoreSample {
+  /** The planner's estimate; null until the table is first analysed. */
+  readonly estimatedRows: number | null;
+  readonly totalBytes: number;
+  /** How long ago the oldest expired, not yet purged id expired; 0 when none has. */
+  readonly purgeLagMs: number;
+  /** Age of the unexpired row that expires first (the oldest one when every handler keeps ids as long); null for an empty store. */
+  readonly oldestRowAgeMs: number | null;
+  readonly sampledAt: Date;
+}
+
+/**
+ * Where the module's timings go: prom-client's histograms when a registry is in use.
+ * @internal
+ */
+export interface TimingSink {
+  claimWait(consumer: string, seconds: number): void;
+  claimToCommit(consumer: string, seconds: number): void;
+}
+
 /** Everything the module counts, at one moment. */
 export interface IdempotencyMetricsSnapshot {
   /** When counting started (the application's start). */
@@ -83,6 +123,15 @@ export class IdempotencyMetricsService {
   private lastRun: PurgeRun | null = null;
   private lastSuccessAt: Date | null = null;
   private readonly adminCounts = new Map<string, { consumer: string; forget: number; release: number }>();
+  private readonly inFlightCounts = new Map<string, number>();
+  private readonly leaseCounts = new Map<string, LeaseCounts>();
+  private readonly refusalCounts = new Map<string, RefusalCounts>();
+  private storeSample: StoreSample | null = null;
+  /**
+   * Set by the Prometheus exporter while it is registered.
+   * @internal
+   */
+  timings: TimingSink | undefined;
 
   constructor(@Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions) {}
 
@@ -107,6 +156,63 @@ export class IdempotencyMetricsService {
       this.renewalCounts.set(consumer, counts);
     }
     counts[outcome] += 1;
+  }
+
+  /** A delivery to `consumer` started (`+1`) or ended (`-1`). Called by the delivery traces. */
+  recordInFlight(consumer: string, change: 1 | -1): void {
+    this.inFlightCounts.set(consumer, (this.inFlightCounts.get(consumer) ?? 0) + change);
+  }
+
+  /** Counts a lease takeover or a refused completion. Called by the lease mode. */
+  recordLease(consumer: string, event: LeaseEvent): void {
+    let counts = this.leaseCounts.get(consumer);
+    if (!counts) {
+      counts = { consumer, takeovers: 0, refusedCompletions: 0 };
+      this.leaseCounts.set(consumer, counts);
+    }
+    counts[event === 'takeover' ? 'takeovers' : 'refusedCompletions'] += 1;
+  }
+
+  /** Counts a delivery answered 409 (a twin in flight, a lease taken over) or 503 (no connection, a transient failure). */
+  recordRefusal(consumer: string, status: 409 | 503): void {
+    const id = `${consumer}\u0000${status}`;
+    const counts = this.refusalCounts.get(id) ?? this.refusalCounts.set(id, { consumer, status, count: 0 }).get(id)!;
+    counts.count += 1;
+  }
+
+  /** How long a delivery waited for its claim (won, or its twin found processed). */
+  recordClaimWait(consumer: string, milliseconds: number): void {
+    this.timings?.claimWait(consumer, milliseconds / 1000);
+  }
+
+  /** How long a delivery held its claim before it committed. */
+  recordClaimToCommit(consumer: string, milliseconds: number): void {
+    this.timings?.claimToCommit(consumer, milliseconds / 1000);
+  }
+
+  /** Deliveries in progress per consumer, on this instance. */
+  inFlight(): { consumer: string; deliveries: number }[] {
+    return [...this.inFlightCounts].map(([consumer, deliveries]) => ({ consumer, deliveries }));
+  }
+
+  /** Lease takeovers and refused completions per consumer since the start. */
+  leases(): LeaseCounts[] {
+    return [...this.leaseCounts.values()].map((counts) => ({ ...counts }));
+  }
+
+  /** Deliveries answered 409 or 503 per consumer since the start. */
+  refusals(): RefusalCounts[] {
+    return [...this.refusalCounts.values()].map((counts) => ({ ...counts }));
+  }
+
+  /** Keeps the store's latest sample. Called by the store's sampler. */
+  recordStoreSample(sample: StoreSample): void {
+    this.storeSample = sample;
+  }
+
+  /** The store's latest sample; null before the first one (or when none is taken: no registry, or `storeSampleInterval: false`). */
+  store(): StoreSample | null {
+    return this.storeSample;
   }
 
   /** Records a purge run. Called by `IdempotencyPurgeService`. */

@@ -12,8 +12,11 @@ type PromClient = typeof import('prom-client');
 const DELIVERIES = 'idempotency_deliveries_total';
 const LEASE_RENEWAL_OUTCOMES: readonly LeaseRenewalOutcome[] = ['renewed', 'lost', 'failed'];
 
+/** Buckets of the timing histograms, in seconds: from a claim on an idle database to a wait for a slow twin. */
+const TIMING_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
 /**
- * Registers the module's counters in a `prom-client` registry (the module option `metrics.registry`,
+ * Registers the module's metrics in a `prom-client` registry (the module option `metrics.registry`,
  * else prom-client's default one when the package is installed), read from
  * `IdempotencyMetricsService` at each scrape, and removes them at shutdown.
  */
@@ -50,11 +53,120 @@ export class PrometheusExporter implements OnModuleInit, OnApplicationShutdown {
     this.registerAll(client);
   }
 
+  /** True once the module's metrics are registered (a registry is in use). */
+  get isRegistered(): boolean {
+    return this.names.length > 0;
+  }
+
   onApplicationShutdown(): void {
+    this.metrics.timings = undefined;
     this.names.splice(0).forEach((name) => this.registry?.removeSingleMetric(name));
   }
 
-  private registerAll({ Counter, Gauge }: PromClient): void {
+  private registerAll(client: PromClient): void {
+    this.registerCounters(client);
+    this.registerOperations(client);
+    this.registerStore(client);
+  }
+
+  /** Timings, deliveries in flight, refusals and lease events: what operators alert on. */
+  private registerOperations({ Counter, Gauge, Histogram }: PromClient): void {
+    const metrics = this.metrics;
+    const registers = [this.registry as never];
+    const histogram = (name: string, help: string) => {
+      let created!: InstanceType<typeof Histogram<'consumer'>>;
+      this.register(name, () => (created = new Histogram({ name, help, labelNames: ['consumer'], buckets: TIMING_BUCKETS, registers })));
+      return created;
+    };
+    const claimWait = histogram(
+      'idempotency_claim_wait_seconds',
+      'Time from the start of a delivery to its claim won, or its twin found processed, by consumer.',
+    );
+    const claimToCommit = histogram('idempotency_claim_to_commit_seconds', 'Time from a claim won to its commit with the handler\'s work, by consumer.');
+    metrics.timings = {
+      claimWait: (consumer, seconds) => claimWait.observe({ consumer }, seconds),
+      claimToCommit: (consumer, seconds) => claimToCommit.observe({ consumer }, seconds),
+    };
+    this.register('idempotency_in_flight_deliveries', (name) => new Gauge({
+      name,
+      help: 'Deliveries to idempotent handlers in progress on this instance, by consumer.',
+      labelNames: ['consumer'],
+      registers,
+      collect() {
+        this.reset();
+        for (const { consumer, deliveries } of metrics.inFlight()) {
+          this.set({ consumer }, deliveries);
+        }
+      },
+    }));
+    this.register('idempotency_refused_total', (name) => new Counter({
+      name,
+      help: 'Deliveries answered "retry later", by consumer and the HTTP status that says so: 409 (a twin in flight, a lease taken over), 503 (no connection, a transient failure); messages are retried.',
+      labelNames: ['consumer', 'status'],
+      registers,
+      collect() {
+        this.reset();
+        for (const { consumer, status, count } of metrics.refusals()) {
+          this.inc({ consumer, status: String(status) }, count);
+        }
+      },
+    }));
+    this.register('idempotency_lease_takeovers_total', (name) => new Counter({
+      name,
+      help: 'Leases taken over from a holder that let them expire (lease mode), by consumer.',
+      labelNames: ['consumer'],
+      registers,
+      collect() {
+        this.reset();
+        for (const { consumer, takeovers } of metrics.leases()) {
+          this.inc({ consumer }, takeovers);
+        }
+      },
+    }));
+    this.register('idempotency_lease_refused_completions_total', (name) => new Counter({
+      name,
+      help: 'Completions refused because another delivery had taken the lease over (lease mode), by consumer.',
+      labelNames: ['consumer'],
+      registers,
+      collect() {
+        this.reset();
+        for (const { consumer, refusedCompletions } of metrics.leases()) {
+          this.inc({ consumer }, refusedCompletions);
+        }
+      },
+    }));
+  }
+
+  /** The store's gauges, from the sampler's latest sample (0 until the first one). */
+  private registerStore({ Gauge }: PromClient): void {
+    const metrics = this.metrics;
+    const registers = [this.registry as never];
+    const gauge = (name: string, help: string, read: (sample: NonNullable<ReturnType<IdempotencyMetricsService['store']>>) => number | null) =>
+      this.register(name, () => new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          const sample = metrics.store();
+          const value = sample ? read(sample) : null;
+          this.reset();
+          if (value !== null) {
+            this.set(value);
+          }
+        },
+      }));
+    gauge('idempotency_store_estimated_rows', "The store's estimated row count (the planner's statistics; 0 until the table is first analysed).", (s) => s.estimatedRows);
+    gauge('idempotency_store_size_bytes', "The store's size on disk, indexes and TOAST included.", (s) => s.totalBytes);
+    gauge('idempotency_store_purge_lag_seconds', 'How long ago the oldest expired, not yet purged id expired; 0 when none has.', (s) => s.purgeLagMs / 1000);
+    gauge(
+      'idempotency_store_oldest_row_age_seconds',
+      'Age of the unexpired row that expires first: how far back the store remembers when every handler keeps ids as long.',
+      (s) => (s.oldestRowAgeMs === null ? null : s.oldestRowAgeMs / 1000),
+    );
+    gauge('idempotency_store_last_sample_timestamp_seconds', 'When the store was last sampled for these gauges, in seconds since the epoch.', (s) => s.sampledAt.getTime() / 1000);
+  }
+
+  private registerCounters({ Counter, Gauge }: PromClient): void {
     const metrics = this.metrics;
     const registers = [this.registry as never];
     this.register(DELIVERIES, (name) => new Counter({

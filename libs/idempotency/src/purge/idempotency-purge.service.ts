@@ -6,6 +6,7 @@ import { DataSourceJoin } from '../joining/data-source-join.js';
 import { messages } from '../idempotency.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
+import { IdempotencyTracing } from '../tracing/idempotency-tracing.js';
 import type { PurgeOutcome, PurgeRun } from './purge-run.js';
 import { type PurgeBatchResult, purgeBatchSql } from './purge.queries.js';
 
@@ -29,6 +30,7 @@ export class IdempotencyPurgeService implements OnModuleInit, BeforeApplicationS
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly metrics: IdempotencyMetricsService,
     private readonly join: DataSourceJoin,
+    private readonly tracing: IdempotencyTracing,
   ) {}
 
   onModuleInit(): void {
@@ -59,6 +61,7 @@ export class IdempotencyPurgeService implements OnModuleInit, BeforeApplicationS
       const { startedAt, started, rows, batches } = progress;
       const run = { outcome, rows, batches, startedAt, durationMs: Math.round(performance.now() - started) };
       this.metrics.recordPurge(run);
+      this.tracing.purged(run);
       return run;
     };
     try {

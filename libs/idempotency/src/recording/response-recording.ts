@@ -84,7 +84,7 @@ class RecordingDelivery implements OpenDelivery {
     await this.delivery.commit(stored);
   }
 
-  rollback(outcome: Exclude<DeliveryOutcome, 'processed' | 'duplicate'>): Promise<void> {
-    return this.delivery.rollback(outcome);
+  rollback(outcome: Exclude<DeliveryOutcome, 'processed' | 'duplicate'>, cause?: unknown): Promise<void> {
+    return this.delivery.rollback(outcome, cause);
   }
 }

@@ -23,6 +23,7 @@ import { claimByMode, claimRequestFor } from '../claim-request.js';
 import { PROBLEM_TYPES, problemAnswer } from './problem-details.js';
 import { type CapturedResponse, findHeaderName, headersAsSent, type HeaderValues, mergeHeaders, ResponseCapture } from './response-capture.js';
 import { IdempotencyKeyError } from '../../errors/idempotency-key.error.js';
+import { IdempotencyTracing } from '../../tracing/idempotency-tracing.js';
 
 interface HttpRequestLike {
   method: string;
@@ -64,6 +65,7 @@ export class HttpDelivery {
     private readonly accessor: IdempotencyMetadataAccessor,
     private readonly metrics: IdempotencyMetricsService,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    private readonly tracing: IdempotencyTracing,
   ) {}
 
   async handle(context: ExecutionContext, next: CallHandler): Promise<unknown> {
@@ -75,17 +77,24 @@ export class HttpDelivery {
     // Set before the handler's pipeline (by middleware: CORS, say): set anew for every request.
     const before = headersAsSent(raw, response.getHeaders());
     this.warnIfUnscoped(handler, request);
-    const claimRequest = claimRequestFor(
-      handler,
-      context,
-      {
-        key: () => readKey(handler, context, request),
-        request: () => ({ method: request.method, url: request.originalUrl ?? request.url, body: request.body }),
-        defaultInFlight: 'reject',
-      },
-      this.metrics,
-    );
-    const outcome = await claimByMode(handler, claimRequest, this.claims, this.leases, this.recording);
+    const trace = this.tracing.start({ consumer: handler.consumer, mode: handler.mode, transport: 'http', method: request.method });
+    let claimRequest: ClaimRequest;
+    try {
+      claimRequest = claimRequestFor(
+        handler,
+        context,
+        {
+          key: () => readKey(handler, context, request),
+          request: () => ({ method: request.method, url: request.originalUrl ?? request.url, body: request.body }),
+          defaultInFlight: 'reject',
+        },
+        this.metrics,
+      );
+    } catch (error) {
+      trace.fail(error);
+      throw error;
+    }
+    const outcome = await trace.claim(claimRequest, () => claimByMode(handler, claimRequest as never, this.claims, this.leases, this.recording));
     if (outcome.kind === 'duplicate') {
       return this.replay(claimRequest, handler, raw, before, outcome.response);
     }
@@ -114,7 +123,7 @@ export class HttpDelivery {
     } catch (error) {
       settleHandler(false);
       const failure = translateDatabaseError(error, request);
-      await claim.rollback(failureOutcome(failure));
+      await claim.rollback(failureOutcome(failure), failure);
       capture.discard();
       throw failure;
     }
@@ -139,8 +148,9 @@ export class HttpDelivery {
     }
     try {
       if (captured.overflowed) {
-        await claim.rollback('failed');
-        throw new IdempotencyResponseTooLargeError(request.consumer, request.key, this.options.replay.maxBodyBytes);
+        const tooLarge = new IdempotencyResponseTooLargeError(request.consumer, request.key, this.options.replay.maxBodyBytes);
+        await claim.rollback('failed', tooLarge);
+        throw tooLarge;
       }
       await claim.commit(this.recorded(captured, before));
       capture.flush();

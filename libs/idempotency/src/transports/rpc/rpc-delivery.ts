@@ -14,6 +14,7 @@ import { failureOutcome } from '../../metrics/delivery-outcome.js';
 import { IdempotencyMetricsService } from '../../metrics/idempotency-metrics.service.js';
 import { loadOptionalPackage } from '../../optional/load-optional-package.js';
 import { ResponseRecording } from '../../recording/response-recording.js';
+import { IdempotencyTracing } from '../../tracing/idempotency-tracing.js';
 import { claimByMode, claimRequestFor } from '../claim-request.js';
 import { RmqAcknowledgements, type Verdict } from './rmq-acknowledgements.js';
 
@@ -40,6 +41,7 @@ export class RpcDelivery {
     private readonly explorer: IdempotencyExplorer,
     private readonly acknowledgements: RmqAcknowledgements,
     private readonly metrics: IdempotencyMetricsService,
+    private readonly tracing: IdempotencyTracing,
   ) {}
 
   async handle(context: ExecutionContext, next: CallHandler): Promise<unknown> {
@@ -54,18 +56,26 @@ export class RpcDelivery {
     const transportContext: unknown = rpc.getContext();
     const rmq = transportContext instanceof RmqContext ? transportContext : undefined;
     const settle = rmq ? this.acknowledgements.join(rmq, this.explorer.eventHandlersOf(rmq.getPattern())) : undefined;
+    const transport = rmq ? 'rabbitmq' : transportContext instanceof NatsContext ? 'nats' : 'unknown';
+    const trace = this.tracing.start({ consumer: handler.consumer, mode: handler.mode, transport });
     let request: LeaseClaimRequest | undefined;
     try {
-      request = claimRequestFor(
-        handler,
-        context,
-        {
-          key: () => readKey(handler, context, payload, transportContext, { RmqContext, NatsContext }),
-          defaultInFlight: 'wait',
-        },
-        this.metrics,
-      );
-      const outcome = await claimByMode(handler, request, this.claims, this.leases, this.recording);
+      try {
+        request = claimRequestFor(
+          handler,
+          context,
+          {
+            key: () => readKey(handler, context, payload, transportContext, { RmqContext, NatsContext }),
+            defaultInFlight: 'wait',
+          },
+          this.metrics,
+        );
+      } catch (error) {
+        trace.fail(error);
+        throw error;
+      }
+      const claimed = request;
+      const outcome = await trace.claim(claimed, () => claimByMode(handler, claimed, this.claims, this.leases, this.recording));
       if (outcome.kind === 'duplicate') {
         settle?.({ kind: 'ack' });
         return outcome.response.body === null ? undefined : JSON.parse(outcome.response.body.toString('utf8'));
@@ -76,7 +86,7 @@ export class RpcDelivery {
         result = await claim.run(() => lastValueFrom(next.handle(), { defaultValue: undefined }));
       } catch (error) {
         const failure = translateDatabaseError(error, request);
-        await claim.rollback(failureOutcome(failure));
+        await claim.rollback(failureOutcome(failure), failure);
         throw failure;
       }
       const reply = JSON.stringify(result);

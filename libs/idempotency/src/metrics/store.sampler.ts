@@ -1,0 +1,60 @@
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { estimateRows, readStoreStatistics } from '../health/store-statistics.query.js';
+import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
+import { messages } from '../idempotency.messages.js';
+import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { DataSourceJoin } from '../joining/data-source-join.js';
+import { IdempotencyMetricsService } from './idempotency-metrics.service.js';
+import { PrometheusExporter } from './prometheus.exporter.js';
+
+/**
+ * Samples the store for its gauges every `metrics.storeSampleInterval`, with the health
+ * indicator's query (catalog statistics and two probes of the expiry index), from application
+ * bootstrap to shutdown, while the module's metrics are registered in a prom-client registry.
+ * Each sample starts one interval after the previous one ended; the timer does not keep the
+ * process alive. A failed sample is logged and the gauges keep the last one (their timestamp says how old).
+ * @internal
+ */
+@Injectable()
+export class StoreSampler implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('Idempotency');
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(
+    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    private readonly metrics: IdempotencyMetricsService,
+    private readonly exporter: PrometheusExporter,
+    private readonly join: DataSourceJoin,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (this.options.storeSampleIntervalMs !== null && this.exporter.isRegistered) {
+      void this.sample();
+    }
+  }
+
+  beforeApplicationShutdown(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private async sample(): Promise<void> {
+    try {
+      const statistics = await readStoreStatistics(this.join.claimDataSource(), this.options.tableName);
+      this.metrics.recordStoreSample({
+        estimatedRows: estimateRows(statistics),
+        totalBytes: statistics.total_bytes,
+        purgeLagMs: statistics.lag_ms ?? 0,
+        oldestRowAgeMs: statistics.oldest_age_ms,
+        sampledAt: new Date(),
+      });
+    } catch (error) {
+      this.logger.warn(messages.storeSampleFailed(this.options.tableName, (error as Error).message));
+    }
+    if (!this.stopped) {
+      this.timer = setTimeout(() => void this.sample(), this.options.storeSampleIntervalMs!).unref();
+    }
+  }
+}

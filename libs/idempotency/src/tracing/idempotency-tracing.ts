@@ -1,0 +1,98 @@
+import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { channel } from 'node:diagnostics_channel';
+import type { IdempotencyMode } from '../decorators/idempotent-handler.options.js';
+import { IDEMPOTENCY_CHANNELS } from '../idempotency.constants.js';
+import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
+import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
+import { loadIfInstalled } from '../optional/load-optional-package.js';
+import type { PurgeRun } from '../purge/purge-run.js';
+import { DeliveryTrace, type TraceSpan } from './delivery-trace.js';
+
+type OpenTelemetry = typeof import('@opentelemetry/api');
+
+/** The tracer's name: the instrumentation scope of the module's spans. */
+const TRACER_NAME = 'nestjs-idempotent-consumer';
+
+/** Where a delivery came from, for the span's attributes. */
+export interface DeliverySource {
+  readonly consumer: string;
+  readonly mode: IdempotencyMode;
+  /** `http`, or the messaging system (`rabbitmq`, `nats`, ...). */
+  readonly transport: string;
+  /** HTTP: the request's method. */
+  readonly method?: string;
+}
+
+/**
+ * The one place the module traces from: one OpenTelemetry span per delivery when
+ * `@opentelemetry/api` is installed (loaded at start-up, like `prom-client`), the
+ * `node:diagnostics_channel` events of `IDEMPOTENCY_CHANNELS` (built only for subscribers), and
+ * the timings and in-flight figures of the metrics. The transports call `start()` once a
+ * delivery's handler is known, then the returned trace at its claim and settlement.
+ * @internal
+ */
+@Injectable()
+export class IdempotencyTracing implements OnModuleInit {
+  private otel: OpenTelemetry | undefined;
+  /** @internal */
+  readonly channels = {
+    claim: channel(IDEMPOTENCY_CHANNELS.claim),
+    duplicate: channel(IDEMPOTENCY_CHANNELS.duplicate),
+    commit: channel(IDEMPOTENCY_CHANNELS.commit),
+    purge: channel(IDEMPOTENCY_CHANNELS.purge),
+  };
+
+  constructor(
+    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    readonly metrics: IdempotencyMetricsService,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    if (this.options.tracing.spans) {
+      this.otel = await loadIfInstalled(() => import('@opentelemetry/api'));
+    }
+  }
+
+  /** Whether the key goes on spans and channel messages. */
+  get recordKey(): boolean {
+    return this.options.tracing.recordKey;
+  }
+
+  /** Starts tracing one delivery, in the active context (the HTTP server's or the consumer's span is its parent). */
+  start(source: DeliverySource): DeliveryTrace {
+    return new DeliveryTrace(this, source, this.startSpan(source));
+  }
+
+  /** Publishes a purge run on its channel. */
+  purged(run: PurgeRun): void {
+    if (this.channels.purge.hasSubscribers) {
+      this.channels.purge.publish({ outcome: run.outcome, rows: run.rows, batches: run.batches, durationMs: run.durationMs });
+    }
+  }
+
+  /** Runs `work` with `span` as the active span, so that the handler's own spans (SQL, HTTP calls) are its children. */
+  activate<T>(span: TraceSpan, work: () => T): T {
+    const { context, trace } = this.otel!;
+    return context.with(trace.setSpan(context.active(), span as never), work);
+  }
+
+  /** Marks `span` as failed. */
+  setError(span: TraceSpan, message: string): void {
+    span.setStatus({ code: this.otel!.SpanStatusCode.ERROR, message });
+  }
+
+  private startSpan({ consumer, mode, transport, method }: DeliverySource): TraceSpan | undefined {
+    if (!this.otel) {
+      return undefined;
+    }
+    const attributes: Record<string, string> = { 'idempotency.consumer': consumer, 'idempotency.mode': mode };
+    if (transport === 'http') {
+      attributes['http.request.method'] = method ?? '_OTHER';
+    } else {
+      attributes['messaging.system'] = transport;
+      attributes['messaging.operation.type'] = 'process';
+    }
+    return this.otel.trace.getTracer(TRACER_NAME).startSpan(`idempotency ${consumer}`, { kind: this.otel.SpanKind.INTERNAL, attributes });
+  }
+}
