@@ -12,7 +12,7 @@ describe('resolveModuleOptions', () => {
       senderHorizonsMs: {},
       replay: {
         maxBodyBytes: 1_048_576,
-        excludedHeaders: new Set(['set-cookie', 'date', 'connection', 'keep-alive', 'transfer-encoding', 'content-length']),
+        excludedHeaders: new Set(['set-cookie', 'date', 'connection', 'keep-alive', 'transfer-encoding']),
       },
       purge: { intervalMs: 60_000, batchSize: 5000 },
       health: {
