@@ -154,5 +154,31 @@ describeWithBroker.each(CREDIT_QUEUE_TYPES)('the guarantee on the message handle
       await expect(app.startAllMicroservices()).rejects.toThrow(/noAck: true.*Set noAck: false/);
       await channel.deleteQueue(`${queue}-auto`).catch(() => undefined);
     });
+
+    it("in the start order Nest's docs show for a hybrid application, cleanly: no unhandled rejection, the connection closed", async () => {
+      const broker = new URL(RABBITMQ_URL);
+      const proxy = new TcpProxy(broker.hostname, Number(broker.port || 5672));
+      await proxy.start();
+      const unhandled: unknown[] = [];
+      const onUnhandled = (reason: unknown) => unhandled.push(reason);
+      process.on('unhandledRejection', onUnhandled);
+      try {
+        const moduleRef = await Test.createTestingModule({ imports: [AppModule.register({ databaseUrl: db.url, idempotency: { purge: { interval: false } } })] }).compile();
+        const hybrid = moduleRef.createNestApplication({ logger: false });
+        hybrid.connectMicroservice<RmqOptions>({ ...autoAcknowledging, options: { ...autoAcknowledging.options, urls: [proxy.url(RABBITMQ_URL)] } });
+        const start = hybrid.startAllMicroservices();
+        await expect(start).rejects.toThrow(IdempotencyOptionsError);
+        await expect(start).rejects.toThrow(/noAck: true.*Set noAck: false/);
+        await hybrid.close();
+        await until(async () => proxy.openConnections() === 0, "the refused consumer's connection to RabbitMQ is closed");
+        // A rejection nobody handled is reported after the microtasks of the turn it happened in.
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(unhandled).toEqual([]);
+      } finally {
+        process.off('unhandledRejection', onUnhandled);
+        await proxy.close();
+        await channel.deleteQueue(`${queue}-auto`).catch(() => undefined);
+      }
+    });
   });
 });

@@ -16,10 +16,18 @@ export const MODULE_DEFAULTS = resolveModuleOptions();
  */
 export const WEBHOOK_HANDLER = { consumer: 'POST /webhooks/payments', sender: 'payments' } as const;
 
-/** What Nest on Express answers `{ received: true }` with, as the module records it (date, content-length and connection are never recorded). */
+/**
+ * What Nest on Express answers `{ received: true }` with, as the module records it: header names as
+ * Express sends them (date and connection are never recorded).
+ */
 export const WEBHOOK_RESPONSE: RecordedResponse = {
   status: 200,
-  headers: { 'x-powered-by': 'Express', 'content-type': 'application/json; charset=utf-8', etag: 'W/"11-KlhGF0UKfrEVQVsQd2Q5V4Kx4Ek"' },
+  headers: {
+    'X-Powered-By': 'Express',
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': '17',
+    ETag: 'W/"11-KlhGF0UKfrEVQVsQd2Q5V4Kx4Ek"',
+  },
   body: Buffer.from('{"received":true}'),
 };
 

@@ -6,9 +6,11 @@ import { createServer, type Server, type Socket } from 'node:net';
  * partition would; `dropConnections()` cuts the connections, as a broker restart would;
  * `refuse()` and `accept()` take the server away and bring it back, as an outage does;
  * `retarget(port)` moves the address to another server, as a failover to a promoted replica does.
+ * `openConnections()` counts the clients' connections still open.
  */
 export class TcpProxy {
   private readonly sockets = new Set<Socket>();
+  private readonly clients = new Set<Socket>();
   private holding = false;
   private refusing = false;
   private server: Server;
@@ -25,6 +27,8 @@ export class TcpProxy {
         client.destroy();
         return;
       }
+      this.clients.add(client);
+      client.on('close', () => this.clients.delete(client));
       const upstream = new (client.constructor as typeof Socket)();
       upstream.connect(this.targetPort, this.targetHost);
       for (const socket of [client, upstream]) {
@@ -76,6 +80,11 @@ export class TcpProxy {
     proxied.hostname = '127.0.0.1';
     proxied.port = String(this.port);
     return proxied.toString();
+  }
+
+  /** The clients' connections through the proxy that are still open. */
+  openConnections(): number {
+    return this.clients.size;
   }
 
   holdClientBytes(): void {

@@ -32,7 +32,7 @@ export interface DiscoveredHandler {
 @Injectable()
 export class IdempotencyExplorer implements OnModuleInit {
   private readonly logger = new Logger('Idempotency');
-  private handlers: DiscoveredHandler[] = [];
+  private handlers: DiscoveredHandler[] | undefined;
   private readonly eventHandlers = new Map<string, number>();
 
   constructor(
@@ -45,22 +45,26 @@ export class IdempotencyExplorer implements OnModuleInit {
 
   onModuleInit(): void {
     this.refuseOutsideControllers();
-    this.handlers = this.findHandlers();
-    this.checkConsumersAreUnique();
-    this.handlers.forEach((found) => {
+    const handlers = (this.handlers = this.findHandlers());
+    this.checkConsumersAreUnique(handlers);
+    handlers.forEach((found) => {
       this.checkRetention(found.handler);
       this.checkStore(found.handler);
     });
-    this.warnOfUndeclaredSenders();
-    for (const { patterns } of this.handlers) {
+    this.warnOfUndeclaredSenders(handlers);
+    for (const { patterns } of handlers) {
       for (const pattern of patterns?.isEvent ? patterns.patterns : []) {
         this.eventHandlers.set(patternKey(pattern), (this.eventHandlers.get(patternKey(pattern)) ?? 0) + 1);
       }
     }
   }
 
-  /** Every idempotent handler of the application. */
+  /**
+   * Every idempotent handler of the application; found now when asked before `onModuleInit`
+   * (a hybrid application may start its microservices before the module hooks run).
+   */
   discovered(): readonly DiscoveredHandler[] {
+    this.handlers ??= this.findHandlers();
     return this.handlers;
   }
 
@@ -112,9 +116,9 @@ export class IdempotencyExplorer implements OnModuleInit {
     return this.scanner.getAllMethodNames(prototype).filter((method) => this.accessor.getOptions(prototype[method]) !== undefined);
   }
 
-  private checkConsumersAreUnique(): void {
+  private checkConsumersAreUnique(handlers: readonly DiscoveredHandler[]): void {
     const byConsumer = new Map<string, DiscoveredHandler>();
-    for (const found of this.handlers) {
+    for (const found of handlers) {
       const twin = byConsumer.get(found.handler.consumer);
       if (twin) {
         throw new IdempotencyConsumerConflictError(found.handler.consumer, [twin, found].map(label), [twin, found].map((each) => each.handler.legacyConsumer));
@@ -133,9 +137,9 @@ export class IdempotencyExplorer implements OnModuleInit {
   }
 
   /** Senders that handlers name but `senders` does not declare: their retention goes unchecked. */
-  private warnOfUndeclaredSenders(): void {
+  private warnOfUndeclaredSenders(handlers: readonly DiscoveredHandler[]): void {
     const undeclared = new Set<string>();
-    for (const { handler } of this.handlers) {
+    for (const { handler } of handlers) {
       if (typeof handler.sender === 'string' && handler.sender !== DEFAULT_SENDER && !(handler.sender in this.options.senderHorizonsMs)) {
         undeclared.add(handler.sender);
       }

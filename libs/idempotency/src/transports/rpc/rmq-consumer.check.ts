@@ -1,4 +1,4 @@
-import { Injectable, type OnApplicationBootstrap, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Injectable, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { ModulesContainer } from '@nestjs/core';
 import type { Subscription } from 'rxjs';
 import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
@@ -20,19 +20,20 @@ interface RmqServer {
  * Refuses a RabbitMQ consumer that auto-acknowledges (`noAck: true`, Nest's default) and delivers
  * to an idempotent handler: the module acknowledges each message itself after its commit, which
  * an auto-acknowledging channel answers by closing. Servers connected before the application
- * starts fail its start-up; those connected later fail their own `listen()`.
+ * starts fail its start-up; every server's own `listen()` refuses before it connects to the broker,
+ * which covers those started before the application's hooks ran (a hybrid application's
+ * `connectMicroservice()` then `startAllMicroservices()` before `listen()`) and those connected later.
  */
 @Injectable()
-export class RmqConsumerCheck implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy {
+export class RmqConsumerCheck implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly servers: RmqServer[] = [];
-  private subscription: Subscription | undefined;
+  private readonly subscription: Subscription;
 
   constructor(
     private readonly modules: ModulesContainer,
     private readonly explorer: IdempotencyExplorer,
-  ) {}
-
-  onModuleInit(): void {
+  ) {
+    // From construction, not onModuleInit(): a hybrid application may start its servers before any module hook runs.
     this.subscription = this.modules.getRpcTargetRegistry().subscribe((target: unknown) => {
       const server = target as RmqServer;
       if (server.transportId !== RMQ_TRANSPORT || this.servers.includes(server)) {
@@ -59,7 +60,7 @@ export class RmqConsumerCheck implements OnModuleInit, OnApplicationBootstrap, O
   }
 
   onModuleDestroy(): void {
-    this.subscription?.unsubscribe();
+    this.subscription.unsubscribe();
   }
 
   private problemOf(server: RmqServer): IdempotencyOptionsError | undefined {
