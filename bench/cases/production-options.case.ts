@@ -8,13 +8,14 @@ import { type BenchCase, type BenchContext, type CaseReport, emptyReport, report
 const PLATFORM: Platform = 'express';
 
 /** The case's configurations, each an app process of its own: the route it loads and the options it starts with. */
+/** `slug` names its keys: no slug may start another's, so that a key prefix selects one configuration's records. */
 const CONFIGURATIONS = {
-  plain: { route: 'plain', options: {} },
-  idempotent: { route: 'idempotent', options: {} },
-  encryption: { route: 'idempotent', options: { encryption: true } },
-  tracing: { route: 'idempotent', options: { tracing: true } },
-  'encryption and tracing': { route: 'idempotent', options: { encryption: true, tracing: true } },
-} as const satisfies Record<string, { route: 'plain' | 'idempotent'; options: BenchAppOptions }>;
+  plain: { route: 'plain', slug: 'plain', options: {} },
+  idempotent: { route: 'idempotent', slug: 'idempotent', options: {} },
+  encryption: { route: 'idempotent', slug: 'encryption', options: { encryption: true } },
+  tracing: { route: 'idempotent', slug: 'tracing', options: { tracing: true } },
+  'encryption and tracing': { route: 'idempotent', slug: 'both', options: { encryption: true, tracing: true } },
+} as const satisfies Record<string, { route: 'plain' | 'idempotent'; slug: string; options: BenchAppOptions }>;
 type Configuration = keyof typeof CONFIGURATIONS;
 const NAMES = Object.keys(CONFIGURATIONS) as Configuration[];
 /** The idempotent configurations with an option on, as the rows and bars name them. */
@@ -38,7 +39,7 @@ export const productionOptions: BenchCase = {
     const report = emptyReport();
     const apps = new Map<Configuration, BenchAppProcess>();
     const requests = Object.fromEntries(NAMES.map((name) => [name, 0])) as Record<Configuration, number>;
-    const keyPrefix = (name: Configuration) => `c11-${PLATFORM}-${name.replace(/ /g, '-')}-`;
+    const keyPrefix = (name: Configuration) => `c11-${PLATFORM}-${CONFIGURATIONS[name].slug}-`;
     try {
       for (const name of NAMES) {
         apps.set(name, await startApp(PLATFORM, undefined, CONFIGURATIONS[name].options));
