@@ -40,7 +40,7 @@ async function main(): Promise<void> {
       database,
       runtimes,
       log,
-      startApp: (platform, runtime = runtimes.headline) => startBenchApp(platform, database.url, runtime),
+      startApp: (platform, runtime = runtimes.headline, options) => startBenchApp(platform, database.url, runtime, options),
     };
     for (const benchCase of CASES) {
       if (selected && !selected.includes(benchCase.id)) {

@@ -1,4 +1,5 @@
 import { type DynamicModule, Module } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { IdempotencyModule, type LeaseStore } from 'nestjs-idempotent-consumer';
 import { LedgerEntry } from '../../apps/demo-api/src/credits/ledger-entry.entity.js';
@@ -18,16 +19,22 @@ export const PREFETCH = POOL_SIZE;
  * No purge timer: the app purges only when a case asks it to, never during another case's rounds.
  * `redisStore` is the lease store the `lease-redis` handlers use. The peer the bench compares with
  * is in every process too (`POST /peer/credits`), so each process is the same program whichever
- * route a case loads.
+ * route a case loads. With `encryption`, the module seals every recorded response (AES-256-GCM)
+ * under a key drawn for the process.
  */
 @Module({})
 export class BenchAppModule {
-  static register(databaseUrl: string, redisStore: LeaseStore): DynamicModule {
+  static register(databaseUrl: string, redisStore: LeaseStore, { encryption = false } = {}): DynamicModule {
     return {
       module: BenchAppModule,
       imports: [
         TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl, entities: [LedgerEntry], extra: { max: POOL_SIZE } }),
-        IdempotencyModule.forRoot({ retention: '7d', purge: { interval: false }, stores: { redis: redisStore } }),
+        IdempotencyModule.forRoot({
+          retention: '7d',
+          purge: { interval: false },
+          stores: { redis: redisStore },
+          ...(encryption ? { encryption: { keys: { bench: randomBytes(32) }, current: 'bench' } } : {}),
+        }),
         PeerModule.register(),
       ],
       controllers: [BenchController, BenchMessagesController],

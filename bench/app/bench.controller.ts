@@ -9,6 +9,7 @@ import {
 } from 'nestjs-idempotent-consumer';
 import type { DataSource } from 'typeorm';
 import { toCreditRequest } from '../../apps/demo-api/src/credits/credit-request.js';
+import { exportedSpans } from './bench-tracing.js';
 import { grantCredit } from './credit-grant.js';
 
 /** What the app process has used so far. */
@@ -20,6 +21,8 @@ export interface ProcessUsage {
   cpuMicros: number;
   /** Whether a full garbage collection ran just before the memory was read. */
   collected: boolean;
+  /** The spans the process's tracer provider has exported, where the bench registered one (case 11). */
+  spans?: number;
 }
 
 /** One check of the idempotency health indicator, timed in the app process. */
@@ -83,7 +86,8 @@ export class BenchController {
     collect?.();
     const { rss, heapUsed } = process.memoryUsage();
     const { user, system } = process.cpuUsage();
-    return { rss, heapUsed, cpuMicros: user + system, collected: collect !== undefined };
+    const spans = exportedSpans();
+    return { rss, heapUsed, cpuMicros: user + system, collected: collect !== undefined, ...(spans === undefined ? {} : { spans }) };
   }
 
   /** For case 5: one purge of every expired id, now, in this process, as the purge timer runs it. */

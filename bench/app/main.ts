@@ -1,5 +1,5 @@
 // The bench app as a child process of the runner: `fork()`ed with BENCH_DATABASE_URL and
-// BENCH_PLATFORM, it listens on a free port and reports it over IPC. Nest's logger is off, so
+// BENCH_PLATFORM (and, for case 11, BENCH_ENCRYPTION=1 and BENCH_TRACING=1), it listens on a free port and reports it over IPC. Nest's logger is off, so
 // the library's info log of every duplicate costs nothing on the replay path.
 import 'reflect-metadata';
 import type { INestApplication } from '@nestjs/common';
@@ -8,6 +8,7 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import type { AddressInfo } from 'node:net';
 import { BenchAppModule } from './bench-app.module.js';
+import { registerBenchTracing } from './bench-tracing.js';
 import { connectRedisLeaseStore } from './redis-lease-store.js';
 
 async function bootstrap(): Promise<void> {
@@ -16,9 +17,12 @@ async function bootstrap(): Promise<void> {
   if (!databaseUrl || (platform !== 'express' && platform !== 'fastify') || !process.send) {
     throw new Error('the bench app is started by the bench runner (npm run bench), not by hand');
   }
+  if (process.env.BENCH_TRACING === '1') {
+    await registerBenchTracing();
+  }
   const adapter = platform === 'fastify' ? new FastifyAdapter() : new ExpressAdapter();
   const redis = await connectRedisLeaseStore();
-  const app = await NestFactory.create<INestApplication>(BenchAppModule.register(databaseUrl, redis.store), adapter, { logger: false });
+  const app = await NestFactory.create<INestApplication>(BenchAppModule.register(databaseUrl, redis.store, { encryption: process.env.BENCH_ENCRYPTION === '1' }), adapter, { logger: false });
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
   const stop = () =>

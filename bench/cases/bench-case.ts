@@ -1,4 +1,4 @@
-import type { BenchAppProcess, Platform } from '../support/bench-app.process.js';
+import type { BenchAppOptions, BenchAppProcess, Platform } from '../support/bench-app.process.js';
 import type { BenchDatabase } from '../support/bench-database.js';
 import type { BenchRuntime, BenchRuntimes } from '../support/bench-runtime.js';
 import type { Summary } from '../support/measurement.js';
@@ -28,8 +28,8 @@ export interface BenchContext {
   readonly database: BenchDatabase;
   /** The Node every case's app processes run on (`headline`), and the one case 1 also runs on. */
   readonly runtimes: BenchRuntimes;
-  /** Starts the bench app on `platform`, on `runtime` (by default the headline runtime). */
-  startApp(platform: Platform, runtime?: BenchRuntime): Promise<BenchAppProcess>;
+  /** Starts the bench app on `platform`, on `runtime` (by default the headline runtime), with `options` (by default none). */
+  startApp(platform: Platform, runtime?: BenchRuntime, options?: BenchAppOptions): Promise<BenchAppProcess>;
   log(line: string): void;
 }
 

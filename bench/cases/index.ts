@@ -7,9 +7,10 @@ import { latency } from './latency.case.js';
 import { leaseMode } from './lease-mode.case.js';
 import { memory } from './memory.case.js';
 import { peer } from './peer.case.js';
+import { productionOptions } from './production-options.case.js';
 import { purge } from './purge.case.js';
 import { rabbitmqConsumer } from './rabbitmq-consumer.case.js';
 
 /** The cases `npm run bench` measures, in the order it runs them. Add a case here, one file each. */
-export const CASES: readonly BenchCase[] = [httpFirstDeliveries, httpDuplicates, databaseLimit, rabbitmqConsumer, purge, health, memory, leaseMode, latency, peer];
+export const CASES: readonly BenchCase[] = [httpFirstDeliveries, httpDuplicates, databaseLimit, rabbitmqConsumer, purge, health, memory, leaseMode, latency, peer, productionOptions];
 

@@ -11,6 +11,14 @@ export const PLATFORMS: readonly Platform[] = ['express', 'fastify'];
 
 const APP_ENTRY = fileURLToPath(new URL('../app/main.js', import.meta.url));
 
+/** Module options of production the bench app can be started with (case 11); both off by default. */
+export interface BenchAppOptions {
+  /** The module's `encryption`: every recorded response sealed with AES-256-GCM. */
+  readonly encryption?: boolean;
+  /** An OpenTelemetry SDK tracer provider registered in the app, its spans exported to nothing. */
+  readonly tracing?: boolean;
+}
+
 /** The bench app running as a child process, on one platform. */
 export interface BenchAppProcess {
   readonly platform: Platform;
@@ -28,12 +36,14 @@ export interface BenchAppProcess {
 
 /**
  * Starts the bench app on `platform` in a process of its own on `runtime`, so the load generator
- * (this process) and the app do not share an event loop.
+ * (this process) and the app do not share an event loop; `options` switch on encryption and tracing.
  */
-export async function startBenchApp(platform: Platform, databaseUrl: string, runtime: BenchRuntime): Promise<BenchAppProcess> {
+export async function startBenchApp(platform: Platform, databaseUrl: string, runtime: BenchRuntime, options: BenchAppOptions = {}): Promise<BenchAppProcess> {
   const app = await forkBenchProcess<{ port: number }>(`the bench app (${platform}, ${runtime.name})`, APP_ENTRY, runtime, {
     BENCH_DATABASE_URL: databaseUrl,
     BENCH_PLATFORM: platform,
+    BENCH_ENCRYPTION: options.encryption ? '1' : '0',
+    BENCH_TRACING: options.tracing ? '1' : '0',
   });
   const baseUrl = `http://127.0.0.1:${app.ready.port}`;
   return {
