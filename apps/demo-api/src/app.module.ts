@@ -32,7 +32,9 @@ export class AppModule {
         }),
         IdempotencyModule.forRoot({
           retention: '7d',
-          senders: { payments: { redeliveryHorizon: '3d' } },
+          // The provider retries for 3 days; a queue message is redelivered until it is acked or
+          // dead-lettered, within minutes of its first delivery here (maxAttempts, retryDelay).
+          senders: { payments: { redeliveryHorizon: '3d' }, 'credits-queue': { redeliveryHorizon: '1d' } },
           ...settings.idempotency,
         }),
         CreditsModule,
