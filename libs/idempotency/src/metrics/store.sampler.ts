@@ -4,6 +4,7 @@ import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
 import { messages } from '../idempotency.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
+import { RepeatingTimer } from '../scheduling/repeating-timer.js';
 import { IdempotencyMetricsService } from './idempotency-metrics.service.js';
 import { PrometheusExporter } from './prometheus.exporter.js';
 
@@ -18,8 +19,7 @@ import { PrometheusExporter } from './prometheus.exporter.js';
 @Injectable()
 export class StoreSampler implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Idempotency');
-  private timer: NodeJS.Timeout | undefined;
-  private stopped = false;
+  private timer: RepeatingTimer | undefined;
 
   constructor(
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
@@ -30,14 +30,13 @@ export class StoreSampler implements OnApplicationBootstrap, BeforeApplicationSh
 
   onApplicationBootstrap(): void {
     if (this.options.storeSampleIntervalMs !== null && this.exporter.isRegistered) {
-      void this.sample();
+      this.timer = new RepeatingTimer(this.options.storeSampleIntervalMs, () => this.sample());
+      this.timer.start({ now: true });
     }
   }
 
   beforeApplicationShutdown(): void {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.timer?.stop();
   }
 
   private async sample(): Promise<void> {
@@ -52,9 +51,6 @@ export class StoreSampler implements OnApplicationBootstrap, BeforeApplicationSh
       });
     } catch (error) {
       this.logger.warn(messages.storeSampleFailed(this.options.tableName, (error as Error).message));
-    }
-    if (!this.stopped) {
-      this.timer = setTimeout(() => void this.sample(), this.options.storeSampleIntervalMs!).unref();
     }
   }
 }

@@ -1,6 +1,7 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { RepeatingTimer } from '../scheduling/repeating-timer.js';
 import { IdempotencyPurgeService } from './idempotency-purge.service.js';
 
 /**
@@ -11,8 +12,7 @@ import { IdempotencyPurgeService } from './idempotency-purge.service.js';
 @Injectable()
 export class PurgeScheduler implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Idempotency');
-  private timer: NodeJS.Timeout | undefined;
-  private stopped = false;
+  private timer: RepeatingTimer | undefined;
 
   constructor(
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
@@ -21,29 +21,24 @@ export class PurgeScheduler implements OnApplicationBootstrap, BeforeApplication
 
   /** True while the purge timer runs. */
   get isScheduled(): boolean {
-    return this.timer !== undefined;
+    return this.timer?.isScheduled ?? false;
   }
 
   onApplicationBootstrap(): void {
-    this.schedule();
+    const { intervalMs } = this.options.purge;
+    if (intervalMs === null) {
+      return;
+    }
+    this.timer = new RepeatingTimer(intervalMs, () =>
+      this.purge.purgeNow().then(
+        () => undefined,
+        (error: Error) => this.logger.error(error.message, error.cause instanceof Error ? error.cause.stack : undefined),
+      ),
+    );
+    this.timer.start();
   }
 
   beforeApplicationShutdown(): void {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    this.timer = undefined;
-  }
-
-  private schedule(): void {
-    const { intervalMs } = this.options.purge;
-    if (intervalMs === null || this.stopped) {
-      return;
-    }
-    this.timer = setTimeout(() => {
-      this.purge
-        .purgeNow()
-        .catch((error: Error) => this.logger.error(error.message, error.cause instanceof Error ? error.cause.stack : undefined))
-        .finally(() => this.schedule());
-    }, intervalMs).unref();
+    this.timer?.stop();
   }
 }
