@@ -4,7 +4,7 @@ import { lastValueFrom } from 'rxjs';
 import type { ClaimRequest, RecordedResponse } from '../../claiming/claim.js';
 import { translateDatabaseError } from '../../claiming/claim-errors.js';
 import { ClaimingService } from '../../claiming/claiming.service.js';
-import { LeaseClaimingService } from '../../leasing/lease-claiming.service.js';
+import { type LeaseClaimRequest, LeaseClaimingService } from '../../leasing/lease-claiming.service.js';
 import type { OpenDelivery } from '../../claiming/claim.js';
 import { IdempotencyMetadataAccessor, type ResolvedHandler } from '../../decorators/idempotency-metadata.accessor.js';
 import { IdempotencyClaimTransactionError } from '../../errors/idempotency-claim-transaction.error.js';
@@ -78,7 +78,7 @@ export class HttpDelivery {
     const before = headersAsSent(raw, response.getHeaders());
     this.warnIfUnscoped(handler, request);
     const trace = this.tracing.start({ consumer: handler.consumer, mode: handler.mode, transport: 'http', method: request.method });
-    let claimRequest: ClaimRequest;
+    let claimRequest: LeaseClaimRequest;
     try {
       claimRequest = claimRequestFor(
         handler,
@@ -94,7 +94,7 @@ export class HttpDelivery {
       trace.fail(error);
       throw error;
     }
-    const outcome = await trace.claim(claimRequest, () => claimByMode(handler, claimRequest as never, this.claims, this.leases, this.recording));
+    const outcome = await trace.claim(claimRequest, () => claimByMode(handler, claimRequest, this.claims, this.leases, this.recording));
     if (outcome.kind === 'duplicate') {
       return this.replay(claimRequest, handler, raw, before, outcome.response);
     }
