@@ -58,8 +58,8 @@ describe(`the dependencies' internals the module relies on (TypeORM ${typeormVer
 
   it(`installs TypeORM ${typeormVersion} and pg ${pgVersion}, of the lines the peer ranges name`, () => {
     const library = manifest('libs/idempotency/package.json');
-    expect(library.peerDependencies.typeorm).toBe('~0.3.28 || ~1.1.1');
-    expect(typeormVersion).toMatch(/^(0\.3\.(2[89]|[3-9]\d)|1\.1\.([1-9]|\d\d+))$/);
+    expect(library.peerDependencies.typeorm).toBe('~0.3.31 || ~1.1.1');
+    expect(typeormVersion).toMatch(/^(0\.3\.(3[1-9]|[4-9]\d)|1\.1\.([1-9]|\d\d+))$/);
     expect(library.peerDependencies.pg).toBe('^8.21.0');
     const [major, minor] = pgVersion.split('.').map(Number);
     expect(major === 8 && minor >= 21).toBe(true);
