@@ -217,7 +217,7 @@ export const messages = {
     `${handler} has @IdempotentHandler() but is not a controller's method: it supports HTTP controllers and ` +
     'microservice message handlers, not GraphQL resolvers, WebSocket gateways or providers.',
   unsupportedContext: (handler: string, type: string) =>
-    `${handler} has @IdempotentHandler() and was called in a '${type}' context; it supports 'http' and 'rpc' only.`,
+    `${handler} has @IdempotentHandler() and was called in a '${type}' context that no transport of the module reads: see the guide's transports.`,
   storeTooLarge: (estimatedRows: number, max: number) =>
     `The store holds about ${estimatedRows} message ids, more than health.maxEstimatedRows (${max}).`,
   purgeLagging: (lag: string, max: string) =>

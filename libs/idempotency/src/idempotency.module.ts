@@ -21,9 +21,14 @@ import { PurgeScheduler } from './purge/purge.scheduler.js';
 import { ResponseRecording } from './recording/response-recording.js';
 import { StoreSchemaCheck } from './schema/store-schema.check.js';
 import { HttpDelivery } from './transports/http/http-delivery.js';
-import { RmqAcknowledgements } from './transports/rpc/rmq-acknowledgements.js';
-import { RmqConsumerCheck } from './transports/rpc/rmq-consumer.check.js';
-import { RpcDelivery } from './transports/rpc/rpc-delivery.js';
+import { MessageDelivery } from './transports/message-delivery.js';
+import { MESSAGE_TRANSPORTS, type MessageTransport } from './transports/message-transport.js';
+import { nestMicroservicesProvider } from './transports/nest-microservices.js';
+import { NestNatsTransport } from './transports/nest-nats/nest-nats.transport.js';
+import { NestRmqTransport } from './transports/nest-rmq/nest-rmq.transport.js';
+import { RmqAcknowledgements } from './transports/nest-rmq/rmq-acknowledgements.js';
+import { RmqConsumerCheck } from './transports/nest-rmq/rmq-consumer.check.js';
+import { NestRpcTransport } from './transports/nest-rpc.transport.js';
 import { IdempotencyTracing } from './tracing/idempotency-tracing.js';
 import { StoreSampler } from './metrics/store.sampler.js';
 
@@ -67,9 +72,19 @@ import { StoreSampler } from './metrics/store.sampler.js';
     LeaseClaimingService,
     ResponseRecording,
     HttpDelivery,
+    nestMicroservicesProvider,
     RmqAcknowledgements,
     RmqConsumerCheck,
-    RpcDelivery,
+    NestRmqTransport,
+    NestNatsTransport,
+    NestRpcTransport,
+    {
+      provide: MESSAGE_TRANSPORTS,
+      inject: [NestRmqTransport, NestNatsTransport, NestRpcTransport],
+      // The catch-all of Nest's other transports last.
+      useFactory: (...transports: MessageTransport[]) => transports,
+    },
+    MessageDelivery,
     IdempotencyMetricsService,
     PrometheusExporter,
     StoreSampler,
@@ -79,7 +94,7 @@ import { StoreSampler } from './metrics/store.sampler.js';
     IdempotencyHealthIndicator,
     IdempotencyAdmin,
   ],
-  // HttpDelivery and RpcDelivery: what @IdempotentHandler()'s interceptor needs in the controllers' modules.
-  exports: [IdempotencyContext, IdempotencyAdmin, IdempotencyMetricsService, IdempotencyPurgeService, IdempotencyHealthIndicator, HttpDelivery, RpcDelivery],
+  // HttpDelivery and MessageDelivery: what @IdempotentHandler()'s interceptor needs in the controllers' modules.
+  exports: [IdempotencyContext, IdempotencyAdmin, IdempotencyMetricsService, IdempotencyPurgeService, IdempotencyHealthIndicator, HttpDelivery, MessageDelivery],
 })
 export class IdempotencyModule extends ConfigurableModuleClass {}

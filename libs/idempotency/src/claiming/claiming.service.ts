@@ -18,7 +18,7 @@ import {
 import { messages } from '../idempotency.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
-import { failureOutcome } from '../metrics/delivery-outcome.js';
+import { failureOutcome } from '../errors/delivery-error-classes.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { claimFunctionMissing } from '../schema/store-schema.js';
 import { postgresErrorCode, translateDatabaseError } from './claim-errors.js';

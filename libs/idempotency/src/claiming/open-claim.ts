@@ -1,6 +1,7 @@
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { ActiveClaim } from '../context/idempotency.context.js';
-import { type DeliveryOutcome, failureOutcome } from '../metrics/delivery-outcome.js';
+import { failureOutcome } from '../errors/delivery-error-classes.js';
+import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
 import { translateDatabaseError } from './claim-errors.js';
 import type { ClaimRequest, OpenDelivery, RecordedResponse } from './claim.js';
 import { type ClaimSql, recordStatements } from './claim.queries.js';

@@ -11,7 +11,7 @@ import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.e
 import { CLAIM_STORAGE, RESOLVED_OPTIONS, TWIN_POLL_FIRST_MS, TWIN_POLL_MAX_MS } from '../idempotency.internal-constants.js';
 import { messages } from '../idempotency.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
-import { failureOutcome } from '../metrics/delivery-outcome.js';
+import { failureOutcome } from '../errors/delivery-error-classes.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import type { LeaseAttempt, LeaseRequest } from './lease-store.js';
 import { LeaseStores } from './lease-stores.js';

@@ -1,9 +1,3 @@
-import { HttpException } from '@nestjs/common';
-import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.js';
-import { IdempotencyKeyReusedError } from '../errors/idempotency-key-reused.error.js';
-import { IdempotencyKeyError } from '../errors/idempotency-key.error.js';
-import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
-
 /**
  * How one delivery to an idempotent handler ended:
  * - `processed`: the handler ran and committed with the claim;
@@ -18,23 +12,3 @@ export type DeliveryOutcome = 'processed' | 'duplicate' | 'rejected' | 'unavaila
 
 /** Every outcome, in the order the counters list them. */
 export const DELIVERY_OUTCOMES: readonly DeliveryOutcome[] = ['processed', 'duplicate', 'rejected', 'unavailable', 'failed'];
-
-/** The outcome of a delivery that ended with `error`. */
-export function failureOutcome(error: unknown): Exclude<DeliveryOutcome, 'processed' | 'duplicate'> {
-  if (error instanceof IdempotencyUnavailableError) {
-    return 'unavailable';
-  }
-  if (error instanceof IdempotencyKeyError || error instanceof IdempotencyKeyReusedError || error instanceof IdempotencyInFlightError) {
-    return 'rejected';
-  }
-  return error instanceof HttpException && isClientError(error.getStatus()) ? 'rejected' : 'failed';
-}
-
-/** The outcome of an HTTP response answered with an error status. */
-export function statusOutcome(status: number): Extract<DeliveryOutcome, 'rejected' | 'failed'> {
-  return isClientError(status) ? 'rejected' : 'failed';
-}
-
-function isClientError(status: number): boolean {
-  return status >= 400 && status < 500;
-}

@@ -1,7 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { IdempotencyContext } from '../context/idempotency.context.js';
 import { HttpDelivery } from '../transports/http/http-delivery.js';
-import { RpcDelivery } from '../transports/rpc/rpc-delivery.js';
+import { MessageDelivery } from '../transports/message-delivery.js';
 import type { IdempotencyTestingOptions } from './idempotency-testing.options.js';
 import { PassThroughDelivery } from './pass-through.delivery.js';
 import { TestingIdempotencyContext } from './testing-idempotency.context.js';
@@ -35,9 +35,9 @@ export class IdempotencyTestingModule {
         { provide: IdempotencyContext, useValue: new TestingIdempotencyContext(options) },
         // What @IdempotentHandler()'s interceptor needs, in place of the claiming deliveries.
         { provide: HttpDelivery, useValue: delivery },
-        { provide: RpcDelivery, useValue: delivery },
+        { provide: MessageDelivery, useValue: delivery },
       ],
-      exports: [IdempotencyContext, HttpDelivery, RpcDelivery],
+      exports: [IdempotencyContext, HttpDelivery, MessageDelivery],
     };
   }
 }

@@ -1,7 +1,7 @@
 import type { ClaimRequest, OpenDelivery, RecordedResponse } from '../claiming/claim.js';
 import type { ClaimOutcome } from '../claiming/claiming.service.js';
-import { type DeliveryOutcome, failureOutcome } from '../metrics/delivery-outcome.js';
-import { PROBLEM_TYPES } from '../transports/http/problem-details.js';
+import { classify, failureOutcome } from '../errors/delivery-error-classes.js';
+import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
 import type { DeliverySource, IdempotencyTracing } from './idempotency-tracing.js';
 
 /**
@@ -120,7 +120,7 @@ export class DeliveryTrace {
     this.ended = true;
     const { consumer } = this.source;
     this.tracing.metrics.recordInFlight(consumer, -1);
-    const answered = error === undefined ? undefined : PROBLEM_TYPES.get((error as object)?.constructor as never)?.status;
+    const answered = classify(error)?.status;
     if (answered === 409 || answered === 503) {
       this.tracing.metrics.recordRefusal(consumer, answered);
     }

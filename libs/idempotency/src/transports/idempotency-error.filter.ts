@@ -1,17 +1,8 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { throwError, type Observable } from 'rxjs';
-import { IdempotencyClaimTransactionError } from '../errors/idempotency-claim-transaction.error.js';
-import { IdempotencyError } from '../errors/idempotency.error.js';
-import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.js';
-import { IdempotencyKeyReusedError } from '../errors/idempotency-key-reused.error.js';
-import { IdempotencyKeyError } from '../errors/idempotency-key.error.js';
-import { IdempotencyLeaseLostError } from '../errors/idempotency-lease-lost.error.js';
-import { IdempotencyRecordUnreadableError } from '../errors/idempotency-record-unreadable.error.js';
-import { IdempotencyResponseTooLargeError } from '../errors/idempotency-response-too-large.error.js';
-import { IdempotencyTransactionAbortedError } from '../errors/idempotency-transaction-aborted.error.js';
-import { IdempotencyTransientError } from '../errors/idempotency-transient.error.js';
-import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
+import { CLASSIFIED_ERRORS } from '../errors/delivery-error-classes.js';
+import type { IdempotencyError } from '../errors/idempotency.error.js';
 import { problemAnswer } from './http/problem-details.js';
 
 /**
@@ -19,18 +10,7 @@ import { problemAnswer } from './http/problem-details.js';
  * 503 carry `Retry-After`. A message handler's requester gets `{ status: 'error', name, message }`.
  * Applied by `@IdempotentHandler()`; other errors pass on to the application's filters untouched.
  */
-@Catch(
-  IdempotencyKeyError,
-  IdempotencyKeyReusedError,
-  IdempotencyInFlightError,
-  IdempotencyTransientError,
-  IdempotencyUnavailableError,
-  IdempotencyLeaseLostError,
-  IdempotencyTransactionAbortedError,
-  IdempotencyClaimTransactionError,
-  IdempotencyResponseTooLargeError,
-  IdempotencyRecordUnreadableError,
-)
+@Catch(...CLASSIFIED_ERRORS)
 export class IdempotencyErrorFilter implements ExceptionFilter<IdempotencyError> {
   constructor(private readonly adapterHost: HttpAdapterHost) {}
 

@@ -1,19 +1,7 @@
-import { type CallHandler, type ExecutionContext, Inject, Injectable, type NestInterceptor } from '@nestjs/common';
+import { type CallHandler, type ExecutionContext, Injectable, type NestInterceptor } from '@nestjs/common';
 import { from, type Observable } from 'rxjs';
-import { IdempotencyUnsupportedHandlerError } from '../errors/idempotency-unsupported-handler.error.js';
-import { messages } from '../idempotency.messages.js';
 import { HttpDelivery } from './http/http-delivery.js';
-import { RpcDelivery } from './rpc/rpc-delivery.js';
-
-/**
- * One transport's idempotent path, as the interceptor calls it. The interceptor's constructor is
- * typed with it rather than with the deliveries, so its declarations name no optional package
- * (the message delivery's types name `@nestjs/microservices`).
- * @internal
- */
-export interface IdempotentPath {
-  handle(context: ExecutionContext, next: CallHandler): Promise<unknown>;
-}
+import { MessageDelivery } from './message-delivery.js';
 
 /**
  * Applied by `@IdempotentHandler()`: hands each delivery to its transport's idempotent path. Do
@@ -33,19 +21,11 @@ export interface IdempotentPath {
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
   constructor(
-    @Inject(HttpDelivery) private readonly http: IdempotentPath,
-    @Inject(RpcDelivery) private readonly rpc: IdempotentPath,
+    private readonly http: HttpDelivery,
+    private readonly messages: MessageDelivery,
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    const type = context.getType<string>();
-    if (type === 'http') {
-      return from(this.http.handle(context, next));
-    }
-    if (type === 'rpc') {
-      return from(this.rpc.handle(context, next));
-    }
-    const handler = `${context.getClass().name}.${context.getHandler().name}`;
-    throw new IdempotencyUnsupportedHandlerError(messages.unsupportedContext(handler, type), handler);
+    return from(context.getType() === 'http' ? this.http.handle(context, next) : this.messages.handle(context, next));
   }
 }

@@ -16,11 +16,11 @@ import { RESOLVED_OPTIONS } from '../../idempotency.internal-constants.js';
 import { messages } from '../../idempotency.messages.js';
 import type { ResolvedIdempotencyOptions } from '../../idempotency.options.js';
 import { readPath, toMessageKey } from '../../keys/message-key.js';
-import { failureOutcome, statusOutcome } from '../../metrics/delivery-outcome.js';
+import { classify, failureOutcome, statusOutcome } from '../../errors/delivery-error-classes.js';
 import { IdempotencyMetricsService } from '../../metrics/idempotency-metrics.service.js';
 import { ResponseRecording } from '../../recording/response-recording.js';
 import { claimByMode, claimRequestFor } from '../claim-request.js';
-import { PROBLEM_TYPES, problemAnswer } from './problem-details.js';
+import { problemAnswer } from './problem-details.js';
 import { type CapturedResponse, findHeaderName, headersAsSent, type HeaderValues, mergeHeaders, ResponseCapture } from './response-capture.js';
 import { IdempotencyKeyError } from '../../errors/idempotency-key.error.js';
 import { IdempotencyTracing } from '../../tracing/idempotency-tracing.js';
@@ -268,7 +268,7 @@ function parsedBody(recorded: RecordedResponse): unknown {
 
 /** A failure at the commit as one of the module's answerable errors; a lost connection is one a retry settles. */
 function asAnswerable(error: unknown, request: ClaimRequest): IdempotencyError {
-  if (error instanceof IdempotencyError && PROBLEM_TYPES.has(error.constructor as never)) {
+  if (error instanceof IdempotencyError && classify(error)) {
     return error;
   }
   return new IdempotencyTransientError(messages.commitUnsettled(request.key, (error as Error)?.message ?? String(error)), request.consumer, request.key, {

@@ -1,6 +1,7 @@
 import { jest } from '@jest/globals';
 import type { RmqContext } from '@nestjs/microservices';
-import { RmqAcknowledgements, type Verdict } from './rmq-acknowledgements.js';
+import type { Verdict } from '../message-transport.js';
+import { RmqAcknowledgements } from './rmq-acknowledgements.js';
 
 /** A channel that only records what it was told: the settlement logic is pure bookkeeping. */
 function delivery(headers: Record<string, unknown> = {}) {

@@ -2,22 +2,11 @@ import { type BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/comm
 import type { RmqContext } from '@nestjs/microservices';
 import { MAX_RETRY_DELAY_FACTOR } from '../../idempotency.internal-constants.js';
 import { messages } from '../../idempotency.messages.js';
+import type { Verdict } from '../message-transport.js';
 
-/** How one idempotent handler wants the message it handled to be settled with the broker. */
-export type Verdict =
-  | { readonly kind: 'ack' }
-  | {
-      readonly kind: 'retry';
-      readonly attemptKey: string;
-      readonly maxAttempts: number;
-      /** The delay before the first requeue; it doubles with each further failure. */
-      readonly retryDelayMs: number;
-      readonly reason: string;
-    }
-  | { readonly kind: 'dead-letter'; readonly reason: string };
-
-interface AmqpMessage {
-  readonly properties: { readonly headers?: Record<string, unknown> };
+/** What the module reads of an AMQP message. */
+export interface AmqpMessage {
+  readonly properties: { readonly messageId?: unknown; readonly headers?: Record<string, unknown> };
 }
 
 interface AmqpChannel {

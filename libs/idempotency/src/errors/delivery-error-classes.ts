@@ -1,0 +1,83 @@
+import { HttpException, HttpStatus } from '@nestjs/common';
+import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
+import { IdempotencyClaimTransactionError } from './idempotency-claim-transaction.error.js';
+import type { IdempotencyError } from './idempotency.error.js';
+import { IdempotencyInFlightError } from './idempotency-in-flight.error.js';
+import { IdempotencyKeyReusedError } from './idempotency-key-reused.error.js';
+import { IdempotencyKeyError } from './idempotency-key.error.js';
+import { IdempotencyLeaseLostError } from './idempotency-lease-lost.error.js';
+import { IdempotencyRecordUnreadableError } from './idempotency-record-unreadable.error.js';
+import { IdempotencyResponseTooLargeError } from './idempotency-response-too-large.error.js';
+import { IdempotencyTransactionAbortedError } from './idempotency-transaction-aborted.error.js';
+import { IdempotencyTransientError } from './idempotency-transient.error.js';
+import { IdempotencyUnavailableError } from './idempotency-unavailable.error.js';
+
+/** How every transport treats one of the module's delivery errors. */
+export interface DeliveryErrorClass {
+  /** How the delivery ended, for the metrics. */
+  readonly outcome: Exclude<DeliveryOutcome, 'processed' | 'duplicate'>;
+  /** HTTP: the status answered, with an RFC 9457 body of this `slug` and `title`. */
+  readonly status: HttpStatus;
+  readonly slug: string;
+  readonly title: string;
+  /**
+   * The same delivery may succeed later: HTTP answers `Retry-After`. A broker message is retried
+   * whatever its class (it counts against `maxAttempts`), unless it can never succeed: `deadLetter`.
+   */
+  readonly retryable: boolean;
+  /** A broker message that can never succeed (no usable key, a reused key): dead-lettered at once. */
+  readonly deadLetter: boolean;
+}
+
+type ErrorClass = abstract new (...args: never[]) => IdempotencyError;
+
+function rejected(status: HttpStatus, slug: string, title: string, retryable: boolean, deadLetter: boolean): DeliveryErrorClass {
+  return { outcome: 'rejected', status, slug, title, retryable, deadLetter };
+}
+
+function failed(status: HttpStatus, slug: string, title: string, retryable: boolean): DeliveryErrorClass {
+  return { outcome: 'failed', status, slug, title, retryable, deadLetter: false };
+}
+
+/** The one classification of the errors a delivery can end with that the module answers itself. */
+const CLASSES = new Map<ErrorClass, DeliveryErrorClass>([
+  [IdempotencyKeyError, rejected(HttpStatus.BAD_REQUEST, 'invalid-key', 'Invalid idempotency key', false, true)],
+  [IdempotencyKeyReusedError, rejected(HttpStatus.UNPROCESSABLE_ENTITY, 'key-reused', 'Idempotency key reused', false, true)],
+  [IdempotencyInFlightError, rejected(HttpStatus.CONFLICT, 'in-flight', 'Request in flight', true, false)],
+  [IdempotencyTransientError, failed(HttpStatus.SERVICE_UNAVAILABLE, 'transient', 'Transaction aborted', true)],
+  [IdempotencyLeaseLostError, failed(HttpStatus.CONFLICT, 'lease-lost', 'Lease taken over', true)],
+  [
+    IdempotencyUnavailableError,
+    { outcome: 'unavailable', status: HttpStatus.SERVICE_UNAVAILABLE, slug: 'unavailable', title: 'Database unavailable', retryable: true, deadLetter: false },
+  ],
+  [IdempotencyTransactionAbortedError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'transaction-aborted', 'Transaction aborted by a failed statement', false)],
+  [IdempotencyClaimTransactionError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'claim-transaction', "The claim's transaction was ended by the handler", false)],
+  [IdempotencyResponseTooLargeError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'response-too-large', 'Response too large to record', false)],
+  [IdempotencyRecordUnreadableError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'record-unreadable', 'Recorded response unreadable', false)],
+]);
+
+/** The error classes the module answers itself (the error filter's `@Catch` list). */
+export const CLASSIFIED_ERRORS: readonly ErrorClass[] = [...CLASSES.keys()];
+
+/** How `error` is treated, when it is one of the module's delivery errors. */
+export function classify(error: unknown): DeliveryErrorClass | undefined {
+  return error instanceof Error ? CLASSES.get(error.constructor as ErrorClass) : undefined;
+}
+
+/** How a delivery that ended with `error` is counted: the module's class, else a 4xx from the handler's pipeline is `rejected`. */
+export function failureOutcome(error: unknown): Exclude<DeliveryOutcome, 'processed' | 'duplicate'> {
+  const known = classify(error);
+  if (known) {
+    return known.outcome;
+  }
+  return error instanceof HttpException && isClientError(error.getStatus()) ? 'rejected' : 'failed';
+}
+
+/** The outcome of an HTTP response answered with an error status. */
+export function statusOutcome(status: number): Extract<DeliveryOutcome, 'rejected' | 'failed'> {
+  return isClientError(status) ? 'rejected' : 'failed';
+}
+
+function isClientError(status: number): boolean {
+  return status >= 400 && status < 500;
+}

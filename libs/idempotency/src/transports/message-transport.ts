@@ -1,0 +1,61 @@
+import type { ExecutionContext } from '@nestjs/common';
+
+/**
+ * How a message is to be settled with its broker once every idempotent handler it reached has
+ * ended: `ack` (processed, or a duplicate: done), `retry` (redelivered after a delay, until
+ * `maxAttempts` failures; then dead-lettered), `dead-letter` (it can never succeed: no usable key,
+ * a key reused with another payload).
+ */
+export type Verdict =
+  | { readonly kind: 'ack' }
+  | {
+      readonly kind: 'retry';
+      /** What identifies the message across its redeliveries, for transports that count failures themselves. */
+      readonly attemptKey: string;
+      readonly maxAttempts: number;
+      /** The delay before the first redelivery; a transport doubles it with each further failure. */
+      readonly retryDelayMs: number;
+      readonly reason: string;
+    }
+  | { readonly kind: 'dead-letter'; readonly reason: string };
+
+/** One message as a transport adapter reads it for the claim core. */
+export interface InboundMessage {
+  /** The payload the handler receives: a `key: { body: 'path' }` is read from it. */
+  readonly payload: unknown;
+  /** The broker's own id of the message, the default key; undefined when it carries none. */
+  readonly messageId: unknown;
+  /** The value of the message header `name`, if it has one. */
+  header(name: string): unknown;
+  /**
+   * Settles the message with the broker, once, after the claim ended (committed, found a
+   * duplicate, or rolled back). Absent where the framework settles by itself (request-reply).
+   */
+  readonly settle?: (verdict: Verdict) => void;
+}
+
+/**
+ * One broker's side of the seam between a transport and the claim core: which deliveries are
+ * its own, where their key and payload are, how they are settled. The core (`MessageDelivery`)
+ * knows no transport; an adapter knows nothing of claims. Adapters are providers of
+ * `IdempotencyModule` listed under `MESSAGE_TRANSPORTS`; whatever an adapter checks at boot (a
+ * consumer that auto-acknowledges, say) it does in its own lifecycle hooks.
+ * @internal
+ */
+export interface MessageTransport {
+  /** The transport's name in metrics and traces: `rabbitmq`, `nats`, `bullmq`, ... */
+  readonly name: string;
+  /**
+   * Where the default key is read, for errors: `the AMQP messageId property`; undefined for a
+   * transport whose messages carry no id (the handler must then set `key`).
+   */
+  readonly messageIdSource: string | undefined;
+  /**
+   * The message `context` delivers when it is this transport's, else undefined. Reading it may
+   * enlist the delivery for settlement (several handlers of one message settle it together).
+   */
+  read(context: ExecutionContext): InboundMessage | undefined;
+}
+
+/** The injection token of the adapters the interceptor chooses from, in order. @internal */
+export const MESSAGE_TRANSPORTS = Symbol('MESSAGE_TRANSPORTS');

@@ -1,0 +1,36 @@
+import { type ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
+import type { InboundMessage, MessageTransport } from '../message-transport.js';
+import { NEST_MICROSERVICES, type NestMicroservices } from '../nest-microservices.js';
+import { type AmqpMessage, RmqAcknowledgements } from './rmq-acknowledgements.js';
+
+/**
+ * RabbitMQ through `@nestjs/microservices` (`Transport.RMQ`, with `noAck: false`): the key is the
+ * AMQP `messageId` property; the module acknowledges each message itself, once every idempotent
+ * `@EventPattern` handler of its pattern has settled (see `RmqAcknowledgements`).
+ */
+@Injectable()
+export class NestRmqTransport implements MessageTransport {
+  readonly name = 'rabbitmq';
+  readonly messageIdSource = 'the AMQP messageId property';
+
+  constructor(
+    @Inject(NEST_MICROSERVICES) private readonly microservices: NestMicroservices | undefined,
+    private readonly acknowledgements: RmqAcknowledgements,
+    private readonly explorer: IdempotencyExplorer,
+  ) {}
+
+  read(context: ExecutionContext): InboundMessage | undefined {
+    const rmq: unknown = context.getArgByIndex(1);
+    if (context.getType() !== 'rpc' || !this.microservices || !(rmq instanceof this.microservices.RmqContext)) {
+      return undefined;
+    }
+    const { properties } = rmq.getMessage() as AmqpMessage;
+    return {
+      payload: context.getArgByIndex(0),
+      messageId: properties.messageId,
+      header: (name) => properties.headers?.[name],
+      settle: this.acknowledgements.join(rmq, this.explorer.eventHandlersOf(rmq.getPattern())),
+    };
+  }
+}
