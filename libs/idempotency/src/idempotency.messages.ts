@@ -214,8 +214,8 @@ export const messages = {
   serverSentEventsUnsupported: (handler: string) =>
     `${handler} is an @Sse() stream, which cannot be recorded and replayed to duplicates: remove @IdempotentHandler() from it.`,
   notInController: (handler: string) =>
-    `${handler} has @IdempotentHandler() but is not a controller's method: it supports HTTP controllers and ` +
-    'microservice message handlers, not GraphQL resolvers, WebSocket gateways or providers.',
+    `${handler} has @IdempotentHandler() but is neither a controller's method nor a handler of a supported ` +
+    "message consumer (see the guide's transports): not GraphQL resolvers, WebSocket gateways or other providers.",
   unsupportedContext: (handler: string, type: string) =>
     `${handler} has @IdempotentHandler() and was called in a '${type}' context that no transport of the module reads: see the guide's transports.`,
   storeTooLarge: (estimatedRows: number, max: number) =>

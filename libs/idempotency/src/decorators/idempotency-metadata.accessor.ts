@@ -8,6 +8,7 @@ import { IDEMPOTENCY_KEY_HEADER } from '../idempotency.constants.js';
 import { messages } from '../idempotency.messages.js';
 import { toSenderName } from '../keys/message-key.js';
 import { patternKey } from '../discovery/pattern-key.js';
+import { providerHandlerOf } from '../transports/provider-handlers.js';
 import {
   DEFAULT_SENDER,
   HANDLER_OPTIONS_METADATA,
@@ -153,7 +154,11 @@ export class IdempotencyMetadataAccessor {
     const options = this.getOptions(method) ?? {};
     const patterns = this.getPatterns(method);
     const requestMethod = patterns ? undefined : routeMethod(method);
-    const contract = patterns ? patterns.patterns.map(patternKey).join(' | ') : requestMethod && `${requestMethod} ${routePath(target, method)}`;
+    const contract = patterns
+      ? patterns.patterns.map(patternKey).join(' | ')
+      : requestMethod
+        ? `${requestMethod} ${routePath(target, method)}`
+        : providerHandlerOf(target, methodName)?.contract;
     const consumer = options.consumer ?? contract ?? name;
     const clientKey = !patterns && isClientKey(options.key);
     return {

@@ -242,7 +242,7 @@ describe('IdempotencyExplorer', () => {
   it('refuses a decorated method of a provider (a GraphQL resolver, a gateway), naming it', async () => {
     const error = await start({}, [ResolverModule]).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(IdempotencyUnsupportedHandlerError);
-    expect((error as Error).message).toMatch(/^CreditsResolver.grantCredit has @IdempotentHandler\(\) but is not a controller's method/);
+    expect((error as Error).message).toMatch(/^CreditsResolver.grantCredit has @IdempotentHandler\(\) but is neither a controller's method nor a handler of a supported message consumer/);
   });
 
   it('refuses a handler whose lease store is not configured, naming the stores there are', async () => {

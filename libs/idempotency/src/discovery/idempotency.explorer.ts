@@ -10,6 +10,7 @@ import { DEFAULT_SENDER, RESOLVED_OPTIONS } from '../idempotency.internal-consta
 import { messages } from '../idempotency.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { LeaseStores, POSTGRES_STORE } from '../leasing/lease-stores.js';
+import { providerHandlerOf } from '../transports/provider-handlers.js';
 import { patternKey } from './pattern-key.js';
 
 /** An `@IdempotentHandler()` found in a controller, with its options resolved. */
@@ -44,7 +45,6 @@ export class IdempotencyExplorer implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.refuseOutsideControllers();
     const handlers = (this.handlers = this.findHandlers());
     this.checkConsumersAreUnique(handlers);
     handlers.forEach((found) => {
@@ -76,7 +76,8 @@ export class IdempotencyExplorer implements OnModuleInit {
   private findHandlers(): DiscoveredHandler[] {
     const found: DiscoveredHandler[] = [];
     const seen = new Set<unknown>();
-    for (const wrapper of this.discovery.getControllers()) {
+    const controllers = new Set(this.discovery.getControllers());
+    for (const wrapper of [...controllers, ...this.discovery.getProviders()]) {
       if (seen.has(wrapper.metatype)) {
         continue;
       }
@@ -85,6 +86,9 @@ export class IdempotencyExplorer implements OnModuleInit {
         const target = wrapper.metatype as Type;
         const handler = this.accessor.resolveFor(target, method);
         const methodRef = target.prototype[method] as object;
+        if (!controllers.has(wrapper) && !providerHandlerOf(target, method)) {
+          throw new IdempotencyUnsupportedHandlerError(messages.notInController(handler.name), handler.name);
+        }
         if (this.accessor.isServerSentEvents(methodRef)) {
           throw new IdempotencyUnsupportedHandlerError(messages.serverSentEventsUnsupported(handler.name), handler.name);
         }
@@ -95,16 +99,6 @@ export class IdempotencyExplorer implements OnModuleInit {
       }
     }
     return found;
-  }
-
-  private refuseOutsideControllers(): void {
-    for (const wrapper of this.discovery.getProviders()) {
-      const [method] = this.decoratedMethods(wrapper);
-      if (method !== undefined) {
-        const name = `${(wrapper.metatype as Type).name}.${method}`;
-        throw new IdempotencyUnsupportedHandlerError(messages.notInController(name), name);
-      }
-    }
   }
 
   /** The names of the methods of a class wrapper that carry `@IdempotentHandler()`. */

@@ -1,0 +1,31 @@
+import type { Type } from '@nestjs/common';
+
+/**
+ * A transport whose handlers are methods of providers rather than of controllers (a BullMQ
+ * processor's `process`, a `@RabbitSubscribe` method), recognised by its framework's metadata
+ * alone, so its package is not loaded to find them.
+ * @internal
+ */
+export interface ProviderHandlerKind {
+  /** The transport's name, as its `MessageTransport` names it. */
+  readonly transport: string;
+  /**
+   * The handler's external contract, its default consumer (`bullmq payments`: the queue it
+   * consumes), when `methodName` of `target` is one of this transport's handlers; else undefined.
+   */
+  contract(target: Type, methodName: string): string | undefined;
+}
+
+/** Every transport whose handlers are provider methods; each adapter's folder supplies its kind. @internal */
+export const PROVIDER_HANDLER_KINDS: readonly ProviderHandlerKind[] = [];
+
+/** The kind and contract of a provider's method that a transport delivers to; undefined when none does. */
+export function providerHandlerOf(target: Type, methodName: string): { readonly kind: ProviderHandlerKind; readonly contract: string } | undefined {
+  for (const kind of PROVIDER_HANDLER_KINDS) {
+    const contract = kind.contract(target, methodName);
+    if (contract !== undefined) {
+      return { kind, contract };
+    }
+  }
+  return undefined;
+}
