@@ -216,6 +216,9 @@ export const messages = {
   notInController: (handler: string) =>
     `${handler} has @IdempotentHandler() but is neither a controller's method nor a handler of a supported ` +
     "message consumer (see the guide's transports): not GraphQL resolvers, WebSocket gateways or other providers.",
+  providerNotEnlisted: (handler: string) =>
+    `${handler} has @IdempotentHandler() and was called, but no IdempotencyModule (or IdempotencyTestingModule) of a ` +
+    'running application enlisted its instance: import the module, and keep the provider singleton-scoped (not request-scoped).',
   unsupportedContext: (handler: string, type: string) =>
     `${handler} has @IdempotentHandler() and was called in a '${type}' context that no transport of the module reads: see the guide's transports.`,
   storeTooLarge: (estimatedRows: number, max: number) =>

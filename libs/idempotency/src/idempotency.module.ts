@@ -29,6 +29,7 @@ import { NestRmqTransport } from './transports/nest-rmq/nest-rmq.transport.js';
 import { RmqAcknowledgements } from './transports/nest-rmq/rmq-acknowledgements.js';
 import { RmqConsumerCheck } from './transports/nest-rmq/rmq-consumer.check.js';
 import { NestRpcTransport } from './transports/nest-rpc.transport.js';
+import { ProviderCallEntries } from './transports/provider-call.entries.js';
 import { IdempotencyTracing } from './tracing/idempotency-tracing.js';
 import { StoreSampler } from './metrics/store.sampler.js';
 
@@ -85,6 +86,7 @@ import { StoreSampler } from './metrics/store.sampler.js';
       useFactory: (...transports: MessageTransport[]) => transports,
     },
     MessageDelivery,
+    ProviderCallEntries,
     IdempotencyMetricsService,
     PrometheusExporter,
     StoreSampler,

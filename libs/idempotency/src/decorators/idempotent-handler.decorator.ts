@@ -2,6 +2,7 @@ import { applyDecorators, SetMetadata, UseFilters, UseInterceptors } from '@nest
 import { HANDLER_OPTIONS_METADATA } from '../idempotency.internal-constants.js';
 import { IdempotencyInterceptor } from '../transports/idempotency.interceptor.js';
 import { IdempotencyErrorFilter } from '../transports/idempotency-error.filter.js';
+import { wrapForProviderCalls } from '../transports/provider-calls.js';
 import type { IdempotentHandlerOptions } from './idempotent-handler.options.js';
 
 /**
@@ -25,9 +26,11 @@ import type { IdempotentHandlerOptions } from './idempotent-handler.options.js';
  * ```
  */
 export function IdempotentHandler(options: IdempotentHandlerOptions = {}): MethodDecorator {
-  return applyDecorators(
-    SetMetadata(HANDLER_OPTIONS_METADATA, options),
-    UseInterceptors(IdempotencyInterceptor),
-    UseFilters(IdempotencyErrorFilter),
-  );
+  const viaInterceptor = applyDecorators(SetMetadata(HANDLER_OPTIONS_METADATA, options), UseInterceptors(IdempotencyInterceptor), UseFilters(IdempotencyErrorFilter));
+  return (target, methodName, descriptor) => {
+    viaInterceptor(target, methodName, descriptor);
+    // For the frameworks that call a provider's method without interceptors (BullMQ, SQS).
+    (descriptor as PropertyDescriptor).value = wrapForProviderCalls((descriptor as PropertyDescriptor).value, methodName);
+    return descriptor;
+  };
 }

@@ -10,7 +10,8 @@ import { DEFAULT_SENDER, RESOLVED_OPTIONS } from '../idempotency.internal-consta
 import { messages } from '../idempotency.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { LeaseStores, POSTGRES_STORE } from '../leasing/lease-stores.js';
-import { providerHandlerOf } from '../transports/provider-handlers.js';
+import { type ProviderHandlerKind, providerHandlerOf } from '../transports/provider-handlers.js';
+import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
 import { patternKey } from './pattern-key.js';
 
 /** An `@IdempotentHandler()` found in a controller, with its options resolved. */
@@ -20,6 +21,15 @@ export interface DiscoveredHandler {
   readonly handler: ResolvedHandler;
   /** Its microservice patterns; undefined for an HTTP route. */
   readonly patterns: HandlerPatterns | undefined;
+  /** A handler that is a provider's method: its instance's wrapper, method, and transport. */
+  readonly provider?: ProviderHandler;
+}
+
+/** An idempotent handler that is a method of a provider, with the transport that delivers to it. */
+export interface ProviderHandler {
+  readonly wrapper: InstanceWrapper;
+  readonly methodName: string;
+  readonly kind: ProviderHandlerKind;
 }
 
 /**
@@ -86,7 +96,8 @@ export class IdempotencyExplorer implements OnModuleInit {
         const target = wrapper.metatype as Type;
         const handler = this.accessor.resolveFor(target, method);
         const methodRef = target.prototype[method] as object;
-        if (!controllers.has(wrapper) && !providerHandlerOf(target, method)) {
+        const provider = controllers.has(wrapper) ? undefined : providerHandlerOf(target, method);
+        if (!controllers.has(wrapper) && !provider) {
           throw new IdempotencyUnsupportedHandlerError(messages.notInController(handler.name), handler.name);
         }
         if (this.accessor.isServerSentEvents(methodRef)) {
@@ -95,7 +106,12 @@ export class IdempotencyExplorer implements OnModuleInit {
         if (handler.requestMethod && SAFE_METHODS.has(handler.requestMethod)) {
           throw new IdempotencyUnsupportedHandlerError(messages.safeMethodUnsupported(handler.name, handler.requestMethod), handler.name);
         }
-        found.push({ moduleName: wrapper.host?.name ?? 'an unknown module', handler, patterns: this.accessor.getPatterns(methodRef) });
+        found.push({
+          moduleName: wrapper.host?.name ?? 'an unknown module',
+          handler,
+          patterns: this.accessor.getPatterns(methodRef),
+          provider: provider && { wrapper, methodName: method, kind: provider.kind },
+        });
       }
     }
     return found;

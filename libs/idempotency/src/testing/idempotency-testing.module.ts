@@ -1,9 +1,11 @@
 import { type DynamicModule, Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import { IdempotencyContext } from '../context/idempotency.context.js';
 import { HttpDelivery } from '../transports/http/http-delivery.js';
 import { MessageDelivery } from '../transports/message-delivery.js';
 import type { IdempotencyTestingOptions } from './idempotency-testing.options.js';
 import { PassThroughDelivery } from './pass-through.delivery.js';
+import { PassThroughProviderCalls } from './pass-through.provider-calls.js';
 import { TestingIdempotencyContext } from './testing-idempotency.context.js';
 
 /**
@@ -31,7 +33,9 @@ export class IdempotencyTestingModule {
     return {
       module: IdempotencyTestingModule,
       global: true,
+      imports: [DiscoveryModule],
       providers: [
+        PassThroughProviderCalls,
         { provide: IdempotencyContext, useValue: new TestingIdempotencyContext(options) },
         // What @IdempotentHandler()'s interceptor needs, in place of the claiming deliveries.
         { provide: HttpDelivery, useValue: delivery },

@@ -1,4 +1,5 @@
 import type { Type } from '@nestjs/common';
+import type { MessageTransport } from './message-transport.js';
 
 /**
  * A transport whose handlers are methods of providers rather than of controllers (a BullMQ
@@ -14,6 +15,13 @@ export interface ProviderHandlerKind {
    * consumes), when `methodName` of `target` is one of this transport's handlers; else undefined.
    */
   contract(target: Type, methodName: string): string | undefined;
+  /**
+   * For a framework that calls its handlers itself, without Nest's interceptors (BullMQ's
+   * `WorkerHost.process`): the adapter that reads each call, given as an execution context of
+   * this transport's type whose arguments are the call's. Absent where calls go through Nest's
+   * interceptors (`@RabbitSubscribe`).
+   */
+  readonly calls?: MessageTransport;
 }
 
 /** Every transport whose handlers are provider methods; each adapter's folder supplies its kind. @internal */

@@ -1,0 +1,73 @@
+import type { Type } from '@nestjs/common';
+import { CONTROLLER_WATERMARK } from '@nestjs/common/constants.js';
+import { IdempotencyUnsupportedHandlerError } from '../errors/idempotency-unsupported-handler.error.js';
+import { messages } from '../idempotency.messages.js';
+
+/** Runs one call of an idempotent provider handler: `run` calls the method itself. */
+export type ProviderCallEntry = (args: unknown[], run: () => Promise<unknown>) => Promise<unknown>;
+
+/** The entry of each enlisted provider instance, by method name. */
+const entries = new WeakMap<object, Map<string | symbol, ProviderCallEntry>>();
+
+/**
+ * What enlists the instances of each running application, asked when a call finds its instance
+ * not enlisted yet: a framework may call a handler before the module's hooks run (a worker
+ * started by its module's `onModuleInit`).
+ */
+const enlisters = new Set<() => void>();
+
+/** Registers what enlists one application's provider handlers; returns its removal, for its shutdown. */
+export function registerEnlister(enlist: () => void): () => void {
+  enlisters.add(enlist);
+  return () => enlisters.delete(enlist);
+}
+
+function entryOf(instance: object, methodName: string | symbol): ProviderCallEntry | undefined {
+  const entry = entries.get(instance)?.get(methodName);
+  if (entry || enlisters.size === 0) {
+    return entry;
+  }
+  enlisters.forEach((enlist) => enlist());
+  return entries.get(instance)?.get(methodName);
+}
+
+/**
+ * Wraps a method that carries `@IdempotentHandler()`, for the frameworks that call a provider's
+ * method without Nest's interceptors (BullMQ, SQS): a call on an instance the module enlisted goes
+ * through its entry. A controller's method runs as it is (its interceptor is the entry), as does a
+ * handler whose calls go through interceptors; a call on an instance nobody enlisted is refused,
+ * never run unclaimed. The wrapper carries the method's metadata and name, so Nest and the
+ * frameworks read it as the method itself.
+ */
+export function wrapForProviderCalls(method: (...args: unknown[]) => unknown, methodName: string | symbol): (...args: unknown[]) => unknown {
+  const wrapper = function (this: object, ...args: unknown[]): unknown {
+    const entry = entryOf(this, methodName);
+    if (entry) {
+      return entry(args, async () => method.apply(this, args));
+    }
+    if (isController(this)) {
+      return method.apply(this, args);
+    }
+    const name = `${this.constructor.name}.${String(methodName)}`;
+    throw new IdempotencyUnsupportedHandlerError(messages.providerNotEnlisted(name), name);
+  };
+  for (const key of Reflect.getMetadataKeys(method)) {
+    Reflect.defineMetadata(key, Reflect.getMetadata(key, method), wrapper);
+  }
+  Object.defineProperty(wrapper, 'name', { value: method.name });
+  return wrapper;
+}
+
+/** Routes the calls of `methodName` on `instance` through `entry` (the module's, or the testing module's pass-through). */
+export function enlistProviderCalls(instance: object, methodName: string | symbol, entry: ProviderCallEntry): void {
+  let byMethod = entries.get(instance);
+  if (!byMethod) {
+    byMethod = new Map();
+    entries.set(instance, byMethod);
+  }
+  byMethod.set(methodName, entry);
+}
+
+function isController(instance: object): boolean {
+  return Reflect.getMetadata(CONTROLLER_WATERMARK, instance.constructor as Type) === true;
+}
