@@ -190,6 +190,8 @@ export const messages = {
     (formerNames.some(Boolean)
       ? `; to keep recognising the ids they processed before 0.3.0, use their former names (${formerNames.filter(Boolean).map((name) => `'${name}'`).join(', ')}).`
       : '.'),
+  sharedConsumerMismatch: (consumer: string, handlers: readonly string[]) =>
+    `${handlers.join(' and ')} share the consumer '${consumer}' but claim it differently: handlers of one consumer need the same mode and store.`,
   invalidFlag: (name: string, value: unknown) => `${name} must be true or false; got ${JSON.stringify(value)}.`,
   safeMethodUnsupported: (handler: string, method: string) =>
     `${handler} has @IdempotentHandler() on a ${method} route: a safe method needs no key, and a recorded answer would be ` +

@@ -1,6 +1,6 @@
 import { Inject, Injectable, type ExecutionContext, type Type } from '@nestjs/common';
 import { RequestMethod } from '@nestjs/common';
-import { METHOD_METADATA, PATH_METADATA, RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA, SSE_METADATA } from '@nestjs/common/constants.js';
+import { HTTP_CODE_METADATA, METHOD_METADATA, PATH_METADATA, RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA, SSE_METADATA } from '@nestjs/common/constants.js';
 import { Reflector } from '@nestjs/core';
 import { MAX_RETENTION_MS, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
@@ -42,6 +42,10 @@ export interface ResolvedHandler {
    * `consumer` and that name differs: ids stored under it are still recognised while the store holds any.
    */
   readonly legacyConsumer: string | undefined;
+  /** The handler sets `consumer` itself: it may share it with other handlers that name it too. */
+  readonly namesConsumer: boolean;
+  /** HTTP: the status a success is answered with (`@HttpCode()`, else 201 for POST and 200 otherwise). */
+  readonly successStatus: number | undefined;
   /** HTTP: the route's request method (`'POST'`, ...); undefined for a message handler. */
   readonly requestMethod: string | undefined;
   readonly key: KeySource | undefined;
@@ -165,6 +169,8 @@ export class IdempotencyMetadataAccessor {
       name,
       consumer,
       legacyConsumer: options.consumer === undefined && consumer !== name ? name : undefined,
+      namesConsumer: options.consumer !== undefined,
+      successStatus: requestMethod === undefined ? undefined : ((Reflect.getMetadata(HTTP_CODE_METADATA, method) as number | undefined) ?? (requestMethod === 'POST' ? 201 : 200)),
       requestMethod,
       key: options.key,
       scope: toScope(name, options.scope, clientKey ? this.moduleOptions.scope : undefined),

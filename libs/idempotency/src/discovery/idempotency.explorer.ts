@@ -45,6 +45,7 @@ export class IdempotencyExplorer implements OnModuleInit {
   private readonly logger = new Logger('Idempotency');
   private handlers: DiscoveredHandler[] | undefined;
   private readonly eventHandlers = new Map<string, number>();
+  private readonly sharedConsumers = new Set<string>();
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -126,15 +127,31 @@ export class IdempotencyExplorer implements OnModuleInit {
     return this.scanner.getAllMethodNames(prototype).filter((method) => this.accessor.getOptions(prototype[method]) !== undefined);
   }
 
+  /**
+   * Two handlers may share a consumer only when each names it (`consumer`), on purpose: one
+   * business event reaching the service by several entries (a webhook and a queue), processed once.
+   * They must then claim it alike (same mode and store). A default name shared is refused.
+   */
   private checkConsumersAreUnique(handlers: readonly DiscoveredHandler[]): void {
     const byConsumer = new Map<string, DiscoveredHandler>();
     for (const found of handlers) {
       const twin = byConsumer.get(found.handler.consumer);
-      if (twin) {
+      if (twin && !(twin.handler.namesConsumer && found.handler.namesConsumer)) {
         throw new IdempotencyConsumerConflictError(found.handler.consumer, [twin, found].map(label), [twin, found].map((each) => each.handler.legacyConsumer));
+      }
+      if (twin && (twin.handler.mode !== found.handler.mode || twin.handler.store !== found.handler.store)) {
+        throw new IdempotencyOptionsError(messages.sharedConsumerMismatch(found.handler.consumer, [twin, found].map(label)));
+      }
+      if (twin) {
+        this.sharedConsumers.add(found.handler.consumer);
       }
       byConsumer.set(found.handler.consumer, found);
     }
+  }
+
+  /** Whether several handlers share `consumer`, each naming it: a record may then come from another transport's handler. */
+  isShared(consumer: string): boolean {
+    return this.sharedConsumers.has(consumer);
   }
 
   private checkStore({ name, mode, store }: ResolvedHandler): void {

@@ -1,6 +1,6 @@
 import { type CallHandler, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { lastValueFrom } from 'rxjs';
-import type { ClaimRequest } from '../claiming/claim.js';
+import type { ClaimRequest, RecordedResponse } from '../claiming/claim.js';
 import { translateDatabaseError } from '../claiming/claim-errors.js';
 import { ClaimingService } from '../claiming/claiming.service.js';
 import { IdempotencyMetadataAccessor, type ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
@@ -70,7 +70,7 @@ export class MessageDelivery {
       const outcome = await trace.claim(claimed, () => claimByMode(handler, claimed, this.claims, this.leases, this.recording));
       if (outcome.kind === 'duplicate') {
         message.settle?.({ kind: 'ack' });
-        return outcome.response.body === null ? undefined : JSON.parse(outcome.response.body.toString('utf8'));
+        return replyOf(outcome.response);
       }
       const { claim } = outcome;
       let result: unknown;
@@ -89,6 +89,22 @@ export class MessageDelivery {
       message.settle?.(verdictFor(error, handler, request));
       throw error;
     }
+  }
+}
+
+/**
+ * A duplicate's reply: the recorded JSON of a message handler's reply; or, for a consumer shared
+ * with an HTTP route, the response body it recorded, parsed when it is JSON.
+ */
+function replyOf({ body }: RecordedResponse): unknown {
+  if (body === null || body.length === 0) {
+    return undefined;
+  }
+  const text = body.toString('utf8');
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
   }
 }
 

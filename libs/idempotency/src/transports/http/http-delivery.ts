@@ -24,6 +24,10 @@ import { problemAnswer } from './problem-details.js';
 import { type CapturedResponse, findHeaderName, headersAsSent, type HeaderValues, mergeHeaders, ResponseCapture } from './response-capture.js';
 import { IdempotencyKeyError } from '../../errors/idempotency-key.error.js';
 import { IdempotencyTracing } from '../../tracing/idempotency-tracing.js';
+import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
+
+/** The header of a replayed message reply. */
+const JSON_BODY = { 'Content-Type': 'application/json; charset=utf-8' };
 
 interface HttpRequestLike {
   method: string;
@@ -66,6 +70,7 @@ export class HttpDelivery {
     private readonly metrics: IdempotencyMetricsService,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly tracing: IdempotencyTracing,
+    private readonly explorer: IdempotencyExplorer,
   ) {}
 
   async handle(context: ExecutionContext, next: CallHandler): Promise<unknown> {
@@ -169,6 +174,10 @@ export class HttpDelivery {
    * @returns the recorded body, parsed when it is JSON, for the interceptors around this one.
    */
   private replay(request: ClaimRequest, handler: ResolvedHandler, raw: ServerResponse, before: HeaderValues, recorded: RecordedResponse): unknown {
+    if (recorded.status === null && this.explorer.isShared(request.consumer)) {
+      // Processed by a message handler of the same consumer: its reply, as this route answers success.
+      return this.replay(request, handler, raw, before, { status: handler.successStatus!, headers: recorded.body ? JSON_BODY : {}, body: recorded.body });
+    }
     const { status } = recorded;
     if (status === null) {
       // Only a claim whose transaction the handler ended itself commits without its response.
