@@ -34,19 +34,19 @@ function entryOf(instance: object, methodName: string | symbol): ProviderCallEnt
 /**
  * Wraps a method that carries `@IdempotentHandler()`, for the frameworks that call a provider's
  * method without Nest's interceptors (BullMQ, SQS): a call on an instance the module enlisted goes
- * through its entry. A controller's method runs as it is (its interceptor is the entry), as does a
- * handler whose calls go through interceptors; a call on an instance nobody enlisted is refused,
+ * through its entry. A controller's method runs as it is (its interceptor is the entry), and a
+ * handler whose calls go through interceptors through a pass-through entry; a call on an instance nobody enlisted is refused,
  * never run unclaimed. The wrapper carries the method's metadata and name, so Nest and the
  * frameworks read it as the method itself.
  */
 export function wrapForProviderCalls(method: (...args: unknown[]) => unknown, methodName: string | symbol): (...args: unknown[]) => unknown {
   const wrapper = function (this: object, ...args: unknown[]): unknown {
+    if (isController(this)) {
+      return method.apply(this, args);
+    }
     const entry = entryOf(this, methodName);
     if (entry) {
       return entry(args, async () => method.apply(this, args));
-    }
-    if (isController(this)) {
-      return method.apply(this, args);
     }
     const name = `${this.constructor.name}.${String(methodName)}`;
     throw new IdempotencyUnsupportedHandlerError(messages.providerNotEnlisted(name), name);
@@ -68,6 +68,14 @@ export function enlistProviderCalls(instance: object, methodName: string | symbo
   byMethod.set(methodName, entry);
 }
 
+/** Whether each class is a controller, read once: the check runs on every call of a controller's idempotent method. */
+const controllers = new WeakMap<object, boolean>();
+
 function isController(instance: object): boolean {
-  return Reflect.getMetadata(CONTROLLER_WATERMARK, instance.constructor as Type) === true;
+  let known = controllers.get(instance.constructor);
+  if (known === undefined) {
+    known = Reflect.getMetadata(CONTROLLER_WATERMARK, instance.constructor as Type) === true;
+    controllers.set(instance.constructor, known);
+  }
+  return known;
 }
