@@ -4,7 +4,7 @@ import type { IsolationLevel } from '../decorators/idempotent-handler.options.js
 /*
  * What the module relies on in TypeORM beyond its documented API, and nothing else. These parts
  * read the same in the sources of TypeORM 0.3.28 to 0.3.31 and 1.1 (BaseQueryRunner,
- * PostgresQueryRunner, PostgresDriver); `test/dependency-internals.e2e-spec.ts` checks each one
+ * PostgresQueryRunner, PostgresDriver); `typeorm-internals.e2e-spec.ts` beside it checks each one
  * on the installed version and fails when an upgrade changes it.
  */
 
