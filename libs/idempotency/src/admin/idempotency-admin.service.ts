@@ -125,6 +125,7 @@ interface StoredRow {
 export class IdempotencyAdmin {
   private readonly logger = new Logger('Idempotency');
 
+  /** @internal Nest constructs it. */
   constructor(
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly join: DataSourceJoin,

@@ -12,7 +12,10 @@ import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { LeaseStores, POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { patternKey } from './pattern-key.js';
 
-/** An `@IdempotentHandler()` found in a controller, with its options resolved. */
+/**
+ * An `@IdempotentHandler()` found in a controller, with its options resolved.
+ * @internal
+ */
 export interface DiscoveredHandler {
   /** The module that declares the controller. */
   readonly moduleName: string;
@@ -28,6 +31,7 @@ export interface DiscoveredHandler {
  * PostgreSQL for the transactional mode), or when one cannot be made idempotent
  * (an `@Sse()` stream; a method of a provider that is no controller, such as a GraphQL resolver or
  * a WebSocket gateway).
+ * @internal
  */
 @Injectable()
 export class IdempotencyExplorer implements OnModuleInit {

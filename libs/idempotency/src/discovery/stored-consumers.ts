@@ -20,6 +20,7 @@ const PG_UNDEFINED_TABLE = '42P01';
  * recognising them, and which stored names no handler claims any more (a warning: a renamed
  * `consumer` processes its redeliveries again). The distinct names come from one skip scan of the
  * primary key, one index probe per name, bounded.
+ * @internal
  */
 @Injectable()
 export class StoredConsumers implements OnApplicationBootstrap {

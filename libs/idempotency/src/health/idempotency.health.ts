@@ -35,6 +35,7 @@ export type IdempotencyHealthResult<Key extends string> = Record<Key, { status: 
  */
 @Injectable()
 export class IdempotencyHealthIndicator {
+  /** @internal Nest constructs it. */
   constructor(
     private readonly metrics: IdempotencyMetricsService,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,

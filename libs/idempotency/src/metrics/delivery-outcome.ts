@@ -16,10 +16,16 @@ import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.e
  */
 export type DeliveryOutcome = 'processed' | 'duplicate' | 'rejected' | 'unavailable' | 'failed';
 
-/** Every outcome, in the order the counters list them. */
+/**
+ * Every outcome, in the order the counters list them.
+ * @internal
+ */
 export const DELIVERY_OUTCOMES: readonly DeliveryOutcome[] = ['processed', 'duplicate', 'rejected', 'unavailable', 'failed'];
 
-/** The outcome of a delivery that ended with `error`. */
+/**
+ * The outcome of a delivery that ended with `error`.
+ * @internal
+ */
 export function failureOutcome(error: unknown): Exclude<DeliveryOutcome, 'processed' | 'duplicate'> {
   if (error instanceof IdempotencyUnavailableError) {
     return 'unavailable';
@@ -30,7 +36,10 @@ export function failureOutcome(error: unknown): Exclude<DeliveryOutcome, 'proces
   return error instanceof HttpException && isClientError(error.getStatus()) ? 'rejected' : 'failed';
 }
 
-/** The outcome of an HTTP response answered with an error status. */
+/**
+ * The outcome of an HTTP response answered with an error status.
+ * @internal
+ */
 export function statusOutcome(status: number): Extract<DeliveryOutcome, 'rejected' | 'failed'> {
   return isClientError(status) ? 'rejected' : 'failed';
 }

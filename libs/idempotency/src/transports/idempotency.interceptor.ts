@@ -32,6 +32,7 @@ export interface IdempotentPath {
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
+  /** @internal Nest constructs it. */
   constructor(
     @Inject(HttpDelivery) private readonly http: IdempotentPath,
     @Inject(RpcDelivery) private readonly rpc: IdempotentPath,

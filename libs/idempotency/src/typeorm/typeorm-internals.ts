@@ -14,14 +14,20 @@ interface TransactionState {
   transactionDepth: number;
 }
 
-/** What one statement of a multi-statement query answered (node-postgres's `StatementResult`). */
+/**
+ * What one statement of a multi-statement query answered (node-postgres's `StatementResult`).
+ * @internal
+ */
 export interface StatementResult {
   readonly command: string;
   readonly rowCount: number | null;
   readonly rows: unknown[];
 }
 
-/** The node-postgres client that PostgresQueryRunner's `connect()` resolves to, as far as the claim uses it. */
+/**
+ * The node-postgres client that PostgresQueryRunner's `connect()` resolves to, as far as the claim uses it.
+ * @internal
+ */
 export interface PostgresConnection {
   query(text: string): Promise<StatementResult | StatementResult[]>;
   escapeLiteral(value: string): string;
