@@ -1,7 +1,8 @@
 /**
  * Jest runs in native ESM mode (`node --experimental-vm-modules`): NestJS 12 ships ESM only.
  * `unit` holds the specs beside the library's source; `e2e` the suites in test/ that run against
- * a real PostgreSQL (and real brokers), prepared once by test/global-setup.js.
+ * a real PostgreSQL (and real brokers), prepared once by test/global-setup.js, and the few
+ * `*.e2e-spec.ts` beside the source that check an internal against a real PostgreSQL.
  */
 const shared = {
   extensionsToTreatAsEsm: ['.ts'],
@@ -20,7 +21,7 @@ export default {
     {
       ...shared,
       displayName: 'e2e',
-      testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
+      testMatch: ['<rootDir>/test/**/*.e2e-spec.ts', '<rootDir>/libs/**/*.e2e-spec.ts'],
       globalSetup: '<rootDir>/test/global-setup.js',
       globalTeardown: '<rootDir>/test/global-teardown.js',
     },

@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import ts from 'typescript';
 import { post } from './support/demo-app.js';
 import { startAppProcess, type DemoProcess } from './support/demo-process.js';
 import { installed, packLibrary, run, scratchApp as makeScratchApp } from './support/scratch-app.js';
@@ -64,6 +65,51 @@ import { IdempotencyTestingModule, leaseStoreContract } from 'nestjs-idempotent-
 const module = IdempotencyTestingModule.forRoot({ key: 'k-1' });
 console.log(JSON.stringify({ module: module.module.name, global: module.global, providers: module.providers?.length, contract: typeof leaseStoreContract }));
 `;
+
+/** The public API: every name the package's entry points export, as the guide and the API reference document them. */
+const PUBLIC_NAMES = {
+  'nestjs-idempotent-consumer': [
+    'AdminActionCounts', 'AdminForgetOptions', 'AdminForgetResult', 'AdminKeyQuery', 'AdminKeyRecord', 'AdminKeyState', 'AdminListOptions',
+    'AdminLookupOptions', 'AdminReleaseOptions', 'CreateProcessedMessagesFunctions1796256000000', 'CreateProcessedMessagesTable1764633600000',
+    'DEFAULT_TABLE_NAME', 'DeliveryCounts', 'DeliveryOutcome', 'Duration', 'EncryptionOptions', 'HealthOptions', 'IDEMPOTENCY_CHANNELS',
+    'IDEMPOTENCY_KEY_HEADER', 'IDEMPOTENT_REPLAYED_HEADER', 'IdempotencyAdmin', 'IdempotencyAdminError', 'IdempotencyClaimTransactionError',
+    'IdempotencyConsumerConflictError', 'IdempotencyContext', 'IdempotencyContextError', 'IdempotencyError', 'IdempotencyHealthIndicator',
+    'IdempotencyHealthResult', 'IdempotencyInFlightError', 'IdempotencyInterceptor', 'IdempotencyKeyError', 'IdempotencyKeyReusedError',
+    'IdempotencyLeaseLostError', 'IdempotencyMetricsService', 'IdempotencyMetricsSnapshot', 'IdempotencyMode', 'IdempotencyModule',
+    'IdempotencyModuleOptions', 'IdempotencyOptionsError', 'IdempotencyPurgeError', 'IdempotencyPurgeService', 'IdempotencyRecordUnreadableError',
+    'IdempotencyResponseTooLargeError', 'IdempotencyRetentionError', 'IdempotencySchemaError', 'IdempotencyTransactionAbortedError',
+    'IdempotencyTransientError', 'IdempotencyUnavailableError', 'IdempotencyUnsupportedHandlerError', 'IdempotentHandler', 'IdempotentHandlerOptions',
+    'InFlightPolicy', 'IsolationLevel', 'KeySource', 'LeaseAttempt', 'LeaseCounts', 'LeaseEvent', 'LeaseKey', 'LeaseRenewalCounts',
+    'LeaseRenewalOutcome', 'LeaseRequest', 'LeaseStore', 'MAX_KEY_LENGTH', 'MetricsOptions', 'MetricsRegistry', 'ProcessedMessage', 'PurgeFigures',
+    'PurgeOptions', 'PurgeOutcome', 'PurgeRun', 'RecordPolicy', 'RecordedResponse', 'RedisEvalClient', 'RedisLeaseStore', 'RefusalCounts',
+    'RemovableEntry', 'ReplayOptions', 'ScopeSource', 'SenderDuplicateRate', 'SenderOptions', 'StoreSample', 'StoredLeaseEntry', 'TracingOptions',
+    'UpgradeProcessedMessagesTable1796342400000',
+  ],
+  'nestjs-idempotent-consumer/testing': ['ContractCheck', 'IdempotencyTestingModule', 'IdempotencyTestingOptions', 'leaseStoreContract'],
+};
+
+/** The names each entry point's published types export, read by TypeScript from the package installed in `directory`. */
+function publishedNames(directory: string): Record<string, string[]> {
+  const entries = { 'nestjs-idempotent-consumer': 'dist/index.d.ts', 'nestjs-idempotent-consumer/testing': 'dist/testing/index.d.ts' };
+  const files = Object.values(entries).map((file) => join(directory, 'node_modules', 'nestjs-idempotent-consumer', file));
+  const program = ts.createProgram(files, { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, noEmit: true });
+  const checker = program.getTypeChecker();
+  return Object.fromEntries(
+    Object.keys(entries).map((entry, i) => {
+      const module = checker.getSymbolAtLocation(program.getSourceFile(files[i]) as ts.SourceFile) as ts.Symbol;
+      return [entry, checker.getExportsOfModule(module).map((symbol) => symbol.name).sort()];
+    }),
+  );
+}
+
+/** The published declaration files of the package installed in `directory` that still hold a symbol tagged `@internal`. */
+async function declarationsWithInternals(directory: string): Promise<string[]> {
+  const dist = join(directory, 'node_modules', 'nestjs-idempotent-consumer', 'dist');
+  const declarations = (await readdir(dist, { recursive: true })).filter((file) => file.endsWith('.d.ts'));
+  expect(declarations).toContain('index.d.ts');
+  const tagged = await Promise.all(declarations.map(async (file) => ((await readFile(join(dist, file), 'utf8')).includes('@internal') ? file : undefined)));
+  return tagged.filter((file) => file !== undefined);
+}
 
 /**
  * The library as a user gets it: `npm pack`ed, installed from the tarball into Nest 12 apps made
@@ -139,6 +185,9 @@ describe('the package, installed from its tarball into a new Nest 12 service', (
     });
     await provesReplay(directory);
     await provesTestingEntry(directory);
+    // Its types compiled with the service (skipLibCheck off): they show the public API and nothing else.
+    expect(publishedNames(directory)).toEqual(PUBLIC_NAMES);
+    expect(await declarationsWithInternals(directory)).toEqual([]);
   });
 
   it('an HTTP-only service without @nestjs/microservices, @nestjs/schedule, @nestjs/terminus and prom-client compiles, starts and replays', async () => {

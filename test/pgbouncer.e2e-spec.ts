@@ -1,6 +1,5 @@
 import type { INestApplication } from '@nestjs/common';
 import { IdempotencyHealthIndicator, IdempotencyMetricsService, IdempotencyPurgeService } from 'nestjs-idempotent-consumer';
-import { purgeBatchSql } from '../libs/idempotency/src/purge/purge.queries.js';
 import { post, startDemoApp } from './support/demo-app.js';
 import { measureUntil } from './support/latency.js';
 import { PGBOUNCER_POOL_SIZE, type PgBouncer, pgBouncerAvailable, startPgBouncer } from './support/pgbouncer.js';
@@ -141,7 +140,6 @@ describeWithPgBouncer('behind PgBouncer in transaction pooling mode', () => {
 
   it('a purge PgBouncer spreads over several busy server connections leaves no lock behind', async () => {
     const purge = app.get(IdempotencyPurgeService);
-    const statement = purgeBatchSql('processed_messages', BATCH_SIZE);
     await seedProcessedMessages(db, { count: 12 * BATCH_SIZE, consumer: 'Bouncer.spread', expired: true });
     let finished = false;
     const servers = new Set<number>();
@@ -150,8 +148,9 @@ describeWithPgBouncer('behind PgBouncer in transaction pooling mode', () => {
       measureUntil(credit, () => finished, 8),
       until(async () => {
         const batches = await db.query<{ pid: number }>(
-          `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = $1`,
-          [statement],
+          `SELECT pid FROM pg_stat_activity
+           WHERE datname = current_database() AND application_name = $1 AND state = 'active' AND query LIKE '%idempotency.purge%'`,
+          [APPLICATION],
         );
         batches.forEach(({ pid }) => servers.add(pid));
         return finished;

@@ -1,7 +1,6 @@
+import type pg from 'pg';
 import type { DataSource } from 'typeorm';
-import { ClaimTransaction } from '../../libs/idempotency/src/claiming/claim-transaction.js';
-import { claimStatement, claimWon, recordStatements } from '../../libs/idempotency/src/claiming/claim.queries.js';
-import { MODULE_DEFAULTS, WEBHOOK_RESPONSE, webhookClaim, webhookEvent } from './webhook-message.js';
+import { WEBHOOK_RESPONSE, webhookClaim, webhookEvent } from './webhook-message.js';
 import { TABLE } from './sizing-database.js';
 
 /** How many first deliveries to claim, how many at once, and at what pace. */
@@ -24,10 +23,10 @@ export interface ClaimLoadResult {
 }
 
 /**
- * Claims new webhook deliveries with the module's own code for the transactional mode: a pooled
- * connection through `ClaimTransaction`, `BEGIN` with the claim's statements in one round trip,
- * then the recorded response's UPDATE with `COMMIT` in another, as `ClaimingService` and
- * `OpenClaim` send them around a handler that does no work of its own.
+ * Claims new webhook deliveries as the module's transactional mode does (docs/design.md, "The
+ * claim"): a pooled connection, `BEGIN` with the call of the table's claim function in one round
+ * trip, then the call of its record function with `COMMIT` in another, around a handler that does
+ * no work of its own. The functions are those of the shipped migrations.
  */
 export async function runClaims(dataSource: DataSource, load: ClaimLoad): Promise<ClaimLoadResult> {
   const started = performance.now();
@@ -62,17 +61,28 @@ export async function runClaims(dataSource: DataSource, load: ClaimLoad): Promis
 /** One first delivery claimed, recorded and committed; returns how long it held its connection (ms). */
 async function claimOnce(dataSource: DataSource): Promise<number> {
   const request = webhookClaim(webhookEvent());
-  const transaction = await ClaimTransaction.connect(dataSource, MODULE_DEFAULTS.connectionTimeoutMs, request);
+  const runner = dataSource.createQueryRunner('master');
+  const client = (await runner.connect()) as pg.PoolClient;
   const held = performance.now();
   try {
-    const sql = { table: TABLE, literal: (value: string) => transaction.literal(value) };
-    const [claim] = await transaction.begin(request.isolationLevel, [claimStatement(sql, request)]);
-    if (!claimWon(claim)) {
+    const literal = (value: string) => client.escapeLiteral(value);
+    const claimed = (await client.query(
+      `BEGIN; SELECT "${TABLE}_claim"(${literal(request.consumer)}, ${literal(request.key)}, ${literal(request.sender)}, ` +
+        `${literal(request.fingerprint)}, ${request.retentionMs}) AS claimed`,
+    )) as unknown as pg.QueryResult<{ claimed: boolean }>[];
+    if (!claimed[1].rows[0].claimed) {
       throw new Error(`the claim of new event ${request.key} found it taken`);
     }
-    await transaction.commit(recordStatements(sql, request, WEBHOOK_RESPONSE));
+    const { status, headers, body } = WEBHOOK_RESPONSE;
+    await client.query(
+      `SELECT "${TABLE}_record"(${literal(request.consumer)}, ${literal(request.key)}, ${status}, ` +
+        `${literal(JSON.stringify(headers))}::json, '\\x${(body as Buffer).toString('hex')}'::bytea); COMMIT`,
+    );
+  } catch (error) {
+    await client.query('ROLLBACK');
+    throw error;
   } finally {
-    await transaction.close();
+    await runner.release();
   }
   return performance.now() - held;
 }

@@ -1,12 +1,20 @@
-import { randomUUID } from 'node:crypto';
-import { fingerprint } from '../../libs/idempotency/src/keys/fingerprint.js';
-import type { ClaimRequest, RecordedResponse } from '../../libs/idempotency/src/claiming/claim.js';
-import { resolveModuleOptions } from '../../libs/idempotency/src/idempotency.options.js';
+import { hash, randomUUID } from 'node:crypto';
+import type { RecordedResponse } from 'nestjs-idempotent-consumer';
 import type { SizingDatabase } from './sizing-database.js';
 import { TABLE } from './sizing-database.js';
 
-/** The module's defaults, from the one place that applies them (retention 7d, purge batch and interval). */
-export const MODULE_DEFAULTS = resolveModuleOptions();
+/** The module's documented defaults (`@default` of `retention`, `purge.interval` and `purge.batchSize`). */
+export const MODULE_DEFAULTS = { retentionMs: 7 * 24 * 3_600_000, purge: { intervalMs: 60_000, batchSize: 5000 } } as const;
+
+/** What the module claims for one delivery: the arguments of the table's claim function. */
+export interface WebhookClaim {
+  readonly consumer: string;
+  readonly key: string;
+  readonly sender: string;
+  /** A SHA-256 in hex, as long as the module's fingerprint of a payload. */
+  readonly fingerprint: string;
+  readonly retentionMs: number;
+}
 
 /**
  * A typical webhook handler: `@IdempotentHandler({ key: { body: 'id' }, sender: 'payments',
@@ -37,15 +45,13 @@ export function webhookEvent(): { id: string; type: string; data: { account: str
 }
 
 /** The claim the module makes for a delivery of `event`. */
-export function webhookClaim(event: ReturnType<typeof webhookEvent>): ClaimRequest {
+export function webhookClaim(event: ReturnType<typeof webhookEvent>): WebhookClaim {
   return {
     consumer: WEBHOOK_HANDLER.consumer,
     key: event.id,
     sender: WEBHOOK_HANDLER.sender,
-    fingerprint: fingerprint(event),
+    fingerprint: hash('sha256', JSON.stringify(event), 'hex'),
     retentionMs: MODULE_DEFAULTS.retentionMs,
-    waitForTwin: false,
-    isolationLevel: undefined,
   };
 }
 

@@ -1,4 +1,5 @@
-import type { TestDatabase } from './test-database.js';
+import type { IdempotencyPurgeService } from 'nestjs-idempotent-consumer';
+import { type TestDatabase, until } from './test-database.js';
 
 /**
  * Writes `count` rows into processed_messages with one INSERT ... SELECT generate_series, as a long
@@ -27,4 +28,32 @@ export async function countProcessedMessages(db: TestDatabase, consumer: string,
     consumer,
   ]);
   return Number(n);
+}
+
+/**
+ * The statement of a purge batch as the module sends it, read on PostgreSQL while the batch waits
+ * for processed_messages, which this locks meanwhile; then the run goes on (and purges what has
+ * expired) and is awaited.
+ */
+export async function purgeBatchStatement(db: TestDatabase, purge: IdempotencyPurgeService): Promise<string> {
+  const holder = await db.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query('LOCK TABLE processed_messages IN ACCESS EXCLUSIVE MODE');
+    const running = purge.purgeNow();
+    let statement: string | undefined;
+    await until(async () => {
+      const waiting = await db.query<{ query: string }>(
+        `SELECT query FROM pg_stat_activity
+         WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%idempotency.purge%' AND pid <> pg_backend_pid()`,
+      );
+      statement = waiting[0]?.query;
+      return statement !== undefined;
+    }, 'a purge batch waits for processed_messages');
+    await holder.query('COMMIT');
+    await running;
+    return statement as string;
+  } finally {
+    await holder.end();
+  }
 }

@@ -258,7 +258,10 @@ export interface TracingOptions {
   recordKey?: boolean;
 }
 
-/** The module's options with defaults applied and durations in milliseconds. */
+/**
+ * The module's options with defaults applied and durations in milliseconds.
+ * @internal
+ */
 export interface ResolvedIdempotencyOptions {
   dataSource: string | undefined;
   tableName: string;
@@ -285,28 +288,40 @@ export interface ResolvedIdempotencyOptions {
   keyring: Keyring | null;
 }
 
-/** `tracing` with its defaults applied. */
+/**
+ * `tracing` with its defaults applied.
+ * @internal
+ */
 export interface ResolvedTracingOptions {
   /** False: no spans, even with `@opentelemetry/api` installed. */
   spans: boolean;
   recordKey: boolean;
 }
 
-/** `replay` with its defaults applied. */
+/**
+ * `replay` with its defaults applied.
+ * @internal
+ */
 export interface ResolvedReplayOptions {
   maxBodyBytes: number;
   /** Lower-cased names of the headers never recorded, the fixed ones included. */
   excludedHeaders: ReadonlySet<string>;
 }
 
-/** `purge` with its defaults applied. */
+/**
+ * `purge` with its defaults applied.
+ * @internal
+ */
 export interface ResolvedPurgeOptions {
   /** null when the timer is off. */
   intervalMs: number | null;
   batchSize: number;
 }
 
-/** `health` with its defaults applied and durations in milliseconds. */
+/**
+ * `health` with its defaults applied and durations in milliseconds.
+ * @internal
+ */
 export interface ResolvedHealthOptions {
   maxPurgeLagMs: number;
   /** null when the purge timer is off on this instance. */
@@ -329,7 +344,10 @@ const MAX_PURGE_BATCH_SIZE = 100_000;
 /** The largest `replay.maxBodyBytes`: 64 MiB, far below PostgreSQL's 1 GB per value. */
 const MAX_REPLAY_BODY_BYTES = 64 * 1024 * 1024;
 
-/** Applies the defaults and validates; the one place where defaults live. */
+/**
+ * Applies the defaults and validates; the one place where defaults live.
+ * @internal
+ */
 export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): ResolvedIdempotencyOptions {
   const tableName = options.tableName ?? DEFAULT_TABLE_NAME;
   if (!PLAIN_IDENTIFIER.test(tableName)) {
@@ -361,10 +379,16 @@ export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): Re
   };
 }
 
-/** The choices of `record`. */
+/**
+ * The choices of `record`.
+ * @internal
+ */
 export const RECORD_POLICIES: readonly RecordPolicy[] = ['response', 'status'];
 
-/** `value` as a record policy. @throws IdempotencyOptionsError naming `name`. */
+/**
+ * `value` as a record policy. @throws IdempotencyOptionsError naming `name`.
+ * @internal
+ */
 export function toRecordPolicy(name: string, value: unknown): RecordPolicy {
   if (!RECORD_POLICIES.includes(value as RecordPolicy)) {
     throw new IdempotencyOptionsError(messages.invalidChoice(name, value, RECORD_POLICIES));

@@ -9,6 +9,7 @@ import { scopedMessageId } from '../keys/scoped-key.js';
 import type { LeaseKey, LeaseStore } from '../leasing/lease-store.js';
 import { LeaseStores, POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
+import { adminForgetSql, adminListSql, adminLookupSql, adminReleaseSql } from './idempotency-admin.queries.js';
 
 /** What the store holds of a key: completed, held by a live lease, held by a lease that expired, or nothing. */
 export type AdminKeyState = 'processed' | 'leased' | 'lease-expired' | 'not-found';
@@ -125,6 +126,7 @@ interface StoredRow {
 export class IdempotencyAdmin {
   private readonly logger = new Logger('Idempotency');
 
+  /** @internal Nest constructs it. */
   constructor(
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly join: DataSourceJoin,
@@ -162,8 +164,7 @@ export class IdempotencyAdmin {
         forgotten = await this.removable(store, options.store as string, 'forget').remove({ consumer: options.consumer, key: id }, options.force ? 'any' : 'completed');
       } else {
         const [, deleted] = (await this.join.claimDataSource().query(
-          `DELETE FROM "${this.options.tableName}" WHERE consumer = $1 AND message_id = $2
-             AND (lease_token IS NULL OR lease_expires_at < now() OR $3)`,
+          adminForgetSql(this.options.tableName),
           [options.consumer, id, options.force === true],
         )) as [unknown, number];
         forgotten = deleted === 1;
@@ -194,8 +195,7 @@ export class IdempotencyAdmin {
       released = await this.removable(store, options.store as string, 'release').remove(key, 'leased');
     } else {
       const [, deleted] = (await this.join.claimDataSource().query(
-        `DELETE FROM "${this.options.tableName}" WHERE consumer = $1 AND message_id = $2 AND lease_token IS NOT NULL
-           AND ($3::uuid IS NULL OR lease_token = $3::uuid)`,
+        adminReleaseSql(this.options.tableName),
         [options.consumer, id, options.token ?? null],
       )) as [unknown, number];
       released = deleted === 1;
@@ -219,11 +219,10 @@ export class IdempotencyAdmin {
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
       throw new IdempotencyAdminError(`list() takes a limit of 1 to ${MAX_LIST_LIMIT}; got ${String(limit)}.`, options.consumer, '');
     }
-    const rows = (await this.join.claimDataSource().query(
-      `${this.columns(false)} WHERE consumer = $1 AND ($2::timestamptz IS NULL OR processed_at < $2::timestamptz)
-       ORDER BY processed_at DESC LIMIT ${limit}`,
-      [options.consumer, options.before ?? null],
-    )) as StoredRow[];
+    const rows = (await this.join.claimDataSource().query(adminListSql(this.options.tableName, limit), [
+      options.consumer,
+      options.before ?? null,
+    ])) as StoredRow[];
     this.audit('list', options.consumer, undefined, options.actor, undefined, `${rows.length} records`);
     return rows.map((row) => fromRow(row, false));
   }
@@ -247,7 +246,7 @@ export class IdempotencyAdmin {
         ...(includeBody ? { responseHeaders: entry?.response?.headers ?? null, responseBody: body } : {}),
       };
     }
-    const [row] = (await this.join.claimDataSource().query(`${this.columns(includeBody)} WHERE consumer = $1 AND message_id = $2`, [
+    const [row] = (await this.join.claimDataSource().query(adminLookupSql(this.options.tableName, includeBody), [
       query.consumer,
       id,
     ])) as StoredRow[];
@@ -256,14 +255,6 @@ export class IdempotencyAdmin {
       return { state: 'not-found', consumer: query.consumer, messageId: id, ...none };
     }
     return fromRow(row, includeBody);
-  }
-
-  private columns(includeBody: boolean): string {
-    return (
-      `SELECT consumer, message_id, sender, processed_at, expires_at, lease_token, lease_expires_at, ` +
-      `lease_expires_at < now() AS lease_expired, response_status, octet_length(response_body) AS response_bytes` +
-      `${includeBody ? ', response_headers, response_body' : ''} FROM "${this.options.tableName}"`
-    );
   }
 
   /** The lease store named by `query`; undefined for the processed-messages table. */

@@ -39,6 +39,7 @@ const ISOLATION_STRENGTH: Record<IsolationLevel, number> = {
  * transaction, as `startTransaction()` would, so the handler's `manager.save()` joins it and a
  * nested `manager.transaction()` becomes a savepoint. The transaction belongs to the claim: the
  * handler cannot commit, roll back or release it, nor raise its isolation level.
+ * @internal
  */
 export class ClaimTransaction {
   private open = false;

@@ -1,7 +1,10 @@
 import type { IsolationLevel } from '../decorators/idempotent-handler.options.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
 
-/** What is claimed: one message for one consumer, and how to wait for a twin of it. */
+/**
+ * What is claimed: one message for one consumer, and how to wait for a twin of it.
+ * @internal
+ */
 export interface ClaimRequest {
   readonly consumer: string;
   /** The message id as stored: the client's key, or for a scoped handler the scope's digest and the key. */
@@ -32,6 +35,7 @@ export interface RecordedResponse {
  * A delivery that won its claim (transactional mode) or its lease (lease mode) and has not settled
  * yet: run the handler under it, then commit the response to record, or roll it back. Settles
  * once; later calls do nothing.
+ * @internal
  */
 export interface OpenDelivery {
   /**

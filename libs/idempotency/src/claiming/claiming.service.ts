@@ -29,7 +29,10 @@ import { endingWithin, type InFlightTwin, InFlightTwins, type TwinEnding } from 
 import { StoredConsumers } from '../discovery/stored-consumers.js';
 import { OpenClaim } from './open-claim.js';
 
-/** How a claim ended: this delivery won it and must now run the handler, or a twin had processed the message. */
+/**
+ * How a claim ended: this delivery won it and must now run the handler, or a twin had processed the message.
+ * @internal
+ */
 export type ClaimOutcome =
   | { readonly kind: 'claimed'; readonly claim: OpenDelivery }
   | { readonly kind: 'duplicate'; readonly response: RecordedResponse };
@@ -39,6 +42,7 @@ export type ClaimOutcome =
  * source, or find that a twin processed it and return the twin's recorded response. A delivery
  * whose twin is in flight waits for it without holding a pooled connection (`wait`), or is
  * answered as in flight (`reject`). Every ending is counted in the metrics.
+ * @internal
  */
 @Injectable()
 export class ClaimingService {

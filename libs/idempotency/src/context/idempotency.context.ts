@@ -7,7 +7,10 @@ import { IdempotencyContextError } from '../errors/idempotency-context.error.js'
 import { CLAIM_STORAGE } from '../idempotency.internal-constants.js';
 import { messages } from '../idempotency.messages.js';
 
-/** What a handler in lease mode can do with its lease. */
+/**
+ * What a handler in lease mode can do with its lease.
+ * @internal
+ */
 export interface HeldLease {
   /** Moves the lease's expiry `leaseMs` from now; throws IdempotencyLeaseLostError when it was taken over. */
   extend(leaseMs: number): Promise<void>;
@@ -15,7 +18,10 @@ export interface HeldLease {
   readonly leaseMs: number;
 }
 
-/** The claim a handler is running under. */
+/**
+ * The claim a handler is running under.
+ * @internal
+ */
 export interface ActiveClaim {
   readonly consumer: string;
   readonly key: string;
@@ -51,6 +57,7 @@ export interface ActiveClaim {
  */
 @Injectable()
 export class IdempotencyContext {
+  /** @internal Nest constructs it. */
   constructor(@Inject(CLAIM_STORAGE) private readonly storage: AsyncLocalStorage<ActiveClaim>) {}
 
   /** True inside an `@IdempotentHandler()` (and what it calls), false elsewhere. */

@@ -28,7 +28,10 @@ const DEFAULT_RENEW_LEASE_FOR = '10m';
 const MODES: readonly IdempotencyMode[] = ['transaction', 'lease'];
 const ISOLATION_LEVELS: readonly IsolationLevel[] = ['READ UNCOMMITTED', 'READ COMMITTED', 'REPEATABLE READ', 'SERIALIZABLE'];
 
-/** A handler's options with the module's defaults applied, and what the module needs to know of it. */
+/**
+ * A handler's options with the module's defaults applied, and what the module needs to know of it.
+ * @internal
+ */
 export interface ResolvedHandler {
   /** `Class.method`, the class being the concrete controller. */
   readonly name: string;
@@ -83,7 +86,10 @@ export interface ResolvedHandler {
   readonly record: RecordPolicy;
 }
 
-/** A microservice pattern an idempotent handler is bound to. */
+/**
+ * A microservice pattern an idempotent handler is bound to.
+ * @internal
+ */
 export interface HandlerPatterns {
   readonly patterns: readonly unknown[];
   /** True for `@EventPattern`, false for `@MessagePattern`. */
@@ -96,6 +102,7 @@ export interface HandlerPatterns {
  * The one reader of `@IdempotentHandler()` metadata and of the Nest metadata the module needs.
  * Resolves each handler's options once per concrete class: a method inherited by two controllers
  * resolves to two consumers. The start-up checks and the claims read the same resolutions.
+ * @internal
  */
 @Injectable()
 export class IdempotencyMetadataAccessor {

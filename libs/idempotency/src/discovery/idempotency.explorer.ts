@@ -14,7 +14,10 @@ import { type ProviderHandlerKind, providerHandlerOf } from '../transports/provi
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
 import { patternKey } from './pattern-key.js';
 
-/** An `@IdempotentHandler()` found in a controller, with its options resolved. */
+/**
+ * An `@IdempotentHandler()` found in a controller, with its options resolved.
+ * @internal
+ */
 export interface DiscoveredHandler {
   /** The module that declares the controller. */
   readonly moduleName: string;
@@ -39,6 +42,7 @@ export interface ProviderHandler {
  * PostgreSQL for the transactional mode), or when one cannot be made idempotent
  * (an `@Sse()` stream; a method of a provider that is no controller, such as a GraphQL resolver or
  * a WebSocket gateway).
+ * @internal
  */
 @Injectable()
 export class IdempotencyExplorer implements OnModuleInit {

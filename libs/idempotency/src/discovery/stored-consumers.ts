@@ -7,6 +7,7 @@ import { DataSourceJoin } from '../joining/data-source-join.js';
 import { POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { postgresErrorCode } from '../claiming/claim-errors.js';
 import { IdempotencyExplorer } from './idempotency.explorer.js';
+import { storedConsumersSql } from './stored-consumers.queries.js';
 
 /** How many distinct consumer names the start-up scan reads at most. */
 const MAX_SCANNED_CONSUMERS = 1_000;
@@ -20,6 +21,7 @@ const PG_UNDEFINED_TABLE = '42P01';
  * recognising them, and which stored names no handler claims any more (a warning: a renamed
  * `consumer` processes its redeliveries again). The distinct names come from one skip scan of the
  * primary key, one index probe per name, bounded.
+ * @internal
  */
 @Injectable()
 export class StoredConsumers implements OnApplicationBootstrap {
@@ -70,17 +72,10 @@ export class StoredConsumers implements OnApplicationBootstrap {
 
   /** The distinct consumer names in the table, at most MAX_SCANNED_CONSUMERS; undefined while the table does not exist. */
   private async storedNames(): Promise<{ names: Set<string>; more: boolean } | undefined> {
-    const table = `"${this.options.tableName}"`;
     try {
-      const rows = (await this.join.claimDataSource().query(
-        `WITH RECURSIVE names(consumer) AS (
-           (SELECT consumer FROM ${table} ORDER BY consumer LIMIT 1)
-           UNION ALL
-           SELECT (SELECT t.consumer FROM ${table} t WHERE t.consumer > names.consumer ORDER BY t.consumer LIMIT 1)
-           FROM names WHERE names.consumer IS NOT NULL
-         )
-         SELECT consumer FROM names WHERE consumer IS NOT NULL LIMIT ${MAX_SCANNED_CONSUMERS + 1}`,
-      )) as { consumer: string }[];
+      const rows = (await this.join.claimDataSource().query(storedConsumersSql(this.options.tableName, MAX_SCANNED_CONSUMERS + 1))) as {
+        consumer: string;
+      }[];
       return { names: new Set(rows.slice(0, MAX_SCANNED_CONSUMERS).map((row) => row.consumer)), more: rows.length > MAX_SCANNED_CONSUMERS };
     } catch (error) {
       // The schema check reports a missing table; nothing is stored under any name then.

@@ -16,10 +16,14 @@ const MILLISECONDS_PER_UNIT: Record<string, number> = {
  * The longest wait or interval: 24 days, within what Node.js timers (`setTimeout`) and
  * PostgreSQL's millisecond settings (`lock_timeout`) hold (2^31 - 1 ms, 24.8 days). Beyond that a
  * timer fires at once, in a tight loop, and PostgreSQL refuses the setting.
+ * @internal
  */
 export const MAX_TIMER_MS = 24 * 86_400_000;
 
-/** The longest retention or redelivery horizon: 100 years. */
+/**
+ * The longest retention or redelivery horizon: 100 years.
+ * @internal
+ */
 export const MAX_RETENTION_MS = 36_500 * 86_400_000;
 
 /**
@@ -27,6 +31,7 @@ export const MAX_RETENTION_MS = 36_500 * 86_400_000;
  * @param name The option's name, for the error message.
  * @param maxMs The longest the option may be.
  * @throws IdempotencyOptionsError when the text is not a positive duration of at most `maxMs`.
+ * @internal
  */
 export function toMilliseconds(name: string, value: unknown, maxMs: number): number {
   const match = typeof value === 'string' ? /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(value) : null;
@@ -40,7 +45,10 @@ export function toMilliseconds(name: string, value: unknown, maxMs: number): num
   return milliseconds;
 }
 
-/** Writes milliseconds as a {@link Duration} in the largest unit that divides them exactly: `'3d'`, `'90m'`. */
+/**
+ * Writes milliseconds as a {@link Duration} in the largest unit that divides them exactly: `'3d'`, `'90m'`.
+ * @internal
+ */
 export function formatDuration(milliseconds: number): Duration {
   const [unit, size] = Object.entries(MILLISECONDS_PER_UNIT)
     .reverse()

@@ -1,7 +1,9 @@
 import { messages } from '../idempotency.messages.js';
 import { IdempotencyError } from './idempotency.error.js';
 
-/** How long a lease-mode handler held its lease, for the message of IdempotencyLeaseLostError. */
+/**
+ * How long a lease-mode handler held its lease, for the message of IdempotencyLeaseLostError.
+ */
 export interface LeaseHeld {
   /** From the claim to the refused completion (or extension). */
   readonly heldMs: number;

@@ -6,7 +6,7 @@ import { DataSourceJoin } from '../joining/data-source-join.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { StoreSchemaCheck } from '../schema/store-schema.check.js';
 import { findProblems, type HealthFigures } from './health.assessment.js';
-import { estimateRows, readStoreStatistics, type StoreStatistics } from './store-statistics.query.js';
+import { estimateRows, readStoreStatistics, type StoreStatistics } from './store-statistics.queries.js';
 
 /**
  * What `isHealthy()` answers: the shape of a `@nestjs/terminus` indicator's result, so it goes
@@ -35,6 +35,7 @@ export type IdempotencyHealthResult<Key extends string> = Record<Key, { status: 
  */
 @Injectable()
 export class IdempotencyHealthIndicator {
+  /** @internal Nest constructs it. */
   constructor(
     private readonly metrics: IdempotencyMetricsService,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,

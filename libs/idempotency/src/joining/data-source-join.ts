@@ -26,6 +26,7 @@ type CreateQueryRunner = (mode?: ReplicationMode) => QueryRunner;
  *
  * The join stays for the data source's life: a handler still in flight while the application shuts
  * down (its module hooks run before the data source closes) keeps writing in its claim's transaction.
+ * @internal
  */
 @Injectable()
 export class DataSourceJoin implements OnModuleInit {

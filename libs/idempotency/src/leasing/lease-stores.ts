@@ -5,10 +5,16 @@ import { DataSourceJoin } from '../joining/data-source-join.js';
 import type { LeaseStore } from './lease-store.js';
 import { PostgresLeaseStore } from './postgres-lease.store.js';
 
-/** The name of the built-in store: the processed-messages table. */
+/**
+ * The name of the built-in store: the processed-messages table.
+ * @internal
+ */
 export const POSTGRES_STORE = 'postgres';
 
-/** The lease stores of the module, by name: `'postgres'`, and those of the module's `stores` option. */
+/**
+ * The lease stores of the module, by name: `'postgres'`, and those of the module's `stores` option.
+ * @internal
+ */
 @Injectable()
 export class LeaseStores {
   private readonly stores: ReadonlyMap<string, LeaseStore>;

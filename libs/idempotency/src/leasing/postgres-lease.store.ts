@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { RecordedResponse } from '../claiming/claim.js';
 import type { LeaseAttempt, LeaseKey, LeaseRequest, LeaseStore } from './lease-store.js';
+import { leaseClaimSql, leaseCompleteSql, leaseEntrySql, leaseExtendSql, leaseReleaseSql } from './postgres-lease.queries.js';
 
 interface LeaseRow {
   fingerprint: string | null;
@@ -23,24 +24,16 @@ export class PostgresLeaseStore implements LeaseStore {
   ) {}
 
   async claim(request: LeaseRequest, token: string): Promise<LeaseAttempt> {
-    const table = `"${this.tableName}"`;
     // A new row, or a row whose lease expired and whose fingerprint matches: the lease is ours.
     const claimed = (await this.dataSource().query(
-      `INSERT INTO ${table} (consumer, message_id, sender, fingerprint, expires_at, lease_token, lease_expires_at)
-       VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond', $6, now() + $7 * interval '1 millisecond')
-       ON CONFLICT ON CONSTRAINT "${this.tableName}_pkey" DO UPDATE
-         SET sender = EXCLUDED.sender, expires_at = EXCLUDED.expires_at,
-             lease_token = EXCLUDED.lease_token, lease_expires_at = EXCLUDED.lease_expires_at
-         WHERE ${table}.lease_token IS NOT NULL AND ${table}.lease_expires_at < now()
-           AND ${table}.fingerprint IS NOT DISTINCT FROM EXCLUDED.fingerprint
-       RETURNING (xmax <> 0) AS took_over`,
+      leaseClaimSql(this.tableName),
       [request.consumer, request.key, request.sender, request.fingerprint, request.retentionMs, token, request.leaseMs],
     )) as { took_over: boolean }[];
     if (claimed.length === 1) {
       return { kind: 'claimed', tookOver: claimed[0].took_over };
     }
     const [found] = (await this.dataSource().query(
-      `SELECT fingerprint, lease_token, response_status, response_headers, response_body FROM ${table} WHERE consumer = $1 AND message_id = $2`,
+      leaseEntrySql(this.tableName),
       [request.consumer, request.key],
     )) as LeaseRow[];
     if (!found) {
@@ -59,9 +52,7 @@ export class PostgresLeaseStore implements LeaseStore {
 
   async complete(request: LeaseRequest, token: string, response: RecordedResponse): Promise<boolean> {
     const [, updated] = (await this.dataSource().query(
-      `UPDATE "${this.tableName}" SET lease_token = NULL, lease_expires_at = NULL, response_status = $4,
-         response_headers = $5, response_body = $6, expires_at = now() + $7 * interval '1 millisecond'
-       WHERE consumer = $1 AND message_id = $2 AND lease_token = $3`,
+      leaseCompleteSql(this.tableName),
       [request.consumer, request.key, token, response.status, response.headers === null ? null : JSON.stringify(response.headers), response.body, request.retentionMs],
     )) as [unknown, number];
     return updated === 1;
@@ -69,7 +60,7 @@ export class PostgresLeaseStore implements LeaseStore {
 
   async release({ consumer, key }: LeaseKey, token: string): Promise<boolean> {
     const [, deleted] = (await this.dataSource().query(
-      `DELETE FROM "${this.tableName}" WHERE consumer = $1 AND message_id = $2 AND lease_token = $3`,
+      leaseReleaseSql(this.tableName),
       [consumer, key, token],
     )) as [unknown, number];
     return deleted === 1;
@@ -77,8 +68,7 @@ export class PostgresLeaseStore implements LeaseStore {
 
   async extend({ consumer, key }: LeaseKey, token: string, leaseMs: number): Promise<boolean> {
     const [, updated] = (await this.dataSource().query(
-      `UPDATE "${this.tableName}" SET lease_expires_at = now() + $4 * interval '1 millisecond'
-       WHERE consumer = $1 AND message_id = $2 AND lease_token = $3`,
+      leaseExtendSql(this.tableName),
       [consumer, key, token, leaseMs],
     )) as [unknown, number];
     return updated === 1;

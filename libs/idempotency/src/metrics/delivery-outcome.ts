@@ -10,5 +10,8 @@
  */
 export type DeliveryOutcome = 'processed' | 'duplicate' | 'rejected' | 'unavailable' | 'failed';
 
-/** Every outcome, in the order the counters list them. */
+/**
+ * Every outcome, in the order the counters list them.
+ * @internal
+ */
 export const DELIVERY_OUTCOMES: readonly DeliveryOutcome[] = ['processed', 'duplicate', 'rejected', 'unavailable', 'failed'];

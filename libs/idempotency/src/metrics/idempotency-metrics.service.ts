@@ -133,6 +133,7 @@ export class IdempotencyMetricsService {
    */
   timings: TimingSink | undefined;
 
+  /** @internal Nest constructs it. */
   constructor(@Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions) {}
 
   /** Counts one delivery. Called by the transports and the claiming core. */

@@ -1,5 +1,5 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import { estimateRows, readStoreStatistics } from '../health/store-statistics.query.js';
+import { estimateRows, readStoreStatistics } from '../health/store-statistics.queries.js';
 import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
 import { messages } from '../idempotency.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';

@@ -26,6 +26,7 @@ export class IdempotencyPurgeService implements OnModuleInit, BeforeApplicationS
   private running: Promise<PurgeRun> | undefined;
   private stopping = false;
 
+  /** @internal Nest constructs it. */
   constructor(
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly metrics: IdempotencyMetricsService,

@@ -11,7 +11,10 @@ export interface Keyring {
   readonly keys: ReadonlyMap<string, KeyObject>;
 }
 
-/** Whose record a response is: authenticated with it, so a sealed record cannot be moved to another message. */
+/**
+ * Whose record a response is: authenticated with it, so a sealed record cannot be moved to another message.
+ * @internal
+ */
 export interface RecordOwner {
   readonly consumer: string;
   readonly key: string;
@@ -27,7 +30,10 @@ export interface RecordOwner {
  */
 export type UnreadableReason = 'no-encryption' | 'unknown-key' | 'not-authentic' | 'unknown-format';
 
-/** A sealed record that could not be opened. */
+/**
+ * A sealed record that could not be opened.
+ * @internal
+ */
 export class UnreadableRecord {
   constructor(
     readonly reason: UnreadableReason,
@@ -56,7 +62,10 @@ const HAS_HEADERS = 0b01;
 const HAS_BODY = 0b10;
 const ALGORITHM = 'aes-256-gcm';
 
-/** Whether `stored` is a sealed record (of any format version). */
+/**
+ * Whether `stored` is a sealed record (of any format version).
+ * @internal
+ */
 export function isSealed(stored: RecordedResponse): boolean {
   return stored.headers === null && stored.body !== null && stored.body.length > 1 && stored.body[0] === SEALED_MARKER;
 }
@@ -66,6 +75,7 @@ export function isSealed(stored: RecordedResponse): boolean {
  * ciphertext in `body` (format 1: marker, version, key id, 96-bit random IV, 128-bit tag,
  * ciphertext), `headers` null. The status stays readable, and is authenticated with the format,
  * the key id, the consumer and the key. A response with neither headers nor body is left as it is.
+ * @internal
  */
 export function sealResponse(keyring: Keyring, owner: RecordOwner, response: RecordedResponse): RecordedResponse {
   if (response.headers === null && response.body === null) {
@@ -84,6 +94,7 @@ export function sealResponse(keyring: Keyring, owner: RecordOwner, response: Rec
  * The response as it was recorded: a plaintext record as it is (those written before encryption
  * was turned on, or with it off), a sealed one opened with the key its id names.
  * @returns an UnreadableRecord when no configured key can open it; never a response it cannot authenticate.
+ * @internal
  */
 export function openResponse(keyring: Keyring | null, owner: RecordOwner, stored: RecordedResponse): RecordedResponse | UnreadableRecord {
   if (!isSealed(stored)) {

@@ -5,7 +5,8 @@ import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { POSTGRES_STORE } from '../leasing/lease-stores.js';
-import { catalogueParameters, catalogueStatement, findMissing, type SchemaNeeds, schemaNeeds, type StoreCatalogue } from './store-schema.js';
+import { findMissing, type SchemaNeeds, schemaNeeds, type StoreCatalogue } from './store-schema.js';
+import { catalogueParameters, catalogueStatement } from './store-schema.queries.js';
 
 /**
  * Checks at application bootstrap, with one catalogue query, that the processed-messages store

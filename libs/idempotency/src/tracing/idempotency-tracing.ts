@@ -14,7 +14,10 @@ type OpenTelemetry = typeof import('@opentelemetry/api');
 /** The tracer's name: the instrumentation scope of the module's spans. */
 const TRACER_NAME = 'nestjs-idempotent-consumer';
 
-/** Where a delivery came from, for the span's attributes. */
+/**
+ * Where a delivery came from, for the span's attributes.
+ * @internal
+ */
 export interface DeliverySource {
   readonly consumer: string;
   readonly mode: IdempotencyMode;

@@ -20,6 +20,7 @@ import { MessageDelivery } from './message-delivery.js';
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
+  /** @internal Nest constructs it. */
   constructor(
     private readonly http: HttpDelivery,
     private readonly messages: MessageDelivery,

@@ -4,7 +4,7 @@ import type { IsolationLevel } from '../decorators/idempotent-handler.options.js
 /*
  * What the module relies on in TypeORM beyond its documented API, and nothing else. These parts
  * read the same in the sources of TypeORM 0.3.28 to 0.3.31 and 1.1 (BaseQueryRunner,
- * PostgresQueryRunner, PostgresDriver); `test/dependency-internals.e2e-spec.ts` checks each one
+ * PostgresQueryRunner, PostgresDriver); `typeorm-internals.e2e-spec.ts` beside it checks each one
  * on the installed version and fails when an upgrade changes it.
  */
 
@@ -14,14 +14,20 @@ interface TransactionState {
   transactionDepth: number;
 }
 
-/** What one statement of a multi-statement query answered (node-postgres's `StatementResult`). */
+/**
+ * What one statement of a multi-statement query answered (node-postgres's `StatementResult`).
+ * @internal
+ */
 export interface StatementResult {
   readonly command: string;
   readonly rowCount: number | null;
   readonly rows: unknown[];
 }
 
-/** The node-postgres client that PostgresQueryRunner's `connect()` resolves to, as far as the claim uses it. */
+/**
+ * The node-postgres client that PostgresQueryRunner's `connect()` resolves to, as far as the claim uses it.
+ * @internal
+ */
 export interface PostgresConnection {
   query(text: string): Promise<StatementResult | StatementResult[]>;
   escapeLiteral(value: string): string;
