@@ -56,28 +56,26 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
   }
 
   /**
-   * Waits for a twin of this process while one is in flight, then tries the claim in the database.
+   * Tries the claim in the database, unless a twin of this process is in flight: that one is
+   * waited for first.
    * @throws IdempotencyUnavailableError when no pooled connection came within `connectionTimeout`.
    * @throws IdempotencyTransientError on a serialization failure or deadlock.
    * @throws IdempotencySchemaError when the claim's function is missing (its migration has not run).
    */
-  protected async tryOnce(request: ClaimRequest, deadline: number): Promise<ClaimOutcome | undefined> {
-    const id = `${request.consumer}\u0000${request.key}`;
-    for (;;) {
-      const entered = this.twins.enter(id);
-      if (!('twin' in entered)) {
-        return this.attempt(request, entered.settle, entered.won);
-      }
-      const ending = await this.twinEnding(entered.twin, request, deadline);
-      if (ending === undefined || (ending === 'held' && !request.waitForTwin)) {
-        throw new IdempotencyInFlightError(request.consumer, request.key);
-      }
-      // A committed twin: read its record at once, beside the other waiting twins, with no deadline left to race.
-      const duplicate = ending === 'committed' ? await this.attempt(request, ignore, ignore) : undefined;
-      if (duplicate) {
-        return duplicate;
-      }
+  protected tryOnce(request: ClaimRequest, deadline: number): Promise<ClaimOutcome | undefined> {
+    const entered = this.twins.enter(`${request.consumer}\u0000${request.key}`);
+    return 'twin' in entered ? this.afterTwin(entered.twin, request, deadline) : this.attempt(request, entered.settle, entered.won);
+  }
+
+  /** Waits for `twin` to end; then replays what it committed, or tries the claim again. */
+  private async afterTwin(twin: InFlightTwin, request: ClaimRequest, deadline: number): Promise<ClaimOutcome | undefined> {
+    const ending = await this.twinEnding(twin, request, deadline);
+    if (ending === undefined || (ending === 'held' && !request.waitForTwin)) {
+      throw new IdempotencyInFlightError(request.consumer, request.key);
     }
+    // A committed twin: read its record at once, beside the other waiting twins, with no deadline left to race.
+    const duplicate = ending === 'committed' ? await this.attempt(request, ignore, ignore) : undefined;
+    return duplicate ?? this.tryOnce(request, deadline);
   }
 
   /**

@@ -38,15 +38,16 @@ export class OpenClaim extends SettlingDelivery {
 
   /**
    * Records `response` and commits the claim with the handler's work.
-   * @throws IdempotencyTransactionAbortedError, IdempotencyTransientError,
-   * IdempotencyClaimTransactionError or the database's error: nothing was committed.
+   * @throws IdempotencyTransactionAbortedError, IdempotencyClaimTransactionError or the database's
+   * error: nothing was committed.
    */
-  protected async complete(response: RecordedResponse): Promise<void> {
-    try {
-      await this.transaction.commit(recordStatements(this.sql, this.request, response));
-    } catch (error) {
-      throw translateDatabaseError(error, this.request);
-    }
+  protected complete(response: RecordedResponse): Promise<void> {
+    return this.transaction.commit(recordStatements(this.sql, this.request, response));
+  }
+
+  /** A serialization failure or deadlock is an IdempotencyTransientError, a statement of an aborted transaction an IdempotencyTransactionAbortedError. */
+  protected override failure(error: unknown): unknown {
+    return translateDatabaseError(error, this.request);
   }
 
   /** Rolls back the claim with the handler's work. */

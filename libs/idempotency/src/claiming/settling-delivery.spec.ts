@@ -7,7 +7,7 @@ import { SettlingDelivery } from './settling-delivery.js';
 
 const RESPONSE: RecordedResponse = { status: 201, headers: {}, body: Buffer.from('{}') };
 
-/** A delivery that writes down each step it is asked for, in order; its completion fails with `failure`, if given. */
+/** A delivery that writes down each step it is asked for, in order; its completion fails with `completionError`, if given. */
 class StepsDelivery extends SettlingDelivery {
   readonly rollbackUndoesWork = true;
   protected readonly active: ActiveClaim = { consumer: 'Payments.charge', key: 'order-7', sender: 'shop', downstreamKey: 'd' };
@@ -15,15 +15,15 @@ class StepsDelivery extends SettlingDelivery {
   constructor(
     storage: AsyncLocalStorage<ActiveClaim>,
     private readonly steps: string[],
-    private readonly failure?: Error,
+    private readonly completionError?: Error,
   ) {
     super(storage, (outcome: DeliveryOutcome) => void steps.push(`counted ${outcome}`));
   }
 
   protected async complete(response: RecordedResponse): Promise<void> {
     this.steps.push(`complete ${response.status}`);
-    if (this.failure) {
-      throw this.failure;
+    if (this.completionError) {
+      throw this.completionError;
     }
   }
 

@@ -34,8 +34,9 @@ export abstract class SettlingDelivery implements OpenDelivery {
       await this.complete(response);
       this.onSettled('processed');
     } catch (error) {
-      this.onSettled(failureOutcome(error));
-      throw error;
+      const failure = this.failure(error);
+      this.onSettled(failureOutcome(failure));
+      throw failure;
     } finally {
       if (this.afterCommit) {
         await this.afterCommit();
@@ -57,11 +58,16 @@ export abstract class SettlingDelivery implements OpenDelivery {
     this.settled = true;
   }
 
-  /** Records `response` and completes the message; throws, with the error to answer, when it cannot. */
+  /** Records `response` and completes the message; throws when it cannot. */
   protected abstract complete(response: RecordedResponse): Promise<void>;
 
+  /** The error to answer for `error`, which ended the commit: by default, itself. */
+  protected failure(error: unknown): unknown {
+    return error;
+  }
+
   /** Undoes the claim, so that the next delivery processes the message. */
-  protected abstract undo(): Promise<void>;
+  protected abstract undo(): Promise<unknown>;
 
   /** Gives back what the delivery held until its commit ended, well or not (the claim's connection); a lease holds nothing. */
   protected afterCommit?(): Promise<void>;

@@ -76,8 +76,8 @@ export class OpenLease extends SettlingDelivery {
    * Releases the lease so that the next delivery processes at once; a lease taken over stays with
    * its new holder. A store that fails to release leaves the lease to expire.
    */
-  protected async undo(): Promise<void> {
-    await this.store.release(this.request, this.token).catch(() => false);
+  protected undo(): Promise<boolean> {
+    return this.store.release(this.request, this.token).catch(() => false);
   }
 
   /** The handler's `extendLease()`: the lease's expiry `leaseMs` from now, whatever the renewal bound. */
