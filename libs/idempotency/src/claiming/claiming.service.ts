@@ -1,9 +1,7 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { AsyncLocalStorage } from 'node:async_hooks';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { ActiveClaim } from '../context/idempotency.context.js';
 import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.js';
-import { IdempotencyKeyReusedError } from '../errors/idempotency-key-reused.error.js';
 import { IdempotencySchemaError } from '../errors/idempotency-schema.error.js';
 import { IdempotencyTransientError } from '../errors/idempotency-transient.error.js';
 import {
@@ -12,13 +10,10 @@ import {
   PG_UNDEFINED_FUNCTION,
   REJECT_LOCK_TIMEOUT_MS,
   RESOLVED_OPTIONS,
-  TWIN_POLL_FIRST_MS,
-  TWIN_POLL_MAX_MS,
 } from '../idempotency.internal-constants.js';
 import { messages } from '../idempotency.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
-import { failureOutcome } from '../errors/delivery-error-classes.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { claimFunctionMissing } from '../schema/store-schema.js';
 import { postgresErrorCode, translateDatabaseError } from './claim-errors.js';
@@ -27,7 +22,11 @@ import { type ClaimSql, claimStatement, claimWon, type StoredClaim, twinStatemen
 import { ClaimTransaction } from './claim-transaction.js';
 import { endingWithin, type InFlightTwin, InFlightTwins, type TwinEnding } from './in-flight-twins.js';
 import { StoredConsumers } from '../discovery/stored-consumers.js';
+import { DeliveryClaiming } from './delivery-claiming.js';
 import { OpenClaim } from './open-claim.js';
+
+/** The settle hooks of a read that cannot win the claim (it reads a committed twin's record). */
+const ignore = (): void => undefined;
 
 /**
  * How a claim ended: this delivery won it and must now run the handler, or a twin had processed the message.
@@ -38,69 +37,49 @@ export type ClaimOutcome =
   | { readonly kind: 'duplicate'; readonly response: RecordedResponse };
 
 /**
- * The claiming core every transport shares: claim the message in a new transaction on the data
- * source, or find that a twin processed it and return the twin's recorded response. A delivery
- * whose twin is in flight waits for it without holding a pooled connection (`wait`), or is
- * answered as in flight (`reject`). Every ending is counted in the metrics.
+ * The transactional mode's protocol, which every transport shares: claim the message in a new
+ * transaction on the data source, or find that a twin processed it and return the twin's recorded
+ * response. A twin in flight in this process is waited for without a pooled connection; one of
+ * another process holds the claim's row, and is waited for (`wait`) or answered (`reject`) as
+ * `DeliveryClaiming` does. The model of this protocol, checked with spin, is
+ * `transaction-protocol.pml` beside this file.
  * @internal
  */
 @Injectable()
-export class ClaimingService {
-  private readonly logger = new Logger('Idempotency');
+export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
   private readonly twins = new InFlightTwins();
 
   constructor(
-    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    @Inject(RESOLVED_OPTIONS) options: ResolvedIdempotencyOptions,
     @Inject(CLAIM_STORAGE) private readonly storage: AsyncLocalStorage<ActiveClaim>,
     private readonly join: DataSourceJoin,
-    private readonly metrics: IdempotencyMetricsService,
+    metrics: IdempotencyMetricsService,
     private readonly consumers: StoredConsumers,
-  ) {}
+  ) {
+    super(options, metrics);
+  }
 
   /**
-   * Claims `request`'s message for its consumer.
-   * @throws IdempotencyKeyReusedError when a twin with another fingerprint was processed.
-   * @throws IdempotencyInFlightError when a twin is still in flight past the policy's wait.
+   * Tries the claim in the database, unless a twin of this process is in flight: that one is
+   * waited for first.
    * @throws IdempotencyUnavailableError when no pooled connection came within `connectionTimeout`.
    * @throws IdempotencyTransientError on a serialization failure or deadlock.
    * @throws IdempotencySchemaError when the claim's function is missing (its migration has not run).
    */
-  async claim(request: ClaimRequest): Promise<ClaimOutcome> {
-    const id = `${request.consumer}\u0000${request.key}`;
-    // `wait`: how long this delivery waits for its twins in all; `reject` waits for none that holds its claim.
-    const deadline = performance.now() + this.options.inFlightWaitTimeoutMs;
-    let pause = TWIN_POLL_FIRST_MS;
-    try {
-      for (;;) {
-        const entered = this.twins.enter(id);
-        if ('twin' in entered) {
-          const ending = await this.twinEnding(entered.twin, request, deadline);
-          if (ending === undefined || (ending === 'held' && !request.waitForTwin)) {
-            throw new IdempotencyInFlightError(request.consumer, request.key);
-          }
-          // A committed twin: read its record at once, beside the other waiting twins, with no deadline left to race.
-          const duplicate = ending === 'committed' ? await this.attempt(request, () => undefined, () => undefined) : undefined;
-          if (duplicate) {
-            return duplicate;
-          }
-          continue;
-        }
-        const outcome = await this.attempt(request, entered.settle, entered.won);
-        if (outcome) {
-          return outcome;
-        }
-        const left = deadline - performance.now();
-        if (!request.waitForTwin || left <= 0) {
-          throw new IdempotencyInFlightError(request.consumer, request.key);
-        }
-        await sleep(Math.min(pause, left));
-        pause = Math.min(pause * 2, TWIN_POLL_MAX_MS);
-      }
-    } catch (error) {
-      const failure = translateDatabaseError(error, request);
-      this.metrics.recordDelivery(request, failureOutcome(failure));
-      throw failure;
+  protected tryOnce(request: ClaimRequest, deadline: number): Promise<ClaimOutcome | undefined> {
+    const entered = this.twins.enter(`${request.consumer}\u0000${request.key}`);
+    return 'twin' in entered ? this.afterTwin(entered.twin, request, deadline) : this.attempt(request, entered.settle, entered.won);
+  }
+
+  /** Waits for `twin` to end; then replays what it committed, or tries the claim again. */
+  private async afterTwin(twin: InFlightTwin, request: ClaimRequest, deadline: number): Promise<ClaimOutcome | undefined> {
+    const ending = await this.twinEnding(twin, request, deadline);
+    if (ending === undefined || (ending === 'held' && !request.waitForTwin)) {
+      throw new IdempotencyInFlightError(request.consumer, request.key);
     }
+    // A committed twin: read its record at once, beside the other waiting twins, with no deadline left to race.
+    const duplicate = ending === 'committed' ? await this.attempt(request, ignore, ignore) : undefined;
+    return duplicate ?? this.tryOnce(request, deadline);
   }
 
   /**
@@ -141,9 +120,7 @@ export class ClaimingService {
       }
       const response = await this.readTwin(transaction, sql, request, formerConsumer);
       ending = 'committed';
-      this.logger.log(messages.duplicate(request.consumer, request.key, request.sender));
-      this.metrics.recordDelivery(request, 'duplicate');
-      return { kind: 'duplicate', response };
+      return this.replay(request, response);
     } catch (error) {
       const code = postgresErrorCode(error);
       if (code === PG_LOCK_NOT_AVAILABLE) {
@@ -154,7 +131,7 @@ export class ClaimingService {
         const { missing, migrations } = claimFunctionMissing(this.options.tableName);
         throw new IdempotencySchemaError(this.options.tableName, missing, migrations, { cause: error });
       }
-      throw error;
+      throw translateDatabaseError(error, request);
     } finally {
       if (!claimed) {
         await transaction?.close();
@@ -170,9 +147,7 @@ export class ClaimingService {
     if (!twin) {
       throw new IdempotencyTransientError(messages.claimVanished(request.key), request.consumer, request.key);
     }
-    if (request.fingerprint !== null && twin.fingerprint !== null && twin.fingerprint !== request.fingerprint) {
-      throw new IdempotencyKeyReusedError(request.consumer, request.key);
-    }
+    this.refuseReusedKey(request, twin.fingerprint);
     if (twin.leased) {
       throw new IdempotencyInFlightError(request.consumer, request.key);
     }

@@ -1,5 +1,6 @@
 /*
- * The transactional mode's protocol (claiming.service.ts, claim-transaction.ts, open-claim.ts),
+ * The transactional mode's protocol (claiming.service.ts, claim-transaction.ts, open-claim.ts;
+ * the twin wait and the settling both modes share: delivery-claiming.ts, settling-delivery.ts),
  * for one message delivered three times, checked with spin by test/protocol-models.e2e-spec.ts:
  *
  *   spin -a transaction-protocol.pml && gcc -DNFAIR=3 -o pan pan.c && ./pan -a -f
@@ -16,7 +17,7 @@
  *   commit     UPDATE <the recorded response>; COMMIT (recordStatements, ClaimTransaction.commit):
  *              the claim and the work commit together, or neither does.
  *   rollback   the handler threw, or PostgreSQL aborted the transaction: ROLLBACK undoes the claim
- *              with the work (OpenClaim.rollback).
+ *              with the work (OpenClaim.rollback() -> undo()).
  *   crash      the process dies at any step before COMMIT: PostgreSQL rolls the open transaction
  *              back when its connection drops; the broker (or the client) redelivers.
  *   lost ack   after COMMIT, the ack (or the HTTP answer) may be lost: the message is redelivered.

@@ -1,19 +1,21 @@
 /*
- * The lease mode's protocol (lease-claiming.service.ts, open-lease.ts, lease-store.ts), for one
- * message delivered three times, checked with spin by test/protocol-models.e2e-spec.ts:
+ * The lease mode's protocol (lease-claiming.service.ts, open-lease.ts, lease-store.ts; the twin
+ * wait and the settling both modes share: ../claiming/delivery-claiming.ts, settling-delivery.ts),
+ * for one message delivered three times, checked with spin by test/protocol-models.e2e-spec.ts:
  *
  *   spin -a lease-protocol.pml && gcc -DNFAIR=3 -o pan pan.c && ./pan -a -f
  *
  * Step by step, the model and the code:
  *   claim      LeaseStore.claim(): atomic in the store; a new message, or a lease that expired,
- *              is taken under a fresh token (LeaseClaimingService.claim, randomUUID()); a completed
+ *              is taken under a fresh token (LeaseClaimingService.tryOnce, randomUUID()); a completed
  *              message is a duplicate (replayed / acked); a live lease is a twin in flight (409 or
  *              requeue with backoff, or poll under 'wait': the delivery tries again).
  *   remote     the handler calls the other service with IdempotencyContext.downstreamKey, which
  *              dedupes by it: however many calls, one remote effect.
- *   complete   OpenLease.commit() -> LeaseStore.complete(): atomic, only while the token holds the
- *              lease; a fenced holder gets IdempotencyLeaseLostError and its delivery is retried.
- *   release    OpenLease.rollback() -> LeaseStore.release(): the handler threw; token-checked.
+ *   complete   OpenLease.commit() -> complete() -> LeaseStore.complete(): atomic, only while the
+ *              token holds the lease; a fenced holder gets IdempotencyLeaseLostError and its
+ *              delivery is retried.
+ *   release    OpenLease.rollback() -> undo() -> LeaseStore.release(): the handler threw; token-checked.
  *   crash      the process dies at any step: nothing is released, the lease is left to expire,
  *              and the broker (or the client) redelivers: the process tries again.
  *   Clock      the lease expires: always once its holder is dead; at most MAX_SLOW times while

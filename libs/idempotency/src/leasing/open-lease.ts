@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { AsyncLocalStorage } from 'node:async_hooks';
-import type { ClaimRequest, OpenDelivery, RecordedResponse } from '../claiming/claim.js';
+import type { ClaimRequest, RecordedResponse } from '../claiming/claim.js';
+import { SettlingDelivery } from '../claiming/settling-delivery.js';
 import type { ActiveClaim } from '../context/idempotency.context.js';
 import { IdempotencyLeaseLostError } from '../errors/idempotency-lease-lost.error.js';
 import { messages } from '../idempotency.messages.js';
@@ -30,12 +31,11 @@ export interface LeaseRenewal {
  * keeps its message, a hung one lets go of it in the end. Renewals run one at a time, with the
  * handler's own `extendLease()` calls in the same line, so none shortens what another set.
  */
-export class OpenLease implements OpenDelivery {
+export class OpenLease extends SettlingDelivery {
   /** A rollback releases the lease only: the handler's effects are elsewhere and stay. */
   readonly rollbackUndoesWork = false;
+  protected readonly active: ActiveClaim;
   private readonly logger = new Logger('Idempotency');
-  private settled = false;
-  private readonly active: ActiveClaim;
   private readonly claimedAt = performance.now();
   /** When the lease expires, by this process's clock, as the claim, the last renewal or extension set it. */
   private expiresAt: number;
@@ -47,11 +47,12 @@ export class OpenLease implements OpenDelivery {
     private readonly store: LeaseStore,
     private readonly request: ClaimRequest & LeaseRequest,
     private readonly token: string,
-    private readonly storage: AsyncLocalStorage<ActiveClaim>,
-    private readonly onSettled: (outcome: DeliveryOutcome) => void,
+    storage: AsyncLocalStorage<ActiveClaim>,
+    onSettled: (outcome: DeliveryOutcome) => void,
     private readonly renewal: LeaseRenewal = { forMs: 0, record: () => undefined },
     private readonly onLeaseEvent: (event: LeaseEvent) => void = () => undefined,
   ) {
+    super(storage, onSettled);
     this.expiresAt = this.claimedAt + request.leaseMs;
     this.active = {
       consumer: request.consumer,
@@ -63,23 +64,9 @@ export class OpenLease implements OpenDelivery {
     this.scheduleRenewal();
   }
 
-  run<T>(handle: () => Promise<T>): Promise<T> {
-    return this.storage.run(this.active, handle);
-  }
-
   /** @throws IdempotencyLeaseLostError when another delivery took the lease over; the store's error when it fails. */
-  async commit(response: RecordedResponse): Promise<void> {
-    if (this.settled) {
-      return;
-    }
-    this.settle();
-    let completed = false;
-    try {
-      completed = await this.store.complete(this.request, this.token, response);
-    } finally {
-      this.onSettled(completed ? 'processed' : 'failed');
-    }
-    if (!completed) {
+  protected async complete(response: RecordedResponse): Promise<void> {
+    if (!(await this.store.complete(this.request, this.token, response))) {
       this.onLeaseEvent('refusedCompletion');
       throw this.lost();
     }
@@ -89,13 +76,8 @@ export class OpenLease implements OpenDelivery {
    * Releases the lease so that the next delivery processes at once; a lease taken over stays with
    * its new holder. A store that fails to release leaves the lease to expire.
    */
-  async rollback(outcome: Exclude<DeliveryOutcome, 'processed' | 'duplicate'>): Promise<void> {
-    if (this.settled) {
-      return;
-    }
-    this.settle();
-    await this.store.release(this.request, this.token).catch(() => false);
-    this.onSettled(outcome);
+  protected undo(): Promise<boolean> {
+    return this.store.release(this.request, this.token).catch(() => false);
   }
 
   /** The handler's `extendLease()`: the lease's expiry `leaseMs` from now, whatever the renewal bound. */
@@ -159,8 +141,9 @@ export class OpenLease implements OpenDelivery {
     return next;
   }
 
-  private settle(): void {
-    this.settled = true;
+  /** Settled, the lease is renewed no more. */
+  protected override settle(): void {
+    super.settle();
     clearTimeout(this.renewalTimer);
   }
 

@@ -1,0 +1,134 @@
+import { jest } from '@jest/globals';
+import { Logger } from '@nestjs/common';
+import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.js';
+import { IdempotencyKeyReusedError } from '../errors/idempotency-key-reused.error.js';
+import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
+import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
+import type { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
+import type { ClaimRequest, RecordedResponse } from './claim.js';
+import type { ClaimOutcome } from './claiming.service.js';
+
+// The pauses between tries, on the fake clock (jest's fake timers leave node:timers/promises alone).
+jest.unstable_mockModule('node:timers/promises', () => ({
+  setTimeout: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
+}));
+const { DeliveryClaiming } = await import('./delivery-claiming.js');
+
+const RESPONSE: RecordedResponse = { status: 201, headers: {}, body: Buffer.from('{}') };
+
+/** What a try finds in the store: the message free (claimed), processed by a twin, or held by one. */
+type Found = { kind: 'free' } | { kind: 'processed'; fingerprint: string | null } | { kind: 'held' } | { kind: 'failing'; error: Error };
+
+/** A mode whose store answers each try with the next of `found` (the last one for ever), keeping when it was asked. */
+class ScriptedClaiming extends DeliveryClaiming<ClaimRequest> {
+  readonly triedAt: number[] = [];
+
+  constructor(
+    private readonly found: Found[],
+    counted: DeliveryOutcome[],
+  ) {
+    super({ inFlightWaitTimeoutMs: 1_000 } as ResolvedIdempotencyOptions, {
+      recordDelivery: (_delivery: unknown, outcome: DeliveryOutcome) => void counted.push(outcome),
+    } as unknown as IdempotencyMetricsService);
+  }
+
+  protected async tryOnce(request: ClaimRequest): Promise<ClaimOutcome | undefined> {
+    this.triedAt.push(performance.now());
+    const found = this.found.length > 1 ? (this.found.shift() as Found) : this.found[0];
+    switch (found.kind) {
+      case 'free':
+        return { kind: 'claimed', claim: {} as never };
+      case 'processed':
+        this.refuseReusedKey(request, found.fingerprint);
+        return this.replay(request, RESPONSE);
+      case 'held':
+        return undefined;
+      case 'failing':
+        throw found.error;
+    }
+  }
+}
+
+describe('DeliveryClaiming, the twin wait both modes share', () => {
+  const request: ClaimRequest = {
+    consumer: 'Payments.charge',
+    key: 'order-7',
+    sender: 'shop',
+    fingerprint: 'f1',
+    retentionMs: 60_000,
+    waitForTwin: false,
+    isolationLevel: undefined,
+  };
+  let counted: DeliveryOutcome[];
+  let logged: string[];
+
+  beforeEach(() => {
+    jest.useFakeTimers();
+    counted = [];
+    logged = [];
+    jest.spyOn(Logger.prototype, 'log').mockImplementation((message: unknown) => void logged.push(String(message)));
+  });
+
+  afterEach(() => {
+    jest.restoreAllMocks();
+    jest.useRealTimers();
+  });
+
+  /** Claims with `claiming`, letting the fake clock run until the claim ends; how it ended and when each try was made. */
+  async function claimed(claiming: ScriptedClaiming, waitForTwin: boolean) {
+    const startedAt = performance.now();
+    const ending: Promise<{ outcome?: ClaimOutcome; error?: unknown }> = claiming.claim({ ...request, waitForTwin }).then(
+      (outcome) => ({ outcome }),
+      (error: unknown) => ({ error }),
+    );
+    await jest.advanceTimersByTimeAsync(5_000);
+    return { ...(await ending), tries: claiming.triedAt.map((at) => at - startedAt) };
+  }
+
+  it('reject: a twin holding the message is answered as in flight after one try, and counted rejected', async () => {
+    const { error, tries } = await claimed(new ScriptedClaiming([{ kind: 'held' }, { kind: 'free' }], counted), false);
+    expect(error).toBeInstanceOf(IdempotencyInFlightError);
+    expect(tries).toEqual([0]);
+    expect(counted).toEqual(['rejected']);
+  });
+
+  it('wait: tries again after pauses that double, until a try wins the claim', async () => {
+    const claiming = new ScriptedClaiming([{ kind: 'held' }, { kind: 'held' }, { kind: 'held' }, { kind: 'free' }], counted);
+    const { outcome, tries } = await claimed(claiming, true);
+    expect(outcome?.kind).toBe('claimed');
+    expect(tries).toEqual([0, 50, 150, 350]);
+    // A claim won is counted when it settles, not here.
+    expect(counted).toEqual([]);
+  });
+
+  it('wait: gives up at inFlightWaitTimeout, the last pause cut to the time left', async () => {
+    const { error, tries } = await claimed(new ScriptedClaiming([{ kind: 'held' }], counted), true);
+    expect(error).toBeInstanceOf(IdempotencyInFlightError);
+    expect(tries).toEqual([0, 50, 150, 350, 750, 1_000]);
+    expect(counted).toEqual(['rejected']);
+  });
+
+  it('a twin found processed is replayed, logged and counted as a duplicate once', async () => {
+    const { outcome } = await claimed(new ScriptedClaiming([{ kind: 'held' }, { kind: 'processed', fingerprint: 'f1' }], counted), true);
+    expect(outcome).toEqual({ kind: 'duplicate', response: RESPONSE });
+    expect(counted).toEqual(['duplicate']);
+    expect(logged).toHaveLength(1);
+  });
+
+  it('a twin processed with another fingerprint is a reused key; one with none is not compared', async () => {
+    const reused = await claimed(new ScriptedClaiming([{ kind: 'processed', fingerprint: 'f2' }], counted), false);
+    expect(reused.error).toBeInstanceOf(IdempotencyKeyReusedError);
+    const unfingerprinted = await claimed(new ScriptedClaiming([{ kind: 'processed', fingerprint: null }], counted), false);
+    expect(unfingerprinted.outcome?.kind).toBe('duplicate');
+    expect(counted).toEqual(['rejected', 'duplicate']);
+  });
+
+  it("a try's error ends the claim as it is, counted by its outcome, with no try after it", async () => {
+    const failure = new IdempotencyUnavailableError('no connection', request.consumer, request.key);
+    const { error, tries } = await claimed(new ScriptedClaiming([{ kind: 'held' }, { kind: 'failing', error: failure }, { kind: 'free' }], counted), true);
+    expect(error).toBe(failure);
+    expect(tries).toEqual([0, 50]);
+    expect(counted).toEqual(['unavailable']);
+  });
+});

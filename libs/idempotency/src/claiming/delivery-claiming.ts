@@ -1,0 +1,76 @@
+import { Logger } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.js';
+import { IdempotencyKeyReusedError } from '../errors/idempotency-key-reused.error.js';
+import { TWIN_POLL_FIRST_MS, TWIN_POLL_MAX_MS } from '../idempotency.internal-constants.js';
+import { messages } from '../idempotency.messages.js';
+import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { failureOutcome } from '../errors/delivery-error-classes.js';
+import type { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
+import type { ClaimRequest, RecordedResponse } from './claim.js';
+import type { ClaimOutcome } from './claiming.service.js';
+
+/**
+ * How a delivery claims its message, in either mode: it tries once (`tryOnce`, the mode's
+ * protocol); while a twin of another delivery holds the message, it is answered as in flight
+ * (`reject`), or (`wait`) tries again with a growing pause, holding nothing in between, until the
+ * module's `inFlightWaitTimeout` has passed. A twin found processed is replayed, unless its key
+ * was reused with another payload. Every ending is counted in the metrics.
+ */
+export abstract class DeliveryClaiming<R extends ClaimRequest> {
+  private readonly logger = new Logger('Idempotency');
+
+  constructor(
+    protected readonly options: ResolvedIdempotencyOptions,
+    protected readonly metrics: IdempotencyMetricsService,
+  ) {}
+
+  /**
+   * Claims `request`'s message for its consumer.
+   * @throws IdempotencyKeyReusedError when a twin with another fingerprint was processed.
+   * @throws IdempotencyInFlightError when a twin is still in flight past the policy's wait.
+   */
+  async claim(request: R): Promise<ClaimOutcome> {
+    // `wait`: how long this delivery waits for its twins in all; `reject` waits for none that holds the message.
+    const deadline = performance.now() + (request.waitForTwin ? this.options.inFlightWaitTimeoutMs : 0);
+    let pause = TWIN_POLL_FIRST_MS;
+    try {
+      for (;;) {
+        const outcome = await this.tryOnce(request, deadline);
+        if (outcome) {
+          return outcome;
+        }
+        const left = deadline - performance.now();
+        if (!request.waitForTwin || left <= 0) {
+          throw new IdempotencyInFlightError(request.consumer, request.key);
+        }
+        await sleep(Math.min(pause, left));
+        pause = Math.min(pause * 2, TWIN_POLL_MAX_MS);
+      }
+    } catch (error) {
+      this.metrics.recordDelivery(request, failureOutcome(error));
+      throw error;
+    }
+  }
+
+  /**
+   * One try at the claim, by the mode's protocol: the claim won or a duplicate to replay, or
+   * undefined while a twin of another delivery holds the message. `deadline` (by
+   * `performance.now()`) is when a `wait` policy stops waiting.
+   */
+  protected abstract tryOnce(request: R, deadline: number): Promise<ClaimOutcome | undefined>;
+
+  /** A twin processed the message: its recorded `response`, to replay, logged and counted as a duplicate. */
+  protected replay(request: R, response: RecordedResponse): ClaimOutcome {
+    this.logger.log(messages.duplicate(request.consumer, request.key, request.sender));
+    this.metrics.recordDelivery(request, 'duplicate');
+    return { kind: 'duplicate', response };
+  }
+
+  /** @throws IdempotencyKeyReusedError when a twin's `fingerprint` is not this request's (either unset: not compared). */
+  protected refuseReusedKey(request: R, fingerprint: string | null): void {
+    if (request.fingerprint !== null && fingerprint !== null && fingerprint !== request.fingerprint) {
+      throw new IdempotencyKeyReusedError(request.consumer, request.key);
+    }
+  }
+}

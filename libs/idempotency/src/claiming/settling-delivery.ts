@@ -1,0 +1,75 @@
+import type { AsyncLocalStorage } from 'node:async_hooks';
+import type { ActiveClaim } from '../context/idempotency.context.js';
+import { failureOutcome } from '../errors/delivery-error-classes.js';
+import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
+import type { OpenDelivery, RecordedResponse } from './claim.js';
+
+/**
+ * What both modes' open deliveries share: the handler runs with the claim reachable through
+ * `IdempotencyContext`, and the delivery settles once, by `commit()` or `rollback()` (later calls
+ * do nothing), each ending counted through `onSettled`. A mode says how it completes the message,
+ * how it undoes the claim and, if anything, what it gives back once the commit ended.
+ */
+export abstract class SettlingDelivery implements OpenDelivery {
+  abstract readonly rollbackUndoesWork: boolean;
+  /** True from the first `commit()` or `rollback()` on. */
+  protected settled = false;
+  /** What `IdempotencyContext` answers while the handler runs. */
+  protected abstract readonly active: ActiveClaim;
+
+  constructor(
+    private readonly storage: AsyncLocalStorage<ActiveClaim>,
+    private readonly onSettled: (outcome: DeliveryOutcome) => void,
+  ) {}
+
+  run<T>(handle: () => Promise<T>): Promise<T> {
+    return this.storage.run(this.active, handle);
+  }
+
+  async commit(response: RecordedResponse): Promise<void> {
+    if (this.settled) {
+      return;
+    }
+    this.settle();
+    try {
+      await this.complete(response);
+      this.onSettled('processed');
+    } catch (error) {
+      const failure = this.failure(error);
+      this.onSettled(failureOutcome(failure));
+      throw failure;
+    } finally {
+      if (this.afterCommit) {
+        await this.afterCommit();
+      }
+    }
+  }
+
+  async rollback(outcome: Exclude<DeliveryOutcome, 'processed' | 'duplicate'>): Promise<void> {
+    if (this.settled) {
+      return;
+    }
+    this.settle();
+    await this.undo();
+    this.onSettled(outcome);
+  }
+
+  /** Marks the delivery settled, before it commits or rolls back. */
+  protected settle(): void {
+    this.settled = true;
+  }
+
+  /** Records `response` and completes the message; throws when it cannot. */
+  protected abstract complete(response: RecordedResponse): Promise<void>;
+
+  /** The error to answer for `error`, which ended the commit: by default, itself. */
+  protected failure(error: unknown): unknown {
+    return error;
+  }
+
+  /** Undoes the claim, so that the next delivery processes the message. */
+  protected abstract undo(): Promise<unknown>;
+
+  /** Gives back what the delivery held until its commit ended, well or not (the claim's connection); a lease holds nothing. */
+  protected afterCommit?(): Promise<void>;
+}
