@@ -11,7 +11,8 @@ export interface JetStreamMessage {
   readonly info: { readonly deliveryCount?: number; readonly redeliveryCount?: number };
   ack(): void;
   nak(delayMs?: number): void;
-  term(reason?: string): void;
+  /** Called without a reason: a server before 2.10 takes `+TERM <reason>` for no answer at all, and redelivers. */
+  term(): void;
 }
 
 /**
@@ -42,13 +43,13 @@ export function settleJetStreamMessage(message: JetStreamMessage, verdict: Verdi
       message.ack();
     } else if (verdict.kind === 'dead-letter') {
       logger.error(messages.terminated(message.subject, verdict.reason));
-      message.term(verdict.reason);
+      message.term();
     } else {
       const attempt = message.info.deliveryCount ?? message.info.redeliveryCount ?? 1;
       if (attempt >= verdict.maxAttempts) {
         const reason = messages.attemptsExhausted(attempt, verdict.reason);
         logger.error(messages.terminated(message.subject, reason));
-        message.term(reason);
+        message.term();
       } else {
         const delayMs = verdict.retryDelayMs * Math.min(2 ** (attempt - 1), MAX_RETRY_DELAY_FACTOR);
         logger.warn(messages.requeued(message.subject, attempt, verdict.maxAttempts, delayMs, verdict.reason));
