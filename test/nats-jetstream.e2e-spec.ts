@@ -37,7 +37,9 @@ describeWithBroker('exactly-once NATS JetStream consumers (@nestjs-plugins/nestj
   async function terminations(consumer: string): Promise<{ readonly seen: { deliveries: number }[]; readonly subscription: Subscription }> {
     const seen: { deliveries: number }[] = [];
     const subscription = nats.subscribe(`$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.${JETSTREAM_STREAM}.${consumer}`, {
-      callback: (_, message) => seen.push(message.json()),
+      callback: (_, message) => {
+        seen.push(message.json());
+      },
     });
     await nats.flush();
     return { seen, subscription };
@@ -131,11 +133,11 @@ describeWithBroker('exactly-once NATS JetStream consumers (@nestjs-plugins/nestj
   });
 
   it.each([
-    ['manualAck left out (the client acks as soon as the handler was called)', { MANUAL_ACK: 'false' }, /manualAck: undefined/],
-    ["ackPolicy 'None' (nothing is ever redelivered)", { ACK_POLICY: 'None' }, /ackPolicy: 'None'/],
-    ["ackPolicy 'All' (one ack acknowledges every earlier message in flight)", { ACK_POLICY: 'All' }, /ackPolicy: 'All'/],
-  ])('refuses to start with %s, naming the handler', async (_, env, setting) => {
-    const start = startConsumer(`refused-${env.MANUAL_ACK ?? env.ACK_POLICY}`, env);
+    ['manualAck left out (the client acks as soon as the handler was called)', 'refused-auto-ack', { MANUAL_ACK: 'false' }, /manualAck: undefined/],
+    ["ackPolicy 'None' (nothing is ever redelivered)", 'refused-ack-none', { ACK_POLICY: 'None' }, /ackPolicy: 'None'/],
+    ["ackPolicy 'All' (one ack acknowledges every earlier message in flight)", 'refused-ack-all', { ACK_POLICY: 'All' }, /ackPolicy: 'All'/],
+  ])('refuses to start with %s, naming the handler', async (_, durable, env: Record<string, string>, setting) => {
+    const start = startConsumer(durable, env);
     await expect(start).rejects.toThrow(setting);
     await expect(start).rejects.toThrow(/IdempotencyOptionsError.*JetStreamFixtureController\.(credit|byPayload|poison) is idempotent/s);
   });
