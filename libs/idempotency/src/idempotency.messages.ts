@@ -142,6 +142,11 @@ export const messages = {
     `The RabbitMQ consumer of queue '${queue}' acknowledges messages on delivery (noAck: true, Nest's default), but ` +
     `${handler} is idempotent and the module acknowledges each message itself once it committed. Set noAck: false ` +
     'in the microservice options.',
+  jetStreamAcksWithoutCommit: (durable: string, setting: string, handler: string) =>
+    `The NATS JetStream consumer '${durable}' would lose messages (${setting}): ${handler} is idempotent, and the ` +
+    'module acknowledges each message itself once it committed, retries it with nak and ends it with term. Set ' +
+    "consumerOptions: { manualAck: true, ackPolicy: 'Explicit' } on the NatsJetStreamServer.",
+  terminated: (subject: string, reason: string) => `Message on '${subject}' was terminated (JetStream will not redeliver it): ${reason}`,
   deadLettered: (pattern: string, reason: string) =>
     `Message on '${pattern}' was rejected to the dead-letter path: ${reason}`,
   settleFailed: (pattern: string, reason: string) =>

@@ -24,6 +24,8 @@ import { HttpDelivery } from './transports/http/http-delivery.js';
 import { MessageDelivery } from './transports/message-delivery.js';
 import { MESSAGE_TRANSPORTS, type MessageTransport } from './transports/message-transport.js';
 import { nestMicroservicesProvider } from './transports/nest-microservices.js';
+import { JetStreamConsumerCheck } from './transports/nats-jetstream/jetstream-consumer.check.js';
+import { NatsJetStreamTransport } from './transports/nats-jetstream/nats-jetstream.transport.js';
 import { NestNatsTransport } from './transports/nest-nats/nest-nats.transport.js';
 import { NestRmqTransport } from './transports/nest-rmq/nest-rmq.transport.js';
 import { RmqAcknowledgements } from './transports/nest-rmq/rmq-acknowledgements.js';
@@ -78,10 +80,12 @@ import { StoreSampler } from './metrics/store.sampler.js';
     RmqConsumerCheck,
     NestRmqTransport,
     NestNatsTransport,
+    NatsJetStreamTransport,
+    JetStreamConsumerCheck,
     NestRpcTransport,
     {
       provide: MESSAGE_TRANSPORTS,
-      inject: [NestRmqTransport, NestNatsTransport, NestRpcTransport],
+      inject: [NestRmqTransport, NestNatsTransport, NatsJetStreamTransport, NestRpcTransport],
       // The catch-all of Nest's other transports last.
       useFactory: (...transports: MessageTransport[]) => transports,
     },

@@ -1,0 +1,62 @@
+import type { Logger } from '@nestjs/common';
+import { MAX_RETRY_DELAY_FACTOR } from '../../idempotency.internal-constants.js';
+import { messages } from '../../idempotency.messages.js';
+import type { Verdict } from '../message-transport.js';
+
+/** What the module reads of a JetStream message (`JsMsg` of the `nats` client, v2 and v3 alike). */
+export interface JetStreamMessage {
+  readonly subject: string;
+  readonly headers?: { has(name: string): boolean; get(name: string): string };
+  /** v2 names the count of deliveries `redeliveryCount`, v3 `deliveryCount`: both start at 1. */
+  readonly info: { readonly deliveryCount?: number; readonly redeliveryCount?: number };
+  ack(): void;
+  nak(delayMs?: number): void;
+  /** Called without a reason: a server before 2.10 takes `+TERM <reason>` for no answer at all, and redelivers. */
+  term(): void;
+}
+
+/**
+ * The JetStream message of a delivery of `@nestjs-plugins/nestjs-nats-jetstream-transport`, read
+ * from its `NatsJetStreamContext` (the handler's second argument); undefined for anything else.
+ * The class is recognised by its name and its message's shape, without loading the plugin: it is
+ * CommonJS built on `@nestjs/microservices`, which only an application that uses it should load.
+ */
+export function jetStreamMessageOf(context: unknown): JetStreamMessage | undefined {
+  if (context?.constructor?.name !== 'NatsJetStreamContext') {
+    return undefined;
+  }
+  const message = (context as { message?: Partial<JetStreamMessage> }).message;
+  const settles = typeof message?.ack === 'function' && typeof message.nak === 'function' && typeof message.term === 'function';
+  return settles && typeof message.info === 'object' ? (message as JetStreamMessage) : undefined;
+}
+
+/**
+ * Settles a JetStream message by its verdict: `ack`; `nak` with a delay that doubles with each
+ * delivery (the broker counts them, so the count survives a restart of the consumer); `term`
+ * when it can never succeed or its attempts are spent, so JetStream never redelivers it. A
+ * settlement the connection lost is no failure: the message is redelivered after `ack_wait`, and
+ * the claim answers it as a duplicate or processes it.
+ */
+export function settleJetStreamMessage(message: JetStreamMessage, verdict: Verdict, logger: Logger): void {
+  try {
+    if (verdict.kind === 'ack') {
+      message.ack();
+    } else if (verdict.kind === 'dead-letter') {
+      logger.error(messages.terminated(message.subject, verdict.reason));
+      message.term();
+    } else {
+      const attempt = message.info.deliveryCount ?? message.info.redeliveryCount ?? 1;
+      if (attempt >= verdict.maxAttempts) {
+        const reason = messages.attemptsExhausted(attempt, verdict.reason);
+        logger.error(messages.terminated(message.subject, reason));
+        message.term();
+      } else {
+        const delayMs = verdict.retryDelayMs * Math.min(2 ** (attempt - 1), MAX_RETRY_DELAY_FACTOR);
+        logger.warn(messages.requeued(message.subject, attempt, verdict.maxAttempts, delayMs, verdict.reason));
+        message.nak(delayMs);
+      }
+    }
+  } catch (error) {
+    logger.warn(messages.settleFailed(message.subject, (error as Error).message));
+  }
+}

@@ -1,0 +1,64 @@
+import { Controller, Get, Logger, Module } from '@nestjs/common';
+import { EventPattern, Payload } from '@nestjs/microservices';
+import { IdempotencyContext, IdempotentHandler } from 'nestjs-idempotent-consumer';
+
+/** The stream and subjects of the JetStream suite, unique to it. */
+export const JETSTREAM_STREAM = 'IDEM_JETSTREAM_E2E';
+export const JETSTREAM_SUBJECTS = {
+  credit: 'idem-jetstream-e2e.credit',
+  byPayload: 'idem-jetstream-e2e.by-payload',
+  poison: 'idem-jetstream-e2e.poison',
+} as const;
+
+/** What a test publishes: `hold` keeps the first process's handler busy after its write, until it is killed. */
+interface Credit {
+  readonly id: string;
+  readonly hold?: boolean;
+}
+
+/** `@EventPattern` handlers on a durable JetStream consumer, each writing one effect row in the claim's transaction. */
+@Controller()
+export class JetStreamFixtureController {
+  private readonly logger = new Logger('JetStreamFixture');
+
+  constructor(private readonly idempotency: IdempotencyContext) {}
+
+  /** Readiness, for the test that starts the process. */
+  @Get('ping')
+  ping() {
+    return 'pong';
+  }
+
+  /** Keyed by the Nats-Msg-Id header (the default). */
+  @EventPattern(JETSTREAM_SUBJECTS.credit)
+  @IdempotentHandler()
+  async credit(@Payload() payload: Credit) {
+    await this.recordEffect('credit', payload.id);
+    if (payload.hold && process.env.HOLD === 'true') {
+      this.logger.log(`holding ${payload.id}`);
+      await new Promise((resolve) => setTimeout(resolve, 600_000));
+    }
+  }
+
+  /** Keyed by a payload field, for producers that publish one event several times under new message ids. */
+  @EventPattern(JETSTREAM_SUBJECTS.byPayload)
+  @IdempotentHandler({ key: { body: 'id' } })
+  byPayload(@Payload() payload: Credit) {
+    return this.recordEffect('by-payload', payload.id);
+  }
+
+  /** Writes its effect, then always throws. */
+  @EventPattern(JETSTREAM_SUBJECTS.poison)
+  @IdempotentHandler({ maxAttempts: 3, retryDelay: '100ms' })
+  async poison(@Payload() payload: Credit) {
+    await this.recordEffect('poison', payload.id);
+    throw new Error('poison: this message can never be processed');
+  }
+
+  private async recordEffect(handler: string, key: string): Promise<void> {
+    await this.idempotency.manager.query(`INSERT INTO effects (handler, key) VALUES ($1, $2)`, [handler, key]);
+  }
+}
+
+@Module({ controllers: [JetStreamFixtureController] })
+export class JetStreamFixtureModule {}
