@@ -142,6 +142,11 @@ export const messages = {
     `The RabbitMQ consumer of queue '${queue}' acknowledges messages on delivery (noAck: true, Nest's default), but ` +
     `${handler} is idempotent and the module acknowledges each message itself once it committed. Set noAck: false ` +
     'in the microservice options.',
+  sqsLeftForRedrive: (queue: string, messageId: string, what: string, reason: string) =>
+    `Message ${messageId} on '${queue}' ${what} and is left on the queue: SQS shows it again after its visibility ` +
+    `timeout, and the queue's redrive policy moves it to the dead-letter queue after maxReceiveCount receives. ${reason}`,
+  sqsConsumerRefused: (consumer: string, handler: string, problem: string) =>
+    `The SQS consumer '${consumer}' delivers to ${handler}, which is idempotent, but ${problem}`,
   deadLettered: (pattern: string, reason: string) =>
     `Message on '${pattern}' was rejected to the dead-letter path: ${reason}`,
   settleFailed: (pattern: string, reason: string) =>
