@@ -147,6 +147,11 @@ export const messages = {
     'module acknowledges each message itself once it committed, retries it with nak and ends it with term. Set ' +
     "consumerOptions: { manualAck: true, ackPolicy: 'Explicit' } on the NatsJetStreamServer.",
   terminated: (subject: string, reason: string) => `Message on '${subject}' was terminated (JetStream will not redeliver it): ${reason}`,
+  sqsLeftForRedrive: (queue: string, messageId: string, what: string, reason: string) =>
+    `Message ${messageId} on '${queue}' ${what} and is left on the queue: SQS shows it again after its visibility ` +
+    `timeout, and the queue's redrive policy moves it to the dead-letter queue after maxReceiveCount receives. ${reason}`,
+  sqsConsumerRefused: (consumer: string, handler: string, problem: string) =>
+    `The SQS consumer '${consumer}' delivers to ${handler}, which is idempotent, but ${problem}`,
   deadLettered: (pattern: string, reason: string) =>
     `Message on '${pattern}' was rejected to the dead-letter path: ${reason}`,
   settleFailed: (pattern: string, reason: string) =>

@@ -32,6 +32,7 @@ import { RmqAcknowledgements } from './transports/nest-rmq/rmq-acknowledgements.
 import { RmqConsumerCheck } from './transports/nest-rmq/rmq-consumer.check.js';
 import { NestRpcTransport } from './transports/nest-rpc.transport.js';
 import { ProviderCallEntries } from './transports/provider-call.entries.js';
+import { SqsConsumerCheck } from './transports/sqs/sqs-consumer.check.js';
 import { IdempotencyTracing } from './tracing/idempotency-tracing.js';
 import { StoreSampler } from './metrics/store.sampler.js';
 
@@ -91,6 +92,7 @@ import { StoreSampler } from './metrics/store.sampler.js';
     },
     MessageDelivery,
     ProviderCallEntries,
+    SqsConsumerCheck,
     IdempotencyMetricsService,
     PrometheusExporter,
     StoreSampler,

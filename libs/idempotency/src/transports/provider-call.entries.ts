@@ -2,7 +2,7 @@ import { type ExecutionContext, Injectable, type OnModuleDestroy, type Type } fr
 import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host.js';
 import { type DiscoveredHandler, IdempotencyExplorer } from '../discovery/idempotency.explorer.js';
 import { MessageDelivery } from './message-delivery.js';
-import { enlistProviderCalls, registerEnlister } from './provider-calls.js';
+import { enlistProviderCalls, type ProviderCallEntry, registerEnlister } from './provider-calls.js';
 
 /**
  * Enlists this application's idempotent provider handlers: those a framework calls without Nest's
@@ -11,7 +11,7 @@ import { enlistProviderCalls, registerEnlister } from './provider-calls.js';
  */
 @Injectable()
 export class ProviderCallEntries implements OnModuleDestroy {
-  private readonly enlisted = new Set<object>();
+  private readonly enlisted = new Set<DiscoveredHandler>();
   private readonly unregister: () => void;
 
   constructor(
@@ -28,15 +28,16 @@ export class ProviderCallEntries implements OnModuleDestroy {
   private enlist(): void {
     for (const found of this.explorer.discovered()) {
       const instance = found.provider?.wrapper.instance as object | undefined;
-      if (!found.provider || !instance || this.enlisted.has(instance)) {
+      // Each handler, not each instance: a provider may have several idempotent methods.
+      if (!found.provider || !instance || this.enlisted.has(found)) {
         continue;
       }
-      this.enlisted.add(instance);
+      this.enlisted.add(found);
       enlistProviderCalls(instance, found.provider.methodName, this.entryFor(found, instance));
     }
   }
 
-  private entryFor(found: DiscoveredHandler, instance: object): (args: unknown[], run: () => Promise<unknown>) => Promise<unknown> {
+  private entryFor(found: DiscoveredHandler, instance: object): ProviderCallEntry {
     const { kind, methodName } = found.provider!;
     const transport = kind.calls;
     if (!transport) {
@@ -44,14 +45,32 @@ export class ProviderCallEntries implements OnModuleDestroy {
     }
     const target = instance.constructor as Type;
     const method = target.prototype[methodName] as (...args: unknown[]) => unknown;
-    return (args, run) => {
-      const context = new ExecutionContextHost(args, target, method);
+    const deliver = (contextArgs: unknown[], run: () => Promise<unknown>) => {
+      const context = new ExecutionContextHost(contextArgs, target, method);
       context.setType(transport.name);
       const message = transport.read(context as ExecutionContext);
       if (!message) {
         throw new TypeError(`${transport.name} read no message from a call of ${found.handler.name}`);
       }
       return this.delivery.deliver(found.handler, context, transport, message, run);
+    };
+    if (!kind.splitCall) {
+      return (args, run) => deliver(args, run);
+    }
+    const split = kind.splitCall.bind(kind);
+    return async (args, run) => {
+      const { messages, answer } = split(method, args);
+      let settled = 0;
+      for (const { contextArgs, callArgs } of messages) {
+        try {
+          await deliver(contextArgs, () => run(callArgs));
+        } catch (failure) {
+          // The messages from this one on are left to the broker.
+          return answer(settled, failure);
+        }
+        settled++;
+      }
+      return answer(settled);
     };
   }
 }

@@ -3,8 +3,8 @@ import { CONTROLLER_WATERMARK } from '@nestjs/common/constants.js';
 import { IdempotencyUnsupportedHandlerError } from '../errors/idempotency-unsupported-handler.error.js';
 import { messages } from '../idempotency.messages.js';
 
-/** Runs one call of an idempotent provider handler: `run` calls the method itself. */
-export type ProviderCallEntry = (args: unknown[], run: () => Promise<unknown>) => Promise<unknown>;
+/** Runs one call of an idempotent provider handler: `run` calls the method itself, with the call's arguments unless given others. */
+export type ProviderCallEntry = (args: unknown[], run: (callArgs?: unknown[]) => Promise<unknown>) => Promise<unknown>;
 
 /** The entry of each enlisted provider instance, by method name. */
 const entries = new WeakMap<object, Map<string | symbol, ProviderCallEntry>>();
@@ -46,7 +46,7 @@ export function wrapForProviderCalls(method: (...args: unknown[]) => unknown, me
     }
     const entry = entryOf(this, methodName);
     if (entry) {
-      return entry(args, async () => method.apply(this, args));
+      return entry(args, async (callArgs = args) => method.apply(this, callArgs));
     }
     const name = `${this.constructor.name}.${String(methodName)}`;
     throw new IdempotencyUnsupportedHandlerError(messages.providerNotEnlisted(name), name);

@@ -1,5 +1,6 @@
 import type { Type } from '@nestjs/common';
 import type { MessageTransport } from './message-transport.js';
+import { SQS_HANDLERS } from './sqs/sqs.transport.js';
 
 /**
  * A transport whose handlers are methods of providers rather than of controllers (a BullMQ
@@ -22,10 +23,28 @@ export interface ProviderHandlerKind {
    * interceptors (`@RabbitSubscribe`).
    */
   readonly calls?: MessageTransport;
+  /**
+   * For a framework that reads a call's answer as the messages' settlement (sqs-consumer deletes
+   * the messages a handler returns): the call's messages, each delivered by its own claim, one
+   * after another until one fails, and what the call answers for those that ended well. Absent:
+   * a call is one message, answered with the handler's reply.
+   */
+  splitCall?(method: object, args: unknown[]): ProviderCallSplit;
+}
+
+/** The messages of one call of a provider handler, and the call's answer. @internal */
+export interface ProviderCallSplit {
+  /** Each message: what its execution context reads (`getArgByIndex(0)`: the message) and the arguments the method gets for it alone. */
+  readonly messages: readonly { readonly contextArgs: unknown[]; readonly callArgs: unknown[] }[];
+  /**
+   * What the call answers, given how many messages (from the first) committed or were duplicates,
+   * and the failure of the next one when one failed; it may throw that failure.
+   */
+  answer(settled: number, failure?: unknown): unknown;
 }
 
 /** Every transport whose handlers are provider methods; each adapter's folder supplies its kind. @internal */
-export const PROVIDER_HANDLER_KINDS: readonly ProviderHandlerKind[] = [];
+export const PROVIDER_HANDLER_KINDS: readonly ProviderHandlerKind[] = [SQS_HANDLERS];
 
 /** The kind and contract of a provider's method that a transport delivers to; undefined when none does. */
 export function providerHandlerOf(target: Type, methodName: string): { readonly kind: ProviderHandlerKind; readonly contract: string } | undefined {

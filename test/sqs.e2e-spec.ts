@@ -1,0 +1,184 @@
+import { SendMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { resolve } from 'node:path';
+import { FIXTURE_TABLES_SQL } from './fixtures/fixture.module.js';
+import type { SqsFixtureOverrides, SqsFixtureQueues } from './fixtures/sqs-fixture.module.js';
+import { startDemoApp } from './support/demo-app.js';
+import { type DemoProcess, startAppProcess } from './support/demo-process.js';
+import { Fauxqs } from './support/fauxqs.js';
+import { TcpProxy } from './support/tcp-proxy.js';
+import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
+
+const SQS_APP = resolve('dist/test-apps/test/apps/sqs/sqs-app.main.js');
+
+/** Against fauxqs, an SQS emulator the suite starts: no Amazon SQS is reachable here. */
+describe('exactly-once SQS consumers (@ssut/nestjs-sqs, against the fauxqs emulator)', () => {
+  let db: TestDatabase;
+  let fauxqs: Fauxqs;
+  let queues: SqsFixtureQueues;
+  let dead: { credits: string; poison: string; batch: string };
+  let consumer: DemoProcess | undefined;
+  const children: DemoProcess[] = [];
+
+  /** A consumer: the demo with the fixture's SQS handlers, in a child process (see SqsFixtureHandlers). */
+  async function startConsumer(databaseUrl = db.url, overrides: SqsFixtureOverrides = {}): Promise<DemoProcess> {
+    const env = { DATABASE_URL: databaseUrl, SQS_ENDPOINT: fauxqs.endpoint, SQS_QUEUES: JSON.stringify(queues), SQS_OVERRIDES: JSON.stringify(overrides) };
+    consumer = await startAppProcess(SQS_APP, env, '/accounts/ping');
+    children.push(consumer);
+    return consumer;
+  }
+
+  async function stopConsumer(): Promise<void> {
+    await consumer?.kill('SIGTERM');
+  }
+
+  const send = (queue: string, body: unknown, fifo?: { group: string; deduplicationId: string }) =>
+    fauxqs.client.send(
+      new SendMessageCommand({ QueueUrl: queue, MessageBody: JSON.stringify(body), MessageGroupId: fifo?.group, MessageDeduplicationId: fifo?.deduplicationId }),
+    );
+  const count = async (sql: string, params: unknown[] = []) => Number((await db.query<{ n: string }>(sql, params))[0].n);
+  const ledgerRows = (account: string) => count('SELECT count(*) AS n FROM ledger_entries WHERE account = $1', [account]);
+  const effects = (handler: string, key: string) => count('SELECT count(*) AS n FROM effects WHERE handler = $1 AND key = $2', [handler, key]);
+  const balance = async (account: string) => (await db.query<{ balance: string }>('SELECT balance FROM accounts WHERE account = $1', [account]))[0]?.balance;
+  const logged = (text: string) => (consumer?.output() ?? '').split(text).length - 1;
+  const runs = (key: string) => logged(`run ${key}`);
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    fauxqs = await Fauxqs.start();
+    const suffix = `${process.pid}-${Date.now()}`;
+    const credits = await fauxqs.createQueue(`credits-${suffix}`, 2, 10);
+    const poison = await fauxqs.createQueue(`poison-${suffix}`, 1, 3);
+    const batch = await fauxqs.createQueue(`batch-${suffix}`, 1, 10);
+    const fifo = await fauxqs.createQueue(`fifo-${suffix}.fifo`, 1);
+    queues = { credits: credits.url, poison: poison.url, batch: batch.url, fifo: fifo.url };
+    dead = { credits: credits.deadUrl!, poison: poison.deadUrl!, batch: batch.deadUrl! };
+    const { app: migrator } = await startDemoApp('express', db.url);
+    await migrator.close();
+    await db.query(FIXTURE_TABLES_SQL);
+  });
+
+  afterEach(async () => {
+    await Promise.all(children.splice(0).map((child) => child.kill('SIGKILL')));
+  });
+
+  afterAll(async () => {
+    await fauxqs?.stop();
+    await db?.drop();
+  });
+
+  it('one credit sent 50 times (50 SQS messages, one payload id) → one effect, every copy deleted', async () => {
+    await startConsumer();
+    await Promise.all(Array.from({ length: 50 }, () => send(queues.credits, { id: 'credit-fifty', account: 'acc-fifty', cents: 25 })));
+    await until(async () => logged("Duplicate of 'credit-fifty'") === 49 && (await fauxqs.depth(queues.credits)) === 0, 'every copy is handled and deleted');
+    await stopConsumer();
+    expect(await fauxqs.depth(queues.credits)).toBe(0);
+    expect(await fauxqs.depth(dead.credits)).toBe(0);
+    expect(await ledgerRows('acc-fifty')).toBe(1);
+    expect(await balance('acc-fifty')).toBe('25');
+  });
+
+  it('a consumer SIGKILLed mid-handler: the message reappears after its visibility timeout and the effect happens once', async () => {
+    const account = 'acc-sigkill';
+    const first = await startConsumer();
+    await send(queues.credits, { id: 'seed-sigkill', account, cents: 100 });
+    await until(async () => (await ledgerRows(account)) === 1, 'the seed credit is processed');
+
+    const holder = await db.connect();
+    await holder.query('BEGIN');
+    await holder.query('SELECT 1 FROM accounts WHERE account = $1 FOR UPDATE', [account]);
+    await send(queues.credits, { id: 'credit-sigkill', account, cents: 7 });
+    const blocked = async () =>
+      (await count(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)) === 1;
+    await until(blocked, 'the handler waits on the account lock inside its claim transaction');
+    await first.kill('SIGKILL');
+    await holder.query('ROLLBACK');
+    await holder.end();
+    expect(await fauxqs.depth(queues.credits)).toBe(1); // received, not deleted
+
+    await startConsumer();
+    await until(async () => (await ledgerRows(account)) === 2 && (await fauxqs.depth(queues.credits)) === 0, 'the message reappears and is processed');
+    await stopConsumer();
+    expect(await balance(account)).toBe('107');
+    expect(await count('SELECT count(*) AS n FROM processed_messages WHERE message_id = $1', ['credit-sigkill'])).toBe(1);
+    expect(await fauxqs.depth(dead.credits)).toBe(0);
+  });
+
+  it('a 2-second database outage: nothing dead-lettered, each message processed once after it', async () => {
+    const database = new URL(db.url);
+    const proxy = new TcpProxy(database.hostname, Number(database.port || 5432));
+    await proxy.start();
+    try {
+      await startConsumer(proxy.url(db.url));
+      const account = 'acc-outage';
+      proxy.refuse();
+      const outage = performance.now();
+      await Promise.all(Array.from({ length: 20 }, (_, i) => send(queues.credits, { id: `outage-${i}`, account, cents: 1 })));
+      await until(() => Promise.resolve(logged('failed and is left on the queue') > 0), 'deliveries fail and stay on the queue');
+      await until(() => Promise.resolve(performance.now() - outage >= 2_000), 'the outage has lasted 2 s');
+      proxy.accept();
+      await until(async () => (await ledgerRows(account)) === 20 && (await fauxqs.depth(queues.credits)) === 0, 'every message is processed after the outage', 60_000);
+      await stopConsumer();
+      console.log(`SQS, 2 s database outage: ${logged('failed and is left on the queue')} failed receives, each shown again after the visibility timeout; nothing dead-lettered`);
+      expect(await fauxqs.depth(dead.credits)).toBe(0);
+      expect(await ledgerRows(account)).toBe(20);
+      expect(await balance(account)).toBe('20');
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('a poison message ends in the dead-letter queue after maxReceiveCount receives with nothing committed; one without a key never runs the handler', async () => {
+    await startConsumer();
+    await send(queues.poison, { id: 'poison-1' });
+    await send(queues.poison, { note: 'no id' });
+    await until(async () => (await fauxqs.depth(dead.poison)) === 2, 'both messages reach the dead-letter queue', 30_000);
+    await stopConsumer();
+    expect(runs('poison-1')).toBe(3);
+    expect(logged('run ')).toBe(3);
+    expect(await fauxqs.depth(queues.poison)).toBe(0);
+    expect(await effects('poison', 'poison-1')).toBe(0);
+    expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE consumer LIKE 'sqs poison'`)).toBe(0);
+    expect(consumer!.output()).toMatch(/ERROR.*can never succeed.*'id' in the message payload is missing/);
+  });
+
+  it('a batch handler: each message is its own claim, and only those that committed are deleted', async () => {
+    await startConsumer();
+    const ids = ['b1', 'b2', 'b3', 'b4', 'b5'];
+    await fauxqs.client.send(
+      new SendMessageBatchCommand({
+        QueueUrl: queues.batch,
+        Entries: ids.map((id) => ({ Id: id, MessageBody: JSON.stringify({ id, failFirst: id === 'b3' }) })),
+      }),
+    );
+    await until(async () => (await count(`SELECT count(*) AS n FROM effects WHERE handler = 'batch'`)) === 5 && (await fauxqs.depth(queues.batch)) === 0, 'every message commits');
+    await stopConsumer();
+    for (const id of ids) {
+      expect([id, await effects('batch', id)]).toEqual([id, 1]);
+    }
+    expect(ids.map(runs)).toEqual([1, 1, 2, 1, 1]);
+    // A committed message left on the queue would come back as a duplicate: none did.
+    expect(logged('Duplicate of')).toBe(0);
+    expect(await fauxqs.depth(dead.batch)).toBe(0);
+  });
+
+  it("a FIFO queue's messages are keyed by their deduplication id", async () => {
+    await startConsumer();
+    await send(queues.fifo, { id: 'fifo-1' }, { group: 'g', deduplicationId: 'dedup-fifo-1' });
+    await until(async () => (await effects('fifo', 'fifo-1')) === 1 && (await fauxqs.depth(queues.fifo)) === 0, 'the message commits');
+    await stopConsumer();
+    expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE message_id = 'dedup-fifo-1'`)).toBe(1);
+  });
+
+  describe('refuses consumers that would lose or repeat messages', () => {
+    it.each([
+      ['shouldDeleteMessages: false', { credits: { shouldDeleteMessages: false } }, /'credits' delivers to SqsFixtureHandlers\.credit.*shouldDeleteMessages: false/],
+      ['alwaysAcknowledge on a batch handler', { batch: { alwaysAcknowledge: true } }, /'batch' delivers to SqsFixtureHandlers\.batch.*alwaysAcknowledge: true/],
+      ['a FIFO consumer without the deduplication id', { fifo: { messageSystemAttributeNames: [] } }, /'fifo' .*MessageDeduplicationId/],
+    ])('%s', async (_, overrides: SqsFixtureOverrides, message) => {
+      const refused = await startConsumer(db.url, overrides).catch((caught: unknown) => caught);
+      expect(refused).toBeInstanceOf(Error);
+      expect((refused as Error).message).toMatch(/exited with 1/);
+      expect((refused as Error).message).toMatch(new RegExp(`IdempotencyOptionsError.*${message.source}`));
+    });
+  });
+});
