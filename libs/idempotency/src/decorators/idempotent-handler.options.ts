@@ -80,7 +80,8 @@ export interface IdempotentHandlerOptions {
   /**
    * Where the idempotency key comes from.
    * @default `{ header: 'Idempotency-Key' }` for HTTP; the AMQP `messageId` property for RabbitMQ;
-   * the `Nats-Msg-Id` header for NATS and NATS JetStream
+   * the `Nats-Msg-Id` header for NATS and NATS JetStream; for SQS the `MessageDeduplicationId`
+   * (FIFO queues), else the `MessageId`
    */
   key?: KeySource;
   /**
@@ -152,7 +153,8 @@ export interface IdempotentHandlerOptions {
    * RabbitMQ: how many failed deliveries of a message before it is nacked without requeue, so the
    * queue's dead-letter exchange takes it. Counted by the queue's `x-delivery-count` header where
    * it has one (quorum queues), else by this process. NATS JetStream: the delivery at which a
-   * failing message is terminated (`term`), counted by the broker.
+   * failing message is terminated (`term`), counted by the broker. SQS: not used; the queue's
+   * redrive policy (`maxReceiveCount`) dead-letters a message.
    * @default 5
    */
   maxAttempts?: number;
@@ -160,7 +162,8 @@ export interface IdempotentHandlerOptions {
    * RabbitMQ: how long after a failed delivery the message is requeued; the delay doubles with
    * each further failure, up to 64 times this. The message stays unacknowledged (and counts
    * against the consumer's prefetch) meanwhile. NATS JetStream: the delay of the `nak` after the
-   * first failed delivery, doubling with each further delivery, up to 64 times this.
+   * first failed delivery, doubling with each further delivery, up to 64 times this. SQS: not
+   * used; a failed message reappears after its visibility timeout.
    * @default '1s'
    */
   retryDelay?: Duration;
