@@ -132,15 +132,16 @@ export class IdempotencyExplorer implements OnModuleInit {
   }
 
   /**
-   * Two handlers may share a consumer only when each names it (`consumer`), on purpose: one
-   * business event reaching the service by several entries (a webhook and a queue), processed once.
-   * They must then claim it alike (same mode and store). A default name shared is refused.
+   * Two handlers may share a consumer only when each names it (`consumer`) and they are entries of
+   * different transports: one business event reaching the service by several ways (a webhook and
+   * a queue), processed once. They must then claim it alike (same mode and store). A default name
+   * shared, or one name on two handlers of one transport (a copy, an inherited method), is refused.
    */
   private checkConsumersAreUnique(handlers: readonly DiscoveredHandler[]): void {
     const byConsumer = new Map<string, DiscoveredHandler>();
     for (const found of handlers) {
       const twin = byConsumer.get(found.handler.consumer);
-      if (twin && !(twin.handler.namesConsumer && found.handler.namesConsumer)) {
+      if (twin && !(twin.handler.namesConsumer && found.handler.namesConsumer && entryOf(twin) !== entryOf(found))) {
         throw new IdempotencyConsumerConflictError(found.handler.consumer, [twin, found].map(label), [twin, found].map((each) => each.handler.legacyConsumer));
       }
       if (twin && (twin.handler.mode !== found.handler.mode || twin.handler.store !== found.handler.store)) {
@@ -200,6 +201,11 @@ export class IdempotencyExplorer implements OnModuleInit {
  * them) is safe to repeat, and a recorded answer would be replayed stale for the whole retention.
  */
 const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS', 'ALL']);
+
+/** The way a handler's deliveries come in: HTTP, a microservice transport, or a provider's framework. */
+function entryOf({ patterns, provider }: DiscoveredHandler): string {
+  return provider ? provider.kind.transport : patterns ? `microservice ${String(patterns.transport ?? 'any')}` : 'http';
+}
 
 function label(found: DiscoveredHandler): string {
   return `${found.handler.name} (in ${found.moduleName})`;
