@@ -80,7 +80,7 @@ export interface IdempotentHandlerOptions {
   /**
    * Where the idempotency key comes from.
    * @default `{ header: 'Idempotency-Key' }` for HTTP; the AMQP `messageId` property for RabbitMQ;
-   * the `Nats-Msg-Id` header for NATS
+   * the `Nats-Msg-Id` header for NATS; the job id for BullMQ
    */
   key?: KeySource;
   /**
@@ -151,14 +151,14 @@ export interface IdempotentHandlerOptions {
   /**
    * RabbitMQ: how many failed deliveries of a message before it is nacked without requeue, so the
    * queue's dead-letter exchange takes it. Counted by the queue's `x-delivery-count` header where
-   * it has one (quorum queues), else by this process.
+   * it has one (quorum queues), else by this process. BullMQ: the job's own `attempts` apply instead.
    * @default 5
    */
   maxAttempts?: number;
   /**
    * RabbitMQ: how long after a failed delivery the message is requeued; the delay doubles with
    * each further failure, up to 64 times this. The message stays unacknowledged (and counts
-   * against the consumer's prefetch) meanwhile.
+   * against the consumer's prefetch) meanwhile. BullMQ: the job's own `backoff` applies instead.
    * @default '1s'
    */
   retryDelay?: Duration;
