@@ -1,4 +1,5 @@
 import type { BenchCase } from './bench-case.js';
+import { bullmqProcessor } from './bullmq-processor.case.js';
 import { databaseLimit } from './database-limit.case.js';
 import { health } from './health.case.js';
 import { httpDuplicates } from './http-duplicates.case.js';
@@ -12,5 +13,5 @@ import { purge } from './purge.case.js';
 import { rabbitmqConsumer } from './rabbitmq-consumer.case.js';
 
 /** The cases `npm run bench` measures, in the order it runs them. Add a case here, one file each. */
-export const CASES: readonly BenchCase[] = [httpFirstDeliveries, httpDuplicates, databaseLimit, rabbitmqConsumer, purge, health, memory, leaseMode, latency, peer, productionOptions];
+export const CASES: readonly BenchCase[] = [httpFirstDeliveries, httpDuplicates, databaseLimit, rabbitmqConsumer, purge, health, memory, leaseMode, latency, peer, productionOptions, bullmqProcessor];
 

@@ -1,4 +1,4 @@
-import type { INestApplication, LoggerService, Type } from '@nestjs/common';
+import type { DynamicModule, INestApplication, LoggerService, Type } from '@nestjs/common';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import type { IdempotencyModuleOptions } from 'nestjs-idempotent-consumer';
@@ -11,7 +11,7 @@ export const PLATFORMS: Platform[] = ['express', 'fastify'];
 export async function startDemoApp(
   platform: Platform,
   databaseUrl: string,
-  extraModules: Type[] = [],
+  extraModules: (Type | DynamicModule)[] = [],
   logger: LoggerService | false = false,
   idempotency?: IdempotencyModuleOptions,
   poolSize?: number,

@@ -156,6 +156,8 @@ export const messages = {
     `Message on '${pattern}' was rejected to the dead-letter path: ${reason}`,
   settleFailed: (pattern: string, reason: string) =>
     `Could not settle a message on '${pattern}' with the broker (${reason}); it will be redelivered and answered as a duplicate.`,
+  jobFailedForGood: (queue: string, jobId: string | undefined, reason: string) =>
+    `Job ${jobId ?? '(without id)'} of BullMQ queue '${queue}' is failed without further attempts: ${reason}`,
   attemptsExhausted: (attempts: number, reason: string) => `it failed ${attempts} times; last error: ${reason}`,
   invalidScope: (name: string, value: unknown) =>
     `${name} must be a function of the execution context that returns the caller's identity, or false for a namespace ` +
@@ -231,6 +233,9 @@ export const messages = {
   providerNotEnlisted: (handler: string) =>
     `${handler} has @IdempotentHandler() and was called, but no IdempotencyModule (or IdempotencyTestingModule) of a ` +
     'running application enlisted its instance: import the module, and keep the provider singleton-scoped (not request-scoped).',
+  providerRequestScoped: (handler: string) =>
+    `${handler} has @IdempotentHandler() but its provider is request-scoped (or depends on one), so its framework calls ` +
+    'instances the module cannot enlist, and every call would be refused: make it and its dependencies singleton-scoped.',
   unsupportedContext: (handler: string, type: string) =>
     `${handler} has @IdempotentHandler() and was called in a '${type}' context that no transport of the module reads: see the guide's transports.`,
   storeTooLarge: (estimatedRows: number, max: number) =>

@@ -81,7 +81,7 @@ export interface IdempotentHandlerOptions {
    * Where the idempotency key comes from.
    * @default `{ header: 'Idempotency-Key' }` for HTTP; the AMQP `messageId` property for RabbitMQ;
    * the `Nats-Msg-Id` header for NATS and NATS JetStream; for SQS the `MessageDeduplicationId`
-   * (FIFO queues), else the `MessageId`
+   * (FIFO queues), else the `MessageId`; the job id for BullMQ
    */
   key?: KeySource;
   /**
@@ -154,7 +154,8 @@ export interface IdempotentHandlerOptions {
    * queue's dead-letter exchange takes it. Counted by the queue's `x-delivery-count` header where
    * it has one (quorum queues), else by this process. NATS JetStream: the delivery at which a
    * failing message is terminated (`term`), counted by the broker. SQS: not used; the queue's
-   * redrive policy (`maxReceiveCount`) dead-letters a message.
+   * redrive policy (`maxReceiveCount`) dead-letters a message. BullMQ: the job's own `attempts` apply
+   * instead.
    * @default 5
    */
   maxAttempts?: number;
@@ -163,7 +164,8 @@ export interface IdempotentHandlerOptions {
    * each further failure, up to 64 times this. The message stays unacknowledged (and counts
    * against the consumer's prefetch) meanwhile. NATS JetStream: the delay of the `nak` after the
    * first failed delivery, doubling with each further delivery, up to 64 times this. SQS: not
-   * used; a failed message reappears after its visibility timeout.
+   * used; a failed message reappears after its visibility timeout. BullMQ: the job's own `backoff`
+   * applies instead.
    * @default '1s'
    */
   retryDelay?: Duration;

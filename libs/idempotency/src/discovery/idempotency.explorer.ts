@@ -41,7 +41,7 @@ export interface ProviderHandler {
  * its ids for less than its sender's redelivery horizon, when its store is unknown (or not
  * PostgreSQL for the transactional mode), or when one cannot be made idempotent
  * (an `@Sse()` stream; a method of a provider that is no controller, such as a GraphQL resolver or
- * a WebSocket gateway).
+ * a WebSocket gateway; a request-scoped provider whose framework calls it without interceptors).
  * @internal
  */
 @Injectable()
@@ -104,6 +104,9 @@ export class IdempotencyExplorer implements OnModuleInit {
         const provider = controllers.has(wrapper) ? undefined : providerHandlerOf(target, method);
         if (!controllers.has(wrapper) && !provider) {
           throw new IdempotencyUnsupportedHandlerError(messages.notInController(handler.name), handler.name);
+        }
+        if (provider?.kind.calls && !wrapper.isDependencyTreeStatic()) {
+          throw new IdempotencyUnsupportedHandlerError(messages.providerRequestScoped(handler.name), handler.name);
         }
         if (this.accessor.isServerSentEvents(methodRef)) {
           throw new IdempotencyUnsupportedHandlerError(messages.serverSentEventsUnsupported(handler.name), handler.name);

@@ -86,8 +86,7 @@ export class MessageDelivery {
       message.settle?.({ kind: 'ack' });
       return result;
     } catch (error) {
-      message.settle?.(verdictFor(error, handler, request));
-      throw error;
+      throw message.settle?.(verdictFor(error, handler, request)) ?? error;
     }
   }
 }

@@ -30,8 +30,10 @@ export interface InboundMessage {
   /**
    * Settles the message with the broker, once, after the claim ended (committed, found a
    * duplicate, or rolled back). Absent where the framework settles by itself (request-reply).
+   * Where the framework settles by what the handler throws (BullMQ), a failed delivery's settle
+   * may answer the error to throw in place of the delivery's own.
    */
-  readonly settle?: (verdict: Verdict) => void;
+  readonly settle?: (verdict: Verdict) => Error | undefined | void;
 }
 
 /**

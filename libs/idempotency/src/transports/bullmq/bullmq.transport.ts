@@ -1,0 +1,74 @@
+import { type ExecutionContext, Logger, type Type } from '@nestjs/common';
+import { messages } from '../../idempotency.messages.js';
+import type { InboundMessage, MessageTransport, Verdict } from '../message-transport.js';
+import type { ProviderHandlerKind } from '../provider-handlers.js';
+
+/** The metadata `@Processor()` of `@nestjs/bullmq` sets on a processor class (its queue's name). */
+const PROCESSOR_METADATA = 'bullmq:processor_metadata';
+
+/** What the module reads of a BullMQ `Job`, the first argument of `WorkerHost.process`. */
+interface BullmqJob {
+  readonly id?: string;
+  readonly name: string;
+  readonly queueName: string;
+  readonly data: unknown;
+}
+
+/**
+ * Fails a job at once, whatever `attempts` it has left: BullMQ's worker recognises an error by
+ * this name as its own `UnrecoverableError` (`Job.shouldRetryJob`), without the module loading
+ * `bullmq`.
+ */
+class JobFailedForGood extends Error {
+  override readonly name = 'UnrecoverableError';
+}
+
+/**
+ * BullMQ through `@nestjs/bullmq`: a processor's `WorkerHost.process(job)`, which BullMQ calls
+ * without Nest's interceptors, so each call enters the claim core through the provider path.
+ * The key is the job id (a producer's custom `jobId`, else BullMQ's id, unique per queue); the
+ * payload is `job.data`. BullMQ settles the job by the handler's answer: a return (a duplicate's
+ * recorded one included) completes it, a throw leaves it to the job's `attempts` and `backoff`;
+ * a job that can never succeed (no usable key, a key reused with another payload) fails at once.
+ * @internal
+ */
+export class BullmqTransport implements MessageTransport {
+  readonly name = 'bullmq';
+  readonly messageIdSource = 'the BullMQ job id';
+  private readonly logger = new Logger('Idempotency');
+
+  read(context: ExecutionContext): InboundMessage | undefined {
+    if (context.getType<string>() !== this.name) {
+      return undefined;
+    }
+    const job = context.getArgByIndex<BullmqJob>(0);
+    return {
+      payload: job.data,
+      messageId: job.id,
+      header: () => undefined,
+      settle: (verdict) => this.settle(job, verdict),
+    };
+  }
+
+  private settle(job: BullmqJob, verdict: Verdict): Error | undefined {
+    if (verdict.kind !== 'dead-letter') {
+      return undefined;
+    }
+    this.logger.error(messages.jobFailedForGood(job.queueName, job.id, verdict.reason));
+    return new JobFailedForGood(verdict.reason);
+  }
+}
+
+/**
+ * BullMQ processors: the `process` method of a class with `@Processor()`, whose default consumer
+ * is `bullmq <queue>`.
+ * @internal
+ */
+export const BULLMQ_PROCESSORS: ProviderHandlerKind = {
+  transport: 'bullmq',
+  contract(target: Type, methodName: string): string | undefined {
+    const processor = Reflect.getMetadata(PROCESSOR_METADATA, target) as { readonly name?: string } | undefined;
+    return processor && methodName === 'process' ? `bullmq ${processor.name}` : undefined;
+  },
+  calls: new BullmqTransport(),
+};
