@@ -11,7 +11,8 @@ import { peer } from './peer.case.js';
 import { productionOptions } from './production-options.case.js';
 import { purge } from './purge.case.js';
 import { rabbitmqConsumer } from './rabbitmq-consumer.case.js';
+import { sqsConsumer } from './sqs-consumer.case.js';
 
 /** The cases `npm run bench` measures, in the order it runs them. Add a case here, one file each. */
-export const CASES: readonly BenchCase[] = [httpFirstDeliveries, httpDuplicates, databaseLimit, rabbitmqConsumer, purge, health, memory, leaseMode, latency, peer, productionOptions, natsJetStreamConsumer];
+export const CASES: readonly BenchCase[] = [httpFirstDeliveries, httpDuplicates, databaseLimit, rabbitmqConsumer, purge, health, memory, leaseMode, latency, peer, productionOptions, natsJetStreamConsumer, sqsConsumer];
 
