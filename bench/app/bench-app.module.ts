@@ -20,11 +20,13 @@ export const PREFETCH = POOL_SIZE;
  * `redisStore` is the lease store the `lease-redis` handlers use. The peer the bench compares with
  * is in every process too (`POST /peer/credits`), so each process is the same program whichever
  * route a case loads. With `encryption`, the module seals every recorded response (AES-256-GCM)
- * under a key drawn for the process.
+ * under a key drawn for the process. `consumers` replaces the RabbitMQ patterns with another
+ * transport's handlers (a module of a JetStream controller, of SQS handlers), so that a consumer
+ * process of that transport subscribes to nothing else.
  */
 @Module({})
 export class BenchAppModule {
-  static register(databaseUrl: string, redisStore: LeaseStore, { encryption = false } = {}): DynamicModule {
+  static register(databaseUrl: string, redisStore: LeaseStore, { encryption = false, consumers }: { encryption?: boolean; consumers?: DynamicModule } = {}): DynamicModule {
     return {
       module: BenchAppModule,
       imports: [
@@ -36,8 +38,9 @@ export class BenchAppModule {
           ...(encryption ? { encryption: { keys: { bench: randomBytes(32) }, current: 'bench' } } : {}),
         }),
         PeerModule.register(),
+        ...(consumers ? [consumers] : []),
       ],
-      controllers: [BenchController, BenchMessagesController],
+      controllers: [BenchController, ...(consumers ? [] : [BenchMessagesController])],
     };
   }
 }

@@ -4,13 +4,9 @@ import { type BenchBroker, openBenchBroker, RABBITMQ_URL } from '../support/benc
 import { type BenchConsumerProcess, startBenchConsumer } from '../support/bench-consumer.process.js';
 import type { BenchDatabase } from '../support/bench-database.js';
 import { nthCredit } from '../support/http-load.js';
+import { lastLedgerRow, ledgerRowsAfter, waitForEffects } from '../support/ledger-effects.js';
 import { type Arm, interleave, type Measurement, type Summary, summarize, withDatabaseCpu } from '../support/measurement.js';
 import { type BenchCase, type BenchContext, type CaseReport, CaseSkipped, emptyReport, reportAgainstPlain } from './bench-case.js';
-
-/** How often a round counts its effects in the database: the resolution of its end. */
-const POLL_MS = 25;
-/** A round fails when its effects have not grown for this long. */
-const STALL_MS = 30_000;
 
 /**
  * Case 4: the credit handler as an idempotent `@EventPattern` (the module acks) against the very
@@ -129,7 +125,7 @@ async function drainRound({ database, broker, consumer, queue, variant, label, r
   if (ready !== messages) {
     throw new Error(`queue ${queue} holds ${ready} messages where the round published ${messages}`);
   }
-  const [{ last }] = await database.query<{ last: string }>('SELECT coalesce(max(id), 0) AS last FROM ledger_entries');
+  const last = await lastLedgerRow(database);
   const started = performance.now();
   const cpuBefore = await consumer.consume(queue);
   await waitForEffects(database, last, messages);
@@ -149,30 +145,4 @@ async function drainRound({ database, broker, consumer, queue, variant, label, r
     );
   }
   return { throughput: messages / seconds, count: messages, seconds, appCpuMicros: (cpuAfter - cpuBefore) / messages };
-}
-
-/** Polls the ledger until it has `count` rows after id `last`; fails on more, or when they stop coming. */
-async function waitForEffects(database: BenchDatabase, last: string, count: number): Promise<void> {
-  let seen = -1;
-  let grewAt = performance.now();
-  for (;;) {
-    const effects = await ledgerRowsAfter(database, last);
-    if (effects === count) {
-      return;
-    }
-    if (effects > count) {
-      throw new Error(`${effects} ledger rows for ${count} messages: a message was handled twice`);
-    }
-    if (effects > seen) {
-      seen = effects;
-      grewAt = performance.now();
-    } else if (performance.now() - grewAt > STALL_MS) {
-      throw new Error(`the consumer stalled at ${effects} of ${count} messages for ${STALL_MS / 1000} s`);
-    }
-    await new Promise((done) => setTimeout(done, POLL_MS));
-  }
-}
-
-async function ledgerRowsAfter(database: BenchDatabase, last: string): Promise<number> {
-  return Number((await database.query<{ n: string }>(`SELECT count(*) AS n FROM ledger_entries WHERE id > ${Number(last)}`))[0].n);
 }

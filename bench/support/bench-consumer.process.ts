@@ -1,11 +1,11 @@
 import { fileURLToPath } from 'node:url';
-import type { ConsumerCommand, ConsumerReply } from '../app/consumer.main.js';
+import type { ConsumerCommand, ConsumerReply } from '../app/consumer-commands.js';
 import { forkBenchProcess } from './bench-app.process.js';
 import type { BenchRuntime } from './bench-runtime.js';
 
 const CONSUMER_ENTRY = fileURLToPath(new URL('../app/consumer.main.js', import.meta.url));
 
-/** The bench app running as a RabbitMQ consumer in a child process, told over IPC which queue to consume. */
+/** The bench app running as a message consumer in a child process, told over IPC which queue to consume. */
 export interface BenchConsumerProcess {
   /** Starts consuming `queue`; resolves once it is on it, with its CPU time (µs) from before it connected. */
   consume(queue: string): Promise<number>;
@@ -18,19 +18,24 @@ export interface BenchConsumerProcess {
  * Starts the bench consumer in a process of its own on `runtime`, on the bench database and the
  * broker at `brokerUrl`. It consumes nothing until asked to; `BENCH_APP_NODE_ARGS` applies to it too.
  */
-export async function startBenchConsumer(databaseUrl: string, brokerUrl: string, runtime: BenchRuntime): Promise<BenchConsumerProcess> {
-  const consumer = await forkBenchProcess(`the bench consumer (${runtime.name})`, CONSUMER_ENTRY, runtime, {
-    BENCH_DATABASE_URL: databaseUrl,
-    BENCH_RABBITMQ_URL: brokerUrl,
-  });
+export function startBenchConsumer(databaseUrl: string, brokerUrl: string, runtime: BenchRuntime): Promise<BenchConsumerProcess> {
+  return startConsumerProcess('the bench consumer', CONSUMER_ENTRY, runtime, { BENCH_DATABASE_URL: databaseUrl, BENCH_RABBITMQ_URL: brokerUrl });
+}
+
+/**
+ * Starts the consumer `entry` (named `name` in errors), a bench process that answers the runner's
+ * `ConsumerCommand`s over IPC as `consumer.main.ts` does, on `runtime` with `env` added to the runner's.
+ */
+export async function startConsumerProcess(name: string, entry: string, runtime: BenchRuntime, env: Record<string, string>): Promise<BenchConsumerProcess> {
+  const consumer = await forkBenchProcess(`${name} (${runtime.name})`, entry, runtime, env);
   const ask = (command: ConsumerCommand) =>
     new Promise<number>((done, fail) => {
-      const exited = (code: number | null) => fail(new Error(`the bench consumer exited with ${code}:\n${consumer.output()}`));
+      const exited = (code: number | null) => fail(new Error(`${name} exited with ${code}:\n${consumer.output()}`));
       consumer.child.once('exit', exited);
       consumer.child.once('message', (reply: ConsumerReply) => {
         consumer.child.off('exit', exited);
         if ('error' in reply) {
-          fail(new Error(`the bench consumer could not ${'consume' in command ? 'consume' : 'pause'}: ${reply.error}`));
+          fail(new Error(`${name} could not ${'consume' in command ? 'consume' : 'pause'}: ${reply.error}`));
         } else {
           done(reply.cpuMicros);
         }
