@@ -3,7 +3,18 @@ import { createSecretKey, type KeyObject } from 'node:crypto';
 import { DEFAULT_TABLE_NAME } from './idempotency.constants.js';
 import { type Duration, formatDuration, MAX_RETENTION_MS, MAX_TIMER_MS, toMilliseconds } from './duration/duration.js';
 import { IdempotencyOptionsError } from './errors/idempotency-options.error.js';
-import { messages } from './idempotency.messages.js';
+import { discoveryMessages } from './discovery/discovery.messages.js';
+import { healthMessages } from './health/health.messages.js';
+import { joinMessages } from './joining/join.messages.js';
+import { keyMessages } from './keys/key.messages.js';
+import { leaseMessages } from './leasing/lease.messages.js';
+import { metricsMessages } from './metrics/metrics.messages.js';
+import { optionValueMessages } from './options/option-values.messages.js';
+import { purgeMessages } from './purge/purge.messages.js';
+import { recordingMessages } from './recording/recording.messages.js';
+import { schemaMessages } from './schema/schema.messages.js';
+import { tracingMessages } from './tracing/tracing.messages.js';
+import { httpMessages } from './transports/http/http.messages.js';
 import type { LeaseStore } from './leasing/lease-store.js';
 import type { RecordPolicy } from './decorators/idempotent-handler.options.js';
 import type { Keyring } from './recording/response-seal.js';
@@ -351,10 +362,10 @@ const MAX_REPLAY_BODY_BYTES = 64 * 1024 * 1024;
 export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): ResolvedIdempotencyOptions {
   const tableName = options.tableName ?? DEFAULT_TABLE_NAME;
   if (!PLAIN_IDENTIFIER.test(tableName)) {
-    throw new IdempotencyOptionsError(messages.invalidTableName(options.tableName));
+    throw new IdempotencyOptionsError(schemaMessages.invalidTableName(options.tableName));
   }
   if (options.dataSource !== undefined && (typeof options.dataSource !== 'string' || options.dataSource === '')) {
-    throw new IdempotencyOptionsError(messages.invalidDataSource(options.dataSource));
+    throw new IdempotencyOptionsError(joinMessages.invalidDataSource(options.dataSource));
   }
   const purge = resolvePurge(options.purge ?? {});
   return {
@@ -391,7 +402,7 @@ export const RECORD_POLICIES: readonly RecordPolicy[] = ['response', 'status'];
  */
 export function toRecordPolicy(name: string, value: unknown): RecordPolicy {
   if (!RECORD_POLICIES.includes(value as RecordPolicy)) {
-    throw new IdempotencyOptionsError(messages.invalidChoice(name, value, RECORD_POLICIES));
+    throw new IdempotencyOptionsError(optionValueMessages.invalidChoice(name, value, RECORD_POLICIES));
   }
   return value as RecordPolicy;
 }
@@ -403,20 +414,20 @@ const AES_256_KEY_BYTES = 32;
 function resolveKeyring(encryption: EncryptionOptions): Keyring {
   const { keys, current } = (encryption ?? {}) as Partial<EncryptionOptions>;
   if (typeof keys !== 'object' || keys === null || Array.isArray(keys)) {
-    throw new IdempotencyOptionsError(messages.invalidEncryption());
+    throw new IdempotencyOptionsError(recordingMessages.invalidEncryption());
   }
   const resolved = new Map<string, KeyObject>();
   for (const [keyId, key] of Object.entries(keys)) {
     if (!KEY_ID.test(keyId)) {
-      throw new IdempotencyOptionsError(messages.invalidEncryptionKeyId(keyId));
+      throw new IdempotencyOptionsError(recordingMessages.invalidEncryptionKeyId(keyId));
     }
     resolved.set(keyId, toAesKey(keyId, key));
   }
   if (resolved.size === 0) {
-    throw new IdempotencyOptionsError(messages.noEncryptionKeys());
+    throw new IdempotencyOptionsError(recordingMessages.noEncryptionKeys());
   }
   if (typeof current !== 'string' || !resolved.has(current)) {
-    throw new IdempotencyOptionsError(messages.unknownCurrentKey(current, [...resolved.keys()]));
+    throw new IdempotencyOptionsError(recordingMessages.unknownCurrentKey(current, [...resolved.keys()]));
   }
   return { current, keys: resolved };
 }
@@ -428,21 +439,21 @@ function toAesKey(keyId: string, key: unknown): KeyObject {
     bytes = Buffer.from(key);
   } else if (typeof key === 'string') {
     if (!BASE64.test(key)) {
-      throw new IdempotencyOptionsError(messages.invalidEncryptionKey(keyId, `a string of ${key.length} characters that is not base64`));
+      throw new IdempotencyOptionsError(recordingMessages.invalidEncryptionKey(keyId, `a string of ${key.length} characters that is not base64`));
     }
     bytes = Buffer.from(key, 'base64');
   } else {
-    throw new IdempotencyOptionsError(messages.invalidEncryptionKey(keyId, key === undefined || key === null ? String(key) : `a ${typeof key}`));
+    throw new IdempotencyOptionsError(recordingMessages.invalidEncryptionKey(keyId, key === undefined || key === null ? String(key) : `a ${typeof key}`));
   }
   if (bytes.length !== AES_256_KEY_BYTES) {
-    throw new IdempotencyOptionsError(messages.invalidEncryptionKey(keyId, `${bytes.length} bytes`));
+    throw new IdempotencyOptionsError(recordingMessages.invalidEncryptionKey(keyId, `${bytes.length} bytes`));
   }
   return createSecretKey(bytes);
 }
 
 function resolveScope(name: string, scope: unknown): ResolvedIdempotencyOptions['scope'] {
   if (scope !== undefined && typeof scope !== 'function') {
-    throw new IdempotencyOptionsError(messages.invalidScope(name, scope));
+    throw new IdempotencyOptionsError(keyMessages.invalidScope(name, scope));
   }
   return scope as ResolvedIdempotencyOptions['scope'];
 }
@@ -451,7 +462,7 @@ function resolveStores(stores: Record<string, LeaseStore>): Record<string, Lease
   for (const [name, store] of Object.entries(stores)) {
     const operations = ['claim', 'complete', 'release', 'extend'] as const;
     if (name === 'postgres' || !operations.every((operation) => typeof (store as Partial<LeaseStore>)?.[operation] === 'function')) {
-      throw new IdempotencyOptionsError(messages.invalidStore(name));
+      throw new IdempotencyOptionsError(leaseMessages.invalidStore(name));
     }
   }
   return stores;
@@ -459,7 +470,7 @@ function resolveStores(stores: Record<string, LeaseStore>): Record<string, Lease
 
 function resolveSenders(senders: Record<string, SenderOptions>): Record<string, number> {
   if (typeof senders !== 'object' || senders === null || Array.isArray(senders)) {
-    throw new IdempotencyOptionsError(messages.invalidSenders(senders));
+    throw new IdempotencyOptionsError(discoveryMessages.invalidSenders(senders));
   }
   return Object.fromEntries(
     Object.entries(senders).map(([sender, declared]) => [
@@ -472,11 +483,11 @@ function resolveSenders(senders: Record<string, SenderOptions>): Record<string, 
 function resolveReplay(replay: ReplayOptions): ResolvedReplayOptions {
   const maxBodyBytes = replay.maxBodyBytes ?? 1024 * 1024;
   if (!isPositiveInteger(maxBodyBytes) || maxBodyBytes > MAX_REPLAY_BODY_BYTES) {
-    throw new IdempotencyOptionsError(messages.invalidBodyLimit(maxBodyBytes, MAX_REPLAY_BODY_BYTES));
+    throw new IdempotencyOptionsError(httpMessages.invalidBodyLimit(maxBodyBytes, MAX_REPLAY_BODY_BYTES));
   }
   const excludeHeaders = replay.excludeHeaders ?? [];
   if (!Array.isArray(excludeHeaders) || !excludeHeaders.every((name) => typeof name === 'string' && name !== '')) {
-    throw new IdempotencyOptionsError(messages.invalidExcludedHeaders(excludeHeaders));
+    throw new IdempotencyOptionsError(httpMessages.invalidExcludedHeaders(excludeHeaders));
   }
   return {
     maxBodyBytes,
@@ -488,7 +499,7 @@ function resolvePurge(purge: PurgeOptions): ResolvedPurgeOptions {
   const interval = purge.interval ?? '1m';
   const batchSize = purge.batchSize ?? 5000;
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_PURGE_BATCH_SIZE) {
-    throw new IdempotencyOptionsError(messages.invalidBatchSize(batchSize, MAX_PURGE_BATCH_SIZE));
+    throw new IdempotencyOptionsError(purgeMessages.invalidBatchSize(batchSize, MAX_PURGE_BATCH_SIZE));
   }
   return { intervalMs: interval === false ? null : toMilliseconds('purge.interval', interval, MAX_TIMER_MS), batchSize };
 }
@@ -496,21 +507,21 @@ function resolvePurge(purge: PurgeOptions): ResolvedPurgeOptions {
 function resolveHealth(health: HealthOptions, purge: ResolvedPurgeOptions): ResolvedHealthOptions {
   const maxDuplicateRate = health.maxDuplicateRate ?? 0.5;
   if (typeof maxDuplicateRate !== 'number' || !(maxDuplicateRate >= 0 && maxDuplicateRate <= 1)) {
-    throw new IdempotencyOptionsError(messages.invalidDuplicateRate(maxDuplicateRate));
+    throw new IdempotencyOptionsError(healthMessages.invalidDuplicateRate(maxDuplicateRate));
   }
   const duplicateRateMinDeliveries = health.duplicateRateMinDeliveries ?? 20;
   if (!isPositiveInteger(duplicateRateMinDeliveries)) {
-    throw new IdempotencyOptionsError(messages.invalidCount('health.duplicateRateMinDeliveries', duplicateRateMinDeliveries));
+    throw new IdempotencyOptionsError(optionValueMessages.invalidCount('health.duplicateRateMinDeliveries', duplicateRateMinDeliveries));
   }
   const maxEstimatedRows = health.maxEstimatedRows ?? null;
   if (maxEstimatedRows !== null && !isPositiveInteger(maxEstimatedRows)) {
-    throw new IdempotencyOptionsError(messages.invalidCount('health.maxEstimatedRows', maxEstimatedRows));
+    throw new IdempotencyOptionsError(optionValueMessages.invalidCount('health.maxEstimatedRows', maxEstimatedRows));
   }
   const maxPurgeLagMs = toMilliseconds('health.maxPurgeLag', health.maxPurgeLag ?? '1h', MAX_RETENTION_MS);
   const maxTimeSincePurgeMs = toMilliseconds('health.maxTimeSincePurge', health.maxTimeSincePurge ?? '10m', MAX_RETENTION_MS);
   for (const [name, thresholdMs] of [['maxPurgeLag', maxPurgeLagMs], ['maxTimeSincePurge', maxTimeSincePurgeMs]] as const) {
     if (purge.intervalMs !== null && thresholdMs <= purge.intervalMs) {
-      throw new IdempotencyOptionsError(messages.thresholdWithinPurgeInterval(name, formatDuration(thresholdMs), formatDuration(purge.intervalMs)));
+      throw new IdempotencyOptionsError(healthMessages.thresholdWithinPurgeInterval(name, formatDuration(thresholdMs), formatDuration(purge.intervalMs)));
     }
   }
   return {
@@ -526,7 +537,7 @@ function resolveHealth(health: HealthOptions, purge: ResolvedPurgeOptions): Reso
 function resolveMetricsRegistry(metrics: MetricsOptions): MetricsRegistry | false | undefined {
   const { registry } = metrics;
   if (registry !== undefined && registry !== false && typeof (registry as MetricsRegistry)?.registerMetric !== 'function') {
-    throw new IdempotencyOptionsError(messages.invalidMetricsRegistry());
+    throw new IdempotencyOptionsError(metricsMessages.invalidMetricsRegistry());
   }
   return registry;
 }
@@ -540,7 +551,7 @@ function resolveTracing(tracing: TracingOptions | false): ResolvedTracingOptions
     return { spans: false, recordKey: false };
   }
   if (typeof tracing !== 'object' || tracing === null) {
-    throw new IdempotencyOptionsError(messages.invalidTracing(tracing));
+    throw new IdempotencyOptionsError(tracingMessages.invalidTracing(tracing));
   }
   return { spans: true, recordKey: toFlag('tracing.recordKey', tracing.recordKey ?? false) };
 }
@@ -551,7 +562,7 @@ function isPositiveInteger(value: unknown): value is number {
 
 function toFlag(name: string, value: unknown): boolean {
   if (typeof value !== 'boolean') {
-    throw new IdempotencyOptionsError(messages.invalidFlag(name, value));
+    throw new IdempotencyOptionsError(optionValueMessages.invalidFlag(name, value));
   }
   return value;
 }

@@ -11,7 +11,7 @@ import {
   REJECT_LOCK_TIMEOUT_MS,
   RESOLVED_OPTIONS,
 } from '../idempotency.internal-constants.js';
-import { messages } from '../idempotency.messages.js';
+import { claimMessages } from './claim.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
@@ -145,7 +145,7 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
     const [found] = await transaction.rollback([twinStatement(sql, request, formerConsumer)]);
     const twin = found.rows[0] as StoredClaim | undefined;
     if (!twin) {
-      throw new IdempotencyTransientError(messages.claimVanished(request.key), request.consumer, request.key);
+      throw new IdempotencyTransientError(claimMessages.claimVanished(request.key), request.consumer, request.key);
     }
     this.refuseReusedKey(request, twin.fingerprint);
     if (twin.leased) {

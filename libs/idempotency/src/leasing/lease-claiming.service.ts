@@ -7,7 +7,7 @@ import { DeliveryClaiming } from '../claiming/delivery-claiming.js';
 import type { ActiveClaim } from '../context/idempotency.context.js';
 import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
 import { CLAIM_STORAGE, RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
-import { messages } from '../idempotency.messages.js';
+import { leaseMessages } from './lease.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import type { LeaseAttempt, LeaseRequest } from './lease-store.js';
@@ -56,7 +56,7 @@ export class LeaseClaimingService extends DeliveryClaiming<LeaseClaimRequest> {
     try {
       attempt = await store.claim(request, token);
     } catch (error) {
-      throw new IdempotencyUnavailableError(messages.storeFailed(request.store, request.consumer, request.key, (error as Error).message), request.consumer, request.key, {
+      throw new IdempotencyUnavailableError(leaseMessages.storeFailed(request.store, request.consumer, request.key, (error as Error).message), request.consumer, request.key, {
         cause: error,
       });
     }

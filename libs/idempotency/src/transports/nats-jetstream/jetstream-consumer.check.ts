@@ -3,7 +3,7 @@ import { ModulesContainer } from '@nestjs/core';
 import type { Subscription } from 'rxjs';
 import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
 import { IdempotencyOptionsError } from '../../errors/idempotency-options.error.js';
-import { messages } from '../../idempotency.messages.js';
+import { jetStreamMessages } from './jetstream.messages.js';
 
 /** The description of the plugin's `NATS_JETSTREAM_TRANSPORT` symbol, its servers' `transportId`. */
 const JETSTREAM_TRANSPORT = 'NATS_JETSTREAM_TRANSPORT';
@@ -74,7 +74,7 @@ export class JetStreamConsumerCheck implements OnApplicationBootstrap, OnModuleD
     for (const { handler, patterns } of this.explorer.discovered()) {
       const bound = patterns?.isEvent && (patterns.transport === undefined || patterns.transport === server.transportId);
       if (bound && patterns.patterns.some((pattern) => registered.has(server.normalizePattern(pattern)))) {
-        return new IdempotencyOptionsError(messages.jetStreamAcksWithoutCommit(durable ?? '(ephemeral)', setting, handler.name));
+        return new IdempotencyOptionsError(jetStreamMessages.jetStreamAcksWithoutCommit(durable ?? '(ephemeral)', setting, handler.name));
       }
     }
     return undefined;

@@ -4,7 +4,7 @@ import type { Subscription } from 'rxjs';
 import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
 import { IdempotencyOptionsError } from '../../errors/idempotency-options.error.js';
 import { RMQ_TRANSPORT } from '../../idempotency.internal-constants.js';
-import { messages } from '../../idempotency.messages.js';
+import { rmqMessages } from './rmq.messages.js';
 
 /** What the check reads of Nest's `ServerRMQ` (its `noAck` option, its queue, its handlers). */
 interface RmqServer {
@@ -72,7 +72,7 @@ export class RmqConsumerCheck implements OnApplicationBootstrap, OnModuleDestroy
       const bound = patterns && (patterns.transport === undefined || patterns.transport === RMQ_TRANSPORT);
       const pattern = bound ? patterns.patterns.find((candidate) => registered.has(server.normalizePattern(candidate))) : undefined;
       if (pattern !== undefined) {
-        return new IdempotencyOptionsError(messages.autoAcknowledgedQueue(server.queue ?? '(unnamed)', handler.name));
+        return new IdempotencyOptionsError(rmqMessages.autoAcknowledgedQueue(server.queue ?? '(unnamed)', handler.name));
       }
     }
     return undefined;
