@@ -21,7 +21,8 @@ import {
   RESPONSE_PARAMTYPE,
   TRANSPORT_METADATA,
 } from '../idempotency.internal-constants.js';
-import { type ResolvedIdempotencyOptions, toRecordPolicy } from '../idempotency.options.js';
+import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { toRecordPolicy } from '../recording/recording.options.js';
 import type { IdempotencyMode, IdempotentHandlerOptions, InFlightPolicy, IsolationLevel, KeySource, RecordPolicy } from './idempotent-handler.options.js';
 
 /** How long a lease is renewed while its handler runs, unless the handler says otherwise. */

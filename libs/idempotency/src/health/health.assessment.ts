@@ -1,6 +1,6 @@
 import { formatDuration } from '../duration/duration.js';
 import { healthMessages } from './health.messages.js';
-import type { ResolvedHealthOptions } from '../idempotency.options.js';
+import type { ResolvedHealthOptions } from './health.options.js';
 import type { SenderDuplicateRate } from '../metrics/idempotency-metrics.service.js';
 
 /** What the health indicator measured. */

@@ -2,7 +2,8 @@ import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleIn
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
 import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
 import { metricsMessages } from './metrics.messages.js';
-import type { MetricsRegistry, ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import type { MetricsRegistry } from './metrics.options.js';
 import { loadIfInstalled, loadOptionalPackage } from '../optional/load-optional-package.js';
 import { DELIVERY_OUTCOMES } from './delivery-outcome.js';
 import { IdempotencyMetricsService, type LeaseRenewalOutcome } from './idempotency-metrics.service.js';
