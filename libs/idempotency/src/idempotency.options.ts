@@ -18,6 +18,9 @@ import { schemaMessages } from './schema/schema.messages.js';
 import { resolveTracing, type ResolvedTracingOptions, type TracingOptions } from './tracing/tracing.options.js';
 import { type ReplayOptions, type ResolvedReplayOptions, resolveReplay } from './transports/http/http.options.js';
 
+/** The token of the resolved options. @internal */
+export const RESOLVED_OPTIONS = Symbol('IDEMPOTENCY:RESOLVED_OPTIONS');
+
 /** Options of `IdempotencyModule.forRoot()` / `forRootAsync()`. Every field is optional. */
 export interface IdempotencyModuleOptions {
   /**

@@ -1,8 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { IdempotencyAdminError } from '../errors/idempotency-admin.error.js';
-import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
 import { adminMessages } from './admin.messages.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { toMessageKey, toScope } from '../keys/message-key.js';
 import { scopedMessageId } from '../keys/scoped-key.js';

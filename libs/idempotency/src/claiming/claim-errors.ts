@@ -1,7 +1,7 @@
 import { IdempotencyTransactionAbortedError } from '../errors/idempotency-transaction-aborted.error.js';
 import { IdempotencyTransientError } from '../errors/idempotency-transient.error.js';
 import { claimMessages } from './claim.messages.js';
-import { PG_IN_FAILED_TRANSACTION, PG_TRANSIENT_ERROR_CODES } from '../idempotency.internal-constants.js';
+import { PG_IN_FAILED_TRANSACTION, PG_TRANSIENT_ERROR_CODES } from './claim.constants.js';
 import type { ClaimRequest } from './claim.js';
 
 /** The SQLSTATE of a pg error, also when TypeORM wrapped it in a QueryFailedError. */

@@ -1,18 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AsyncLocalStorage } from 'node:async_hooks';
-import type { ActiveClaim } from '../context/idempotency.context.js';
+import { type ActiveClaim, CLAIM_STORAGE } from '../context/idempotency.context.js';
 import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.js';
 import { IdempotencySchemaError } from '../errors/idempotency-schema.error.js';
 import { IdempotencyTransientError } from '../errors/idempotency-transient.error.js';
-import {
-  CLAIM_STORAGE,
-  PG_LOCK_NOT_AVAILABLE,
-  PG_UNDEFINED_FUNCTION,
-  REJECT_LOCK_TIMEOUT_MS,
-  RESOLVED_OPTIONS,
-} from '../idempotency.internal-constants.js';
+import { PG_LOCK_NOT_AVAILABLE, PG_UNDEFINED_FUNCTION, REJECT_LOCK_TIMEOUT_MS } from './claim.constants.js';
 import { claimMessages } from './claim.messages.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { claimFunctionMissing } from '../schema/store-schema.js';

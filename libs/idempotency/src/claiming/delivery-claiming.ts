@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.js';
 import { IdempotencyKeyReusedError } from '../errors/idempotency-key-reused.error.js';
-import { TWIN_POLL_FIRST_MS, TWIN_POLL_MAX_MS } from '../idempotency.internal-constants.js';
+import { TWIN_POLL_FIRST_MS, TWIN_POLL_MAX_MS } from './claim.constants.js';
 import { claimMessages } from './claim.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { failureOutcome } from '../errors/delivery-error-classes.js';

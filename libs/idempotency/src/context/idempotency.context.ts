@@ -4,8 +4,10 @@ import type { EntityManager } from 'typeorm';
 import type { ClaimTransaction } from '../claiming/claim-transaction.js';
 import { type Duration, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
 import { IdempotencyContextError } from '../errors/idempotency-context.error.js';
-import { CLAIM_STORAGE } from '../idempotency.internal-constants.js';
 import { contextMessages } from './context.messages.js';
+
+/** The token of the AsyncLocalStorage that holds the active claim. @internal */
+export const CLAIM_STORAGE = Symbol('IDEMPOTENCY:CLAIM_STORAGE');
 
 /**
  * What a handler in lease mode can do with its lease.

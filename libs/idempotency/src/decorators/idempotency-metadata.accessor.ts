@@ -17,11 +17,10 @@ import {
   NEXT_PARAMTYPE,
   PATTERN_HANDLER_METADATA,
   PATTERN_METADATA,
-  RESOLVED_OPTIONS,
   RESPONSE_PARAMTYPE,
   TRANSPORT_METADATA,
-} from '../idempotency.internal-constants.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+} from './idempotency-metadata.constants.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { toRecordPolicy } from '../recording/recording.options.js';
 import type { IdempotencyMode, IdempotentHandlerOptions, InFlightPolicy, IsolationLevel, KeySource, RecordPolicy } from './idempotent-handler.options.js';
 

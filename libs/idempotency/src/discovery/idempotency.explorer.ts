@@ -6,9 +6,9 @@ import { IdempotencyConsumerConflictError } from '../errors/idempotency-consumer
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
 import { IdempotencyRetentionError } from '../errors/idempotency-retention.error.js';
 import { IdempotencyUnsupportedHandlerError } from '../errors/idempotency-unsupported-handler.error.js';
-import { DEFAULT_SENDER, RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
+import { DEFAULT_SENDER } from '../decorators/idempotency-metadata.constants.js';
 import { discoveryMessages } from './discovery.messages.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { LeaseStores, POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { type ProviderHandlerKind, providerHandlerOf } from '../transports/provider-handlers.js';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';

@@ -1,8 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
-import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
 import { discoveryMessages } from './discovery.messages.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { postgresErrorCode } from '../claiming/claim-errors.js';

@@ -1,7 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
 import { healthMessages } from './health.messages.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { StoreSchemaCheck } from '../schema/store-schema.check.js';

@@ -3,11 +3,10 @@ import { DiscoveryService, ModuleRef } from '@nestjs/core';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import { DataSource, type QueryRunner, type ReplicationMode } from 'typeorm';
-import type { ActiveClaim } from '../context/idempotency.context.js';
+import { type ActiveClaim, CLAIM_STORAGE } from '../context/idempotency.context.js';
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
-import { CLAIM_STORAGE, RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
 import { joinMessages } from './join.messages.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 
 type CreateQueryRunner = (mode?: ReplicationMode) => QueryRunner;
 

@@ -1,8 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
-import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
 import { metricsMessages } from './metrics.messages.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import type { MetricsRegistry } from './metrics.options.js';
 import { loadIfInstalled, loadOptionalPackage } from '../optional/load-optional-package.js';
 import { DELIVERY_OUTCOMES } from './delivery-outcome.js';

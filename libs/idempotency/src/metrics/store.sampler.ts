@@ -1,8 +1,7 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { estimateRows, readStoreStatistics } from '../health/store-statistics.queries.js';
-import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
 import { metricsMessages } from './metrics.messages.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { RepeatingTimer } from '../scheduling/repeating-timer.js';
 import { IdempotencyMetricsService } from './idempotency-metrics.service.js';

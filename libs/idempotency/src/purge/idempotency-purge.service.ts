@@ -1,10 +1,9 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { IdempotencyPurgeError } from '../errors/idempotency-purge.error.js';
-import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { purgeMessages } from './purge.messages.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { IdempotencyTracing } from '../tracing/idempotency-tracing.js';
 import type { PurgeOutcome, PurgeRun } from './purge-run.js';

@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import { MAX_RETRY_DELAY_FACTOR } from '../../idempotency.internal-constants.js';
+import { MAX_RETRY_DELAY_FACTOR } from '../transport.constants.js';
 import { jetStreamMessages } from './jetstream.messages.js';
 import { transportMessages } from '../transport.messages.js';
 import type { Verdict } from '../message-transport.js';

@@ -1,6 +1,6 @@
 import { type BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import type { RmqContext } from '@nestjs/microservices';
-import { MAX_RETRY_DELAY_FACTOR } from '../../idempotency.internal-constants.js';
+import { MAX_RETRY_DELAY_FACTOR } from '../transport.constants.js';
 import { rmqMessages } from './rmq.messages.js';
 import { transportMessages } from '../transport.messages.js';
 import type { Verdict } from '../message-transport.js';

@@ -3,7 +3,7 @@ import { ModulesContainer } from '@nestjs/core';
 import type { Subscription } from 'rxjs';
 import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
 import { IdempotencyOptionsError } from '../../errors/idempotency-options.error.js';
-import { RMQ_TRANSPORT } from '../../idempotency.internal-constants.js';
+import { RMQ_TRANSPORT } from './rmq.constants.js';
 import { rmqMessages } from './rmq.messages.js';
 
 /** What the check reads of Nest's `ServerRMQ` (its `noAck` option, its queue, its handlers). */
