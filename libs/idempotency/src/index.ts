@@ -1,15 +1,12 @@
 export { IdempotencyModule } from './idempotency.module.js';
-export type {
-  HealthOptions,
-  IdempotencyModuleOptions,
-  MetricsOptions,
-  MetricsRegistry,
-  EncryptionOptions,
-  PurgeOptions,
-  ReplayOptions,
-  SenderOptions,
-  TracingOptions,
-} from './idempotency.options.js';
+export type { IdempotencyModuleOptions } from './idempotency.options.js';
+export type { HealthOptions } from './health/health.options.js';
+export type { MetricsOptions, MetricsRegistry } from './metrics/metrics.options.js';
+export type { EncryptionOptions } from './recording/recording.options.js';
+export type { PurgeOptions } from './purge/purge.options.js';
+export type { ReplayOptions } from './transports/http/http.options.js';
+export type { SenderOptions } from './discovery/senders.options.js';
+export type { TracingOptions } from './tracing/tracing.options.js';
 export { IdempotentHandler } from './decorators/idempotent-handler.decorator.js';
 export { IdempotencyInterceptor } from './transports/idempotency.interceptor.js';
 export type {

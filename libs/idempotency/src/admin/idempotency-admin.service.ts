@@ -1,8 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { IdempotencyAdminError } from '../errors/idempotency-admin.error.js';
-import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
-import { messages } from '../idempotency.messages.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { adminMessages } from './admin.messages.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { toMessageKey, toScope } from '../keys/message-key.js';
 import { scopedMessageId } from '../keys/scoped-key.js';
@@ -155,7 +154,7 @@ export class IdempotencyAdmin {
     const found = await this.read(options, id, false);
     if (found.state === 'leased' && options.force !== true) {
       this.audit('forget', options.consumer, id, options.actor, reason, 'refused, the lease is live');
-      throw new IdempotencyAdminError(messages.adminLiveLease(options.consumer, id, found.leaseExpiresAt ?? new Date()), options.consumer, id);
+      throw new IdempotencyAdminError(adminMessages.adminLiveLease(options.consumer, id, found.leaseExpiresAt ?? new Date()), options.consumer, id);
     }
     let forgotten = false;
     if (found.state !== 'not-found') {
@@ -264,20 +263,20 @@ export class IdempotencyAdmin {
       return undefined;
     }
     if (!this.stores.names().includes(name)) {
-      throw new IdempotencyAdminError(messages.adminUnknownStore(name, this.stores.names()), query.consumer, query.key);
+      throw new IdempotencyAdminError(adminMessages.adminUnknownStore(name, this.stores.names()), query.consumer, query.key);
     }
     return this.stores.get(name);
   }
 
   private removable(store: LeaseStore, name: string, action: string): Required<Pick<LeaseStore, 'inspect' | 'remove'>> {
     if (typeof store.inspect !== 'function' || typeof store.remove !== 'function') {
-      throw new IdempotencyAdminError(messages.adminStoreCannot(name, action), '', '');
+      throw new IdempotencyAdminError(adminMessages.adminStoreCannot(name, action), '', '');
     }
     return store as Required<Pick<LeaseStore, 'inspect' | 'remove'>>;
   }
 
   private audit(action: string, consumer: string, id: string | undefined, actor: string | undefined, reason: string | undefined, result: string): void {
-    this.logger.log(messages.adminAction(action, consumer, id, actor ?? UNNAMED_ACTOR, reason, result));
+    this.logger.log(adminMessages.adminAction(action, consumer, id, actor ?? UNNAMED_ACTOR, reason, result));
   }
 }
 
@@ -289,7 +288,7 @@ function messageIdOf({ key, scope }: AdminKeyQuery): string {
 
 function requireReason(action: string, reason: unknown, consumer: string, id: string): string {
   if (typeof reason !== 'string' || reason.trim() === '') {
-    throw new IdempotencyAdminError(messages.adminReasonMissing(action), consumer, id);
+    throw new IdempotencyAdminError(adminMessages.adminReasonMissing(action), consumer, id);
   }
   return reason;
 }

@@ -1,7 +1,7 @@
 import { IdempotencyTransactionAbortedError } from '../errors/idempotency-transaction-aborted.error.js';
 import { IdempotencyTransientError } from '../errors/idempotency-transient.error.js';
-import { messages } from '../idempotency.messages.js';
-import { PG_IN_FAILED_TRANSACTION, PG_TRANSIENT_ERROR_CODES } from '../idempotency.internal-constants.js';
+import { claimMessages } from './claim.messages.js';
+import { PG_IN_FAILED_TRANSACTION, PG_TRANSIENT_ERROR_CODES } from './claim.constants.js';
 import type { ClaimRequest } from './claim.js';
 
 /** The SQLSTATE of a pg error, also when TypeORM wrapped it in a QueryFailedError. */
@@ -19,7 +19,7 @@ export function postgresErrorCode(error: unknown): string | undefined {
 export function translateDatabaseError(error: unknown, request: Pick<ClaimRequest, 'consumer' | 'key'>): unknown {
   const code = postgresErrorCode(error);
   if (code && PG_TRANSIENT_ERROR_CODES.has(code)) {
-    return new IdempotencyTransientError(messages.transient(request.key, code), request.consumer, request.key, { cause: error });
+    return new IdempotencyTransientError(claimMessages.transient(request.key, code), request.consumer, request.key, { cause: error });
   }
   if (code === PG_IN_FAILED_TRANSACTION) {
     return new IdempotencyTransactionAbortedError(request.consumer, request.key, { cause: error });

@@ -3,7 +3,7 @@ import type { IsolationLevel } from '../decorators/idempotent-handler.options.js
 import { IdempotencyClaimTransactionError } from '../errors/idempotency-claim-transaction.error.js';
 import { IdempotencyTransactionAbortedError } from '../errors/idempotency-transaction-aborted.error.js';
 import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
-import { messages } from '../idempotency.messages.js';
+import { claimMessages } from './claim.messages.js';
 import {
   connectClient,
   createPrimaryQueryRunner,
@@ -69,7 +69,7 @@ export class ClaimTransaction {
         // The pool still hands the connection over later; give it straight back then.
         connecting.then(() => queryRunner.release(), () => undefined);
         throw new IdempotencyUnavailableError(
-          messages.noConnection(claimant.consumer, claimant.key, timeoutMs, poolFigures(dataSource)),
+          claimMessages.noConnection(claimant.consumer, claimant.key, timeoutMs, poolFigures(dataSource)),
           claimant.consumer,
           claimant.key,
         );
@@ -81,7 +81,7 @@ export class ClaimTransaction {
       }
       await queryRunner.release();
       throw new IdempotencyUnavailableError(
-        messages.connectFailed(claimant.consumer, claimant.key, (error as Error).message),
+        claimMessages.connectFailed(claimant.consumer, claimant.key, (error as Error).message),
         claimant.consumer,
         claimant.key,
         { cause: error },
@@ -159,7 +159,7 @@ export class ClaimTransaction {
       throw new IdempotencyTransactionAbortedError(this.claimant.consumer, this.claimant.key);
     }
     if (status !== 'T') {
-      throw this.claimError(messages.claimTransactionEnded(this.claimant.consumer));
+      throw this.claimError(claimMessages.claimTransactionEnded(this.claimant.consumer));
     }
     const results = await this.send([...statements, 'COMMIT']);
     this.markTransaction(false);
@@ -189,13 +189,13 @@ export class ClaimTransaction {
 
   private refuseAtClaimLevel(depth: number, call: string): void {
     if (depth <= 1) {
-      throw this.claimError(messages.claimTransactionControlled(this.claimant.consumer, call));
+      throw this.claimError(claimMessages.claimTransactionControlled(this.claimant.consumer, call));
     }
   }
 
   private refuseStrongerIsolation(requested: IsolationLevel | undefined): void {
     if (this.open && requested && ISOLATION_STRENGTH[requested] > ISOLATION_STRENGTH[this.isolationLevel]) {
-      throw this.claimError(messages.strongerIsolationRequested(this.claimant.consumer, requested, this.isolationLevel));
+      throw this.claimError(claimMessages.strongerIsolationRequested(this.claimant.consumer, requested, this.isolationLevel));
     }
   }
 

@@ -1,18 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AsyncLocalStorage } from 'node:async_hooks';
-import type { ActiveClaim } from '../context/idempotency.context.js';
+import { type ActiveClaim, CLAIM_STORAGE } from '../context/idempotency.context.js';
 import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.js';
 import { IdempotencySchemaError } from '../errors/idempotency-schema.error.js';
 import { IdempotencyTransientError } from '../errors/idempotency-transient.error.js';
-import {
-  CLAIM_STORAGE,
-  PG_LOCK_NOT_AVAILABLE,
-  PG_UNDEFINED_FUNCTION,
-  REJECT_LOCK_TIMEOUT_MS,
-  RESOLVED_OPTIONS,
-} from '../idempotency.internal-constants.js';
-import { messages } from '../idempotency.messages.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { PG_LOCK_NOT_AVAILABLE, PG_UNDEFINED_FUNCTION, REJECT_LOCK_TIMEOUT_MS } from './claim.constants.js';
+import { claimMessages } from './claim.messages.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { claimFunctionMissing } from '../schema/store-schema.js';
@@ -145,7 +139,7 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
     const [found] = await transaction.rollback([twinStatement(sql, request, formerConsumer)]);
     const twin = found.rows[0] as StoredClaim | undefined;
     if (!twin) {
-      throw new IdempotencyTransientError(messages.claimVanished(request.key), request.consumer, request.key);
+      throw new IdempotencyTransientError(claimMessages.claimVanished(request.key), request.consumer, request.key);
     }
     this.refuseReusedKey(request, twin.fingerprint);
     if (twin.leased) {

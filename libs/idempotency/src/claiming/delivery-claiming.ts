@@ -2,8 +2,8 @@ import { Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.js';
 import { IdempotencyKeyReusedError } from '../errors/idempotency-key-reused.error.js';
-import { TWIN_POLL_FIRST_MS, TWIN_POLL_MAX_MS } from '../idempotency.internal-constants.js';
-import { messages } from '../idempotency.messages.js';
+import { TWIN_POLL_FIRST_MS, TWIN_POLL_MAX_MS } from './claim.constants.js';
+import { claimMessages } from './claim.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { failureOutcome } from '../errors/delivery-error-classes.js';
 import type { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
@@ -62,7 +62,7 @@ export abstract class DeliveryClaiming<R extends ClaimRequest> {
 
   /** A twin processed the message: its recorded `response`, to replay, logged and counted as a duplicate. */
   protected replay(request: R, response: RecordedResponse): ClaimOutcome {
-    this.logger.log(messages.duplicate(request.consumer, request.key, request.sender));
+    this.logger.log(claimMessages.duplicate(request.consumer, request.key, request.sender));
     this.metrics.recordDelivery(request, 'duplicate');
     return { kind: 'duplicate', response };
   }

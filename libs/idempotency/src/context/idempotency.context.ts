@@ -4,8 +4,10 @@ import type { EntityManager } from 'typeorm';
 import type { ClaimTransaction } from '../claiming/claim-transaction.js';
 import { type Duration, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
 import { IdempotencyContextError } from '../errors/idempotency-context.error.js';
-import { CLAIM_STORAGE } from '../idempotency.internal-constants.js';
-import { messages } from '../idempotency.messages.js';
+import { contextMessages } from './context.messages.js';
+
+/** The token of the AsyncLocalStorage that holds the active claim. @internal */
+export const CLAIM_STORAGE = Symbol('IDEMPOTENCY:CLAIM_STORAGE');
 
 /**
  * What a handler in lease mode can do with its lease.
@@ -72,7 +74,7 @@ export class IdempotencyContext {
   get manager(): EntityManager {
     const { transaction, consumer } = this.active();
     if (!transaction) {
-      throw new IdempotencyContextError(messages.noClaimTransactionInLeaseMode(consumer));
+      throw new IdempotencyContextError(contextMessages.noClaimTransactionInLeaseMode(consumer));
     }
     return transaction.queryRunner.manager;
   }
@@ -112,7 +114,7 @@ export class IdempotencyContext {
   async extendLease(duration?: Duration): Promise<void> {
     const { lease, consumer } = this.active();
     if (!lease) {
-      throw new IdempotencyContextError(messages.noLeaseInTransactionalMode(consumer));
+      throw new IdempotencyContextError(contextMessages.noLeaseInTransactionalMode(consumer));
     }
     await lease.extend(duration === undefined ? lease.leaseMs : toMilliseconds('extendLease duration', duration, MAX_TIMER_MS));
   }

@@ -5,7 +5,9 @@ import { Reflector } from '@nestjs/core';
 import { MAX_RETENTION_MS, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../idempotency.constants.js';
-import { messages } from '../idempotency.messages.js';
+import { handlerMessages } from './idempotent-handler.messages.js';
+import { keyMessages } from '../keys/key.messages.js';
+import { optionValueMessages } from '../options/option-values.messages.js';
 import { toSenderName } from '../keys/message-key.js';
 import { patternKey } from '../discovery/pattern-key.js';
 import { providerHandlerOf } from '../transports/provider-handlers.js';
@@ -15,11 +17,11 @@ import {
   NEXT_PARAMTYPE,
   PATTERN_HANDLER_METADATA,
   PATTERN_METADATA,
-  RESOLVED_OPTIONS,
   RESPONSE_PARAMTYPE,
   TRANSPORT_METADATA,
-} from '../idempotency.internal-constants.js';
-import { type ResolvedIdempotencyOptions, toRecordPolicy } from '../idempotency.options.js';
+} from './idempotency-metadata.constants.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { toRecordPolicy } from '../recording/recording.options.js';
 import type { IdempotencyMode, IdempotentHandlerOptions, InFlightPolicy, IsolationLevel, KeySource, RecordPolicy } from './idempotent-handler.options.js';
 
 /** How long a lease is renewed while its handler runs, unless the handler says otherwise. */
@@ -213,7 +215,7 @@ function respondsItself(target: Type, methodName: string): boolean {
 
 function oneOf<T extends string>(name: string, value: unknown, allowed: readonly T[]): T | undefined {
   if (value !== undefined && !allowed.includes(value as T)) {
-    throw new IdempotencyOptionsError(messages.invalidChoice(name, value, allowed));
+    throw new IdempotencyOptionsError(optionValueMessages.invalidChoice(name, value, allowed));
   }
   return value as T | undefined;
 }
@@ -253,21 +255,21 @@ function isClientKey(key: KeySource | undefined): boolean {
 
 function toScope(name: string, value: unknown, moduleDefault: ResolvedHandler['scope']): ResolvedHandler['scope'] {
   if (value !== undefined && value !== false && typeof value !== 'function') {
-    throw new IdempotencyOptionsError(messages.invalidScope(`scope of ${name}`, value));
+    throw new IdempotencyOptionsError(keyMessages.invalidScope(`scope of ${name}`, value));
   }
   return value === undefined ? moduleDefault : (value as ResolvedHandler['scope']);
 }
 
 function toFingerprint(name: string, value: unknown, clientKey: boolean): ResolvedHandler['fingerprint'] {
   if (value !== undefined && value !== false && typeof value !== 'function') {
-    throw new IdempotencyOptionsError(messages.invalidFingerprint(name, value));
+    throw new IdempotencyOptionsError(handlerMessages.invalidFingerprint(name, value));
   }
   return (value as ResolvedHandler['fingerprint'] | undefined) ?? (clientKey ? 'request' : false);
 }
 
 function toAttemptLimit(name: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
-    throw new IdempotencyOptionsError(messages.invalidAttemptLimit(name, value));
+    throw new IdempotencyOptionsError(handlerMessages.invalidAttemptLimit(name, value));
   }
   return value;
 }

@@ -1,5 +1,5 @@
 import { applyDecorators, SetMetadata, UseFilters, UseInterceptors } from '@nestjs/common';
-import { HANDLER_OPTIONS_METADATA } from '../idempotency.internal-constants.js';
+import { HANDLER_OPTIONS_METADATA } from './idempotency-metadata.constants.js';
 import { IdempotencyInterceptor } from '../transports/idempotency.interceptor.js';
 import { IdempotencyErrorFilter } from '../transports/idempotency-error.filter.js';
 import { wrapForProviderCalls } from '../transports/provider-calls.js';

@@ -6,9 +6,9 @@ import { IdempotencyConsumerConflictError } from '../errors/idempotency-consumer
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
 import { IdempotencyRetentionError } from '../errors/idempotency-retention.error.js';
 import { IdempotencyUnsupportedHandlerError } from '../errors/idempotency-unsupported-handler.error.js';
-import { DEFAULT_SENDER, RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
-import { messages } from '../idempotency.messages.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { DEFAULT_SENDER } from '../decorators/idempotency-metadata.constants.js';
+import { discoveryMessages } from './discovery.messages.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { LeaseStores, POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { type ProviderHandlerKind, providerHandlerOf } from '../transports/provider-handlers.js';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
@@ -103,16 +103,16 @@ export class IdempotencyExplorer implements OnModuleInit {
         const methodRef = target.prototype[method] as object;
         const provider = controllers.has(wrapper) ? undefined : providerHandlerOf(target, method);
         if (!controllers.has(wrapper) && !provider) {
-          throw new IdempotencyUnsupportedHandlerError(messages.notInController(handler.name), handler.name);
+          throw new IdempotencyUnsupportedHandlerError(discoveryMessages.notInController(handler.name), handler.name);
         }
         if (provider?.kind.calls && !wrapper.isDependencyTreeStatic()) {
-          throw new IdempotencyUnsupportedHandlerError(messages.providerRequestScoped(handler.name), handler.name);
+          throw new IdempotencyUnsupportedHandlerError(discoveryMessages.providerRequestScoped(handler.name), handler.name);
         }
         if (this.accessor.isServerSentEvents(methodRef)) {
-          throw new IdempotencyUnsupportedHandlerError(messages.serverSentEventsUnsupported(handler.name), handler.name);
+          throw new IdempotencyUnsupportedHandlerError(discoveryMessages.serverSentEventsUnsupported(handler.name), handler.name);
         }
         if (handler.requestMethod && SAFE_METHODS.has(handler.requestMethod)) {
-          throw new IdempotencyUnsupportedHandlerError(messages.safeMethodUnsupported(handler.name, handler.requestMethod), handler.name);
+          throw new IdempotencyUnsupportedHandlerError(discoveryMessages.safeMethodUnsupported(handler.name, handler.requestMethod), handler.name);
         }
         found.push({
           moduleName: wrapper.host?.name ?? 'an unknown module',
@@ -148,7 +148,7 @@ export class IdempotencyExplorer implements OnModuleInit {
         throw new IdempotencyConsumerConflictError(found.handler.consumer, [twin, found].map(label), [twin, found].map((each) => each.handler.legacyConsumer));
       }
       if (twin && (twin.handler.mode !== found.handler.mode || twin.handler.store !== found.handler.store)) {
-        throw new IdempotencyOptionsError(messages.sharedConsumerMismatch(found.handler.consumer, [twin, found].map(label)));
+        throw new IdempotencyOptionsError(discoveryMessages.sharedConsumerMismatch(found.handler.consumer, [twin, found].map(label)));
       }
       if (twin) {
         this.sharedConsumers.add(found.handler.consumer);
@@ -164,10 +164,10 @@ export class IdempotencyExplorer implements OnModuleInit {
 
   private checkStore({ name, mode, store }: ResolvedHandler): void {
     if (!this.stores.names().includes(store)) {
-      throw new IdempotencyOptionsError(messages.unknownStore(name, store, this.stores.names()));
+      throw new IdempotencyOptionsError(discoveryMessages.unknownStore(name, store, this.stores.names()));
     }
     if (mode === 'transaction' && store !== POSTGRES_STORE) {
-      throw new IdempotencyOptionsError(messages.transactionalModeNeedsPostgres(name, store));
+      throw new IdempotencyOptionsError(discoveryMessages.transactionalModeNeedsPostgres(name, store));
     }
   }
 
@@ -180,7 +180,7 @@ export class IdempotencyExplorer implements OnModuleInit {
       }
     }
     if (undeclared.size > 0) {
-      this.logger.warn(messages.undeclaredSenders([...undeclared]));
+      this.logger.warn(discoveryMessages.undeclaredSenders([...undeclared]));
     }
   }
 
@@ -194,7 +194,7 @@ export class IdempotencyExplorer implements OnModuleInit {
     }
     const retention = formatDuration(retentionMs);
     const horizon = formatDuration(horizonMs);
-    const explain = dynamic ? messages.retentionTooShortForAnySender : messages.retentionTooShort;
+    const explain = dynamic ? discoveryMessages.retentionTooShortForAnySender : discoveryMessages.retentionTooShort;
     throw new IdempotencyRetentionError(explain(name, retention, sender, horizon), name, retention, sender, horizon);
   }
 }

@@ -1,8 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
-import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
-import { messages } from '../idempotency.messages.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { discoveryMessages } from './discovery.messages.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { postgresErrorCode } from '../claiming/claim-errors.js';
@@ -56,17 +55,17 @@ export class StoredConsumers implements OnApplicationBootstrap {
         continue;
       }
       if (handler.mode === 'lease') {
-        throw new IdempotencyOptionsError(messages.legacyLeaseConsumer(handler.name, handler.consumer, legacy));
+        throw new IdempotencyOptionsError(discoveryMessages.legacyLeaseConsumer(handler.name, handler.consumer, legacy));
       }
       this.formerNames.set(handler.consumer, legacy);
       claimed.add(legacy);
     }
     if (this.formerNames.size > 0) {
-      this.logger.log(messages.legacyConsumers([...this.formerNames]));
+      this.logger.log(discoveryMessages.legacyConsumers([...this.formerNames]));
     }
     const unused = [...stored.names].filter((name) => !claimed.has(name));
     if (this.options.warnOnUnusedConsumers && unused.length > 0) {
-      this.logger.warn(messages.unusedConsumers(unused.slice(0, MAX_LISTED_CONSUMERS), stored.more || unused.length > MAX_LISTED_CONSUMERS));
+      this.logger.warn(discoveryMessages.unusedConsumers(unused.slice(0, MAX_LISTED_CONSUMERS), stored.more || unused.length > MAX_LISTED_CONSUMERS));
     }
   }
 

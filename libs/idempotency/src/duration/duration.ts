@@ -1,5 +1,5 @@
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
-import { messages } from '../idempotency.messages.js';
+import { durationMessages } from './duration.messages.js';
 
 /** A duration written with its unit: `'500ms'`, `'30s'`, `'15m'`, `'72h'`, `'7d'`. */
 export type Duration = `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`;
@@ -37,10 +37,10 @@ export function toMilliseconds(name: string, value: unknown, maxMs: number): num
   const match = typeof value === 'string' ? /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(value) : null;
   const milliseconds = match ? Math.round(Number(match[1]) * MILLISECONDS_PER_UNIT[match[2]]) : 0;
   if (milliseconds <= 0) {
-    throw new IdempotencyOptionsError(messages.invalidDuration(name, value));
+    throw new IdempotencyOptionsError(durationMessages.invalidDuration(name, value));
   }
   if (milliseconds > maxMs) {
-    throw new IdempotencyOptionsError(messages.durationTooLong(name, value, formatDuration(maxMs)));
+    throw new IdempotencyOptionsError(durationMessages.durationTooLong(name, value, formatDuration(maxMs)));
   }
   return milliseconds;
 }

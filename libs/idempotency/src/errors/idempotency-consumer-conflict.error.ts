@@ -1,4 +1,4 @@
-import { messages } from '../idempotency.messages.js';
+import { discoveryMessages } from '../discovery/discovery.messages.js';
 import { IdempotencyError } from './idempotency.error.js';
 
 /**
@@ -18,6 +18,6 @@ export class IdempotencyConsumerConflictError extends IdempotencyError {
     readonly handlers: readonly string[],
     formerNames: readonly (string | undefined)[] = [],
   ) {
-    super(messages.consumerConflict(consumer, handlers, formerNames));
+    super(discoveryMessages.consumerConflict(consumer, handlers, formerNames));
   }
 }

@@ -1,4 +1,4 @@
-import { messages } from '../idempotency.messages.js';
+import { contextMessages } from '../context/context.messages.js';
 import { IdempotencyError } from './idempotency.error.js';
 
 /**
@@ -8,7 +8,7 @@ import { IdempotencyError } from './idempotency.error.js';
 export class IdempotencyContextError extends IdempotencyError {
   override readonly name = 'IdempotencyContextError';
 
-  constructor(message = messages.noActiveClaim()) {
+  constructor(message = contextMessages.noActiveClaim()) {
     super(message);
   }
 }

@@ -1,4 +1,4 @@
-import { messages } from '../idempotency.messages.js';
+import { keyMessages } from '../keys/key.messages.js';
 import { IdempotencyError } from './idempotency.error.js';
 
 /** The key was processed before with a different payload. HTTP 422. */
@@ -9,6 +9,6 @@ export class IdempotencyKeyReusedError extends IdempotencyError {
     readonly consumer: string,
     readonly key: string,
   ) {
-    super(messages.keyReused(key));
+    super(keyMessages.keyReused(key));
   }
 }

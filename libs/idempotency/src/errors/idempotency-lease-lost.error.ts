@@ -1,4 +1,4 @@
-import { messages } from '../idempotency.messages.js';
+import { leaseMessages } from '../leasing/lease.messages.js';
 import { IdempotencyError } from './idempotency.error.js';
 
 /**
@@ -28,6 +28,6 @@ export class IdempotencyLeaseLostError extends IdempotencyError {
     /** How long the handler held the lease, when known. */
     readonly held?: LeaseHeld,
   ) {
-    super(messages.leaseLost(consumer, key, held));
+    super(leaseMessages.leaseLost(consumer, key, held));
   }
 }

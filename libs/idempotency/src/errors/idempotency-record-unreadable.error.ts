@@ -1,4 +1,4 @@
-import { messages } from '../idempotency.messages.js';
+import { recordingMessages } from '../recording/recording.messages.js';
 import type { UnreadableReason } from '../recording/response-seal.js';
 import { IdempotencyError } from './idempotency.error.js';
 
@@ -23,6 +23,6 @@ export class IdempotencyRecordUnreadableError extends IdempotencyError {
     formatVersion: number,
     configuredKeyIds: readonly string[],
   ) {
-    super(messages.recordUnreadable(consumer, key, reason, keyId, formatVersion, configuredKeyIds));
+    super(recordingMessages.recordUnreadable(consumer, key, reason, keyId, formatVersion, configuredKeyIds));
   }
 }

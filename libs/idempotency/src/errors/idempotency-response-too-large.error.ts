@@ -1,4 +1,4 @@
-import { messages } from '../idempotency.messages.js';
+import { recordingMessages } from '../recording/recording.messages.js';
 import { IdempotencyError } from './idempotency.error.js';
 
 /**
@@ -14,6 +14,6 @@ export class IdempotencyResponseTooLargeError extends IdempotencyError {
     readonly key: string,
     readonly maxBodyBytes: number,
   ) {
-    super(messages.responseTooLarge(consumer, key, maxBodyBytes));
+    super(recordingMessages.responseTooLarge(consumer, key, maxBodyBytes));
   }
 }

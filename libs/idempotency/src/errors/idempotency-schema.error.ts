@@ -1,4 +1,4 @@
-import { messages } from '../idempotency.messages.js';
+import { schemaMessages } from '../schema/schema.messages.js';
 import { IdempotencyError } from './idempotency.error.js';
 
 /**
@@ -21,6 +21,6 @@ export class IdempotencySchemaError extends IdempotencyError {
     readonly migrations: readonly string[],
     options?: ErrorOptions,
   ) {
-    super(messages.schemaMissing(table, missing, migrations), options);
+    super(schemaMessages.schemaMissing(table, missing, migrations), options);
   }
 }

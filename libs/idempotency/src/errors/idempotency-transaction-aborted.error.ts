@@ -1,4 +1,4 @@
-import { messages } from '../idempotency.messages.js';
+import { claimMessages } from '../claiming/claim.messages.js';
 import { IdempotencyError } from './idempotency.error.js';
 
 /**
@@ -15,6 +15,6 @@ export class IdempotencyTransactionAbortedError extends IdempotencyError {
     readonly key: string,
     options?: ErrorOptions,
   ) {
-    super(messages.transactionAborted(consumer, key), options);
+    super(claimMessages.transactionAborted(consumer, key), options);
   }
 }

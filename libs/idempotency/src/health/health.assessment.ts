@@ -1,6 +1,6 @@
 import { formatDuration } from '../duration/duration.js';
-import { messages } from '../idempotency.messages.js';
-import type { ResolvedHealthOptions } from '../idempotency.options.js';
+import { healthMessages } from './health.messages.js';
+import type { ResolvedHealthOptions } from './health.options.js';
 import type { SenderDuplicateRate } from '../metrics/idempotency-metrics.service.js';
 
 /** What the health indicator measured. */
@@ -18,22 +18,22 @@ export interface HealthFigures {
 export function findProblems(figures: HealthFigures, thresholds: ResolvedHealthOptions): string[] {
   const problems: string[] = [];
   if (thresholds.maxEstimatedRows !== null && figures.estimatedRows !== null && figures.estimatedRows > thresholds.maxEstimatedRows) {
-    problems.push(messages.storeTooLarge(figures.estimatedRows, thresholds.maxEstimatedRows));
+    problems.push(healthMessages.storeTooLarge(figures.estimatedRows, thresholds.maxEstimatedRows));
   }
   if (figures.purgeLagMs > thresholds.maxPurgeLagMs) {
-    problems.push(messages.purgeLagging(seconds(figures.purgeLagMs), formatDuration(thresholds.maxPurgeLagMs)));
+    problems.push(healthMessages.purgeLagging(seconds(figures.purgeLagMs), formatDuration(thresholds.maxPurgeLagMs)));
   }
   if (
     thresholds.maxTimeSincePurgeMs !== null &&
     figures.timeSincePurgeMs !== null &&
     figures.timeSincePurgeMs > thresholds.maxTimeSincePurgeMs
   ) {
-    problems.push(messages.purgeOverdue(seconds(figures.timeSincePurgeMs), formatDuration(thresholds.maxTimeSincePurgeMs)));
+    problems.push(healthMessages.purgeOverdue(seconds(figures.timeSincePurgeMs), formatDuration(thresholds.maxTimeSincePurgeMs)));
   }
   for (const { sender, deliveries, duplicates, rate } of figures.duplicateRates) {
     if (deliveries >= thresholds.duplicateRateMinDeliveries && rate > thresholds.maxDuplicateRate) {
       problems.push(
-        messages.duplicateRateHigh(
+        healthMessages.duplicateRateHigh(
           sender,
           duplicates,
           deliveries,

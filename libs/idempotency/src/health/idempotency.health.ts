@@ -1,7 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
-import { messages } from '../idempotency.messages.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { healthMessages } from './health.messages.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { StoreSchemaCheck } from '../schema/store-schema.check.js';
@@ -58,7 +57,7 @@ export class IdempotencyHealthIndicator {
       }
       statistics = await readStoreStatistics(this.join.claimDataSource(), this.options.tableName);
     } catch (error) {
-      return answer('down', { message: messages.storeUnreadable(this.options.tableName, (error as Error).message) });
+      return answer('down', { message: healthMessages.storeUnreadable(this.options.tableName, (error as Error).message) });
     }
     const figures = this.measure(statistics);
     const problems = findProblems(figures, this.options.health);

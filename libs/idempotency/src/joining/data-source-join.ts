@@ -3,11 +3,10 @@ import { DiscoveryService, ModuleRef } from '@nestjs/core';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import { DataSource, type QueryRunner, type ReplicationMode } from 'typeorm';
-import type { ActiveClaim } from '../context/idempotency.context.js';
+import { type ActiveClaim, CLAIM_STORAGE } from '../context/idempotency.context.js';
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
-import { CLAIM_STORAGE, RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
-import { messages } from '../idempotency.messages.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { joinMessages } from './join.messages.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 
 type CreateQueryRunner = (mode?: ReplicationMode) => QueryRunner;
 
@@ -71,7 +70,7 @@ export class DataSourceJoin implements OnModuleInit {
     try {
       return this.moduleRef.get<DataSource>(getDataSourceToken(this.options.dataSource), { strict: false });
     } catch (error) {
-      throw new IdempotencyOptionsError(messages.dataSourceMissing(this.options.dataSource), { cause: error });
+      throw new IdempotencyOptionsError(joinMessages.dataSourceMissing(this.options.dataSource), { cause: error });
     }
   }
 
@@ -79,7 +78,7 @@ export class DataSourceJoin implements OnModuleInit {
     this.intercept(dataSource, (claim, mode, create) => {
       if (!this.readsFromReplica(dataSource, mode) && claim?.transaction?.isOpen && !this.warned.has(`${claim.consumer}\u0000${name}`)) {
         this.warned.add(`${claim.consumer}\u0000${name}`);
-        this.logger.warn(messages.otherDataSourceUsed(claim.consumer, name));
+        this.logger.warn(joinMessages.otherDataSourceUsed(claim.consumer, name));
       }
       return create(mode);
     });

@@ -1,6 +1,6 @@
 import { MAX_KEY_LENGTH } from '../idempotency.constants.js';
 import { IdempotencyKeyError } from '../errors/idempotency-key.error.js';
-import { messages } from '../idempotency.messages.js';
+import { keyMessages } from './key.messages.js';
 
 // eslint-disable-next-line no-control-regex
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
@@ -33,22 +33,22 @@ export function toScope(value: unknown, source: string): string {
 
 function toBoundedText(value: unknown, what: string, source: string): string {
   if (value === undefined || value === null) {
-    throw new IdempotencyKeyError(messages.textMissing(what, source), source);
+    throw new IdempotencyKeyError(keyMessages.textMissing(what, source), source);
   }
   if (typeof value !== 'string' && typeof value !== 'number') {
-    throw new IdempotencyKeyError(messages.textNotString(what, source), source);
+    throw new IdempotencyKeyError(keyMessages.textNotString(what, source), source);
   }
   const text = String(value);
   if (text.length === 0) {
-    throw new IdempotencyKeyError(messages.textEmpty(what, source), source);
+    throw new IdempotencyKeyError(keyMessages.textEmpty(what, source), source);
   }
   // UTF-16 code units are at least as many as characters: only a long text needs counting.
   const length = text.length > MAX_KEY_LENGTH ? characterCount(text) : text.length;
   if (length > MAX_KEY_LENGTH) {
-    throw new IdempotencyKeyError(messages.textTooLong(what, source, length), source);
+    throw new IdempotencyKeyError(keyMessages.textTooLong(what, source, length), source);
   }
   if (CONTROL_CHARACTERS.test(text)) {
-    throw new IdempotencyKeyError(messages.textHasControlCharacters(what, source), source);
+    throw new IdempotencyKeyError(keyMessages.textHasControlCharacters(what, source), source);
   }
   return text;
 }

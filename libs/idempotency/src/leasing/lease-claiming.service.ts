@@ -4,11 +4,10 @@ import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { ClaimRequest } from '../claiming/claim.js';
 import type { ClaimOutcome } from '../claiming/claiming.service.js';
 import { DeliveryClaiming } from '../claiming/delivery-claiming.js';
-import type { ActiveClaim } from '../context/idempotency.context.js';
+import { type ActiveClaim, CLAIM_STORAGE } from '../context/idempotency.context.js';
 import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
-import { CLAIM_STORAGE, RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
-import { messages } from '../idempotency.messages.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { leaseMessages } from './lease.messages.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import type { LeaseAttempt, LeaseRequest } from './lease-store.js';
 import { LeaseStores } from './lease-stores.js';
@@ -56,7 +55,7 @@ export class LeaseClaimingService extends DeliveryClaiming<LeaseClaimRequest> {
     try {
       attempt = await store.claim(request, token);
     } catch (error) {
-      throw new IdempotencyUnavailableError(messages.storeFailed(request.store, request.consumer, request.key, (error as Error).message), request.consumer, request.key, {
+      throw new IdempotencyUnavailableError(leaseMessages.storeFailed(request.store, request.consumer, request.key, (error as Error).message), request.consumer, request.key, {
         cause: error,
       });
     }

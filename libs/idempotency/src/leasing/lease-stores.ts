@@ -1,6 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import type { LeaseStore } from './lease-store.js';
 import { PostgresLeaseStore } from './postgres-lease.store.js';

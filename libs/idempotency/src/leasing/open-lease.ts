@@ -4,7 +4,7 @@ import type { ClaimRequest, RecordedResponse } from '../claiming/claim.js';
 import { SettlingDelivery } from '../claiming/settling-delivery.js';
 import type { ActiveClaim } from '../context/idempotency.context.js';
 import { IdempotencyLeaseLostError } from '../errors/idempotency-lease-lost.error.js';
-import { messages } from '../idempotency.messages.js';
+import { leaseMessages } from './lease.messages.js';
 import { downstreamKey } from '../keys/downstream-key.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
 import type { LeaseRenewalOutcome } from '../metrics/idempotency-metrics.service.js';
@@ -115,7 +115,7 @@ export class OpenLease extends SettlingDelivery {
     } catch (error) {
       if (!this.settled) {
         this.renewal.record('failed');
-        this.logger.warn(messages.leaseRenewalFailed(this.request.consumer, this.request.key, (error as Error)?.message ?? String(error)));
+        this.logger.warn(leaseMessages.leaseRenewalFailed(this.request.consumer, this.request.key, (error as Error)?.message ?? String(error)));
         this.scheduleRenewal();
       }
       return;
@@ -126,7 +126,7 @@ export class OpenLease extends SettlingDelivery {
     }
     if (!renewed) {
       this.renewal.record('lost');
-      this.logger.warn(messages.leaseRenewalLost(this.request.consumer, this.request.key, performance.now() - this.claimedAt));
+      this.logger.warn(leaseMessages.leaseRenewalLost(this.request.consumer, this.request.key, performance.now() - this.claimedAt));
       return;
     }
     this.renewal.record('renewed');

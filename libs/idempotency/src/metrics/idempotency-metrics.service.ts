@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { MAX_COUNTED_SENDERS, OTHER_SENDERS, RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
-import { messages } from '../idempotency.messages.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { MAX_COUNTED_SENDERS, OTHER_SENDERS } from './metrics.constants.js';
+import { metricsMessages } from './metrics.messages.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import type { PurgeOutcome, PurgeRun } from '../purge/purge-run.js';
 import type { DeliveryOutcome } from './delivery-outcome.js';
 import { DuplicateRateWindow } from './duplicate-rate.window.js';
@@ -281,7 +281,7 @@ export class IdempotencyMetricsService {
     }
     if (this.windows.size >= MAX_COUNTED_SENDERS) {
       if (!this.windows.has(OTHER_SENDERS)) {
-        this.logger.warn(messages.tooManySenders(MAX_COUNTED_SENDERS, OTHER_SENDERS));
+        this.logger.warn(metricsMessages.tooManySenders(MAX_COUNTED_SENDERS, OTHER_SENDERS));
         this.windows.set(OTHER_SENDERS, new DuplicateRateWindow(this.options.health.duplicateRateWindowMs));
       }
       return OTHER_SENDERS;

@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
-import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
-import { messages } from '../idempotency.messages.js';
-import type { MetricsRegistry, ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { metricsMessages } from './metrics.messages.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import type { MetricsRegistry } from './metrics.options.js';
 import { loadIfInstalled, loadOptionalPackage } from '../optional/load-optional-package.js';
 import { DELIVERY_OUTCOMES } from './delivery-outcome.js';
 import { IdempotencyMetricsService, type LeaseRenewalOutcome } from './idempotency-metrics.service.js';
@@ -45,9 +45,9 @@ export class PrometheusExporter implements OnModuleInit, OnApplicationShutdown {
     if (this.registry.getSingleMetric(DELIVERIES)) {
       // Another instance of the module in this process registered them in the same registry.
       if (configured) {
-        throw new IdempotencyOptionsError(messages.metricsRegisteredTwice(DELIVERIES));
+        throw new IdempotencyOptionsError(metricsMessages.metricsRegisteredTwice(DELIVERIES));
       }
-      this.logger.warn(messages.metricsAlreadyInDefaultRegistry());
+      this.logger.warn(metricsMessages.metricsAlreadyInDefaultRegistry());
       return;
     }
     this.registerAll(client);

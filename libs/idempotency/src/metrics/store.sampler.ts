@@ -1,8 +1,7 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { estimateRows, readStoreStatistics } from '../health/store-statistics.queries.js';
-import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
-import { messages } from '../idempotency.messages.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { metricsMessages } from './metrics.messages.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { RepeatingTimer } from '../scheduling/repeating-timer.js';
 import { IdempotencyMetricsService } from './idempotency-metrics.service.js';
@@ -50,7 +49,7 @@ export class StoreSampler implements OnApplicationBootstrap, BeforeApplicationSh
         sampledAt: new Date(),
       });
     } catch (error) {
-      this.logger.warn(messages.storeSampleFailed(this.options.tableName, (error as Error).message));
+      this.logger.warn(metricsMessages.storeSampleFailed(this.options.tableName, (error as Error).message));
     }
   }
 }

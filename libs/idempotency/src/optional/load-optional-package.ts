@@ -1,5 +1,5 @@
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
-import { messages } from '../idempotency.messages.js';
+import { optionalPackageMessages } from './optional-package.messages.js';
 
 /**
  * Imports an optional peer dependency, only where it is used.
@@ -11,7 +11,7 @@ export async function loadOptionalPackage<T>(packageName: string, feature: strin
   try {
     return await load();
   } catch (error) {
-    throw new IdempotencyOptionsError(messages.packageMissing(packageName, feature), { cause: error });
+    throw new IdempotencyOptionsError(optionalPackageMessages.packageMissing(packageName, feature), { cause: error });
   }
 }
 

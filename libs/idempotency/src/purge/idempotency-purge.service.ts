@@ -1,10 +1,9 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { IdempotencyPurgeError } from '../errors/idempotency-purge.error.js';
-import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
-import { messages } from '../idempotency.messages.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { purgeMessages } from './purge.messages.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { IdempotencyTracing } from '../tracing/idempotency-tracing.js';
 import type { PurgeOutcome, PurgeRun } from './purge-run.js';
@@ -68,12 +67,12 @@ export class IdempotencyPurgeService implements OnModuleInit, BeforeApplicationS
     try {
       const run = finish(await this.deleteExpired(progress));
       if (run.rows > 0) {
-        this.logger.log(messages.purged(this.options.tableName, run.rows, run.batches, run.durationMs));
+        this.logger.log(purgeMessages.purged(this.options.tableName, run.rows, run.batches, run.durationMs));
       }
       return run;
     } catch (error) {
       const run = finish('failed');
-      throw new IdempotencyPurgeError(messages.purgeFailed(this.options.tableName, run.rows), run, { cause: error });
+      throw new IdempotencyPurgeError(purgeMessages.purgeFailed(this.options.tableName, run.rows), run, { cause: error });
     }
   }
 

@@ -1,5 +1,6 @@
 import { jest } from '@jest/globals';
-import { resolveModuleOptions, type PurgeOptions } from '../idempotency.options.js';
+import { resolveModuleOptions } from '../idempotency.options.js';
+import type { PurgeOptions } from './purge.options.js';
 import type { IdempotencyPurgeService } from './idempotency-purge.service.js';
 import type { PurgeRun } from './purge-run.js';
 import { PurgeScheduler } from './purge.scheduler.js';

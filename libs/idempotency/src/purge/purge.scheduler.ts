@@ -1,6 +1,5 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { RepeatingTimer } from '../scheduling/repeating-timer.js';
 import { IdempotencyPurgeService } from './idempotency-purge.service.js';
 

@@ -3,8 +3,7 @@ import type { ClaimRequest, OpenDelivery, RecordedResponse } from '../claiming/c
 import type { ClaimOutcome } from '../claiming/claiming.service.js';
 import type { RecordPolicy } from '../decorators/idempotent-handler.options.js';
 import { IdempotencyRecordUnreadableError } from '../errors/idempotency-record-unreadable.error.js';
-import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
 import { openResponse, sealResponse, UnreadableRecord } from './response-seal.js';
 

@@ -1,8 +1,7 @@
 import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
 import { IdempotencyExplorer } from '../discovery/idempotency.explorer.js';
 import { IdempotencySchemaError } from '../errors/idempotency-schema.error.js';
-import { RESOLVED_OPTIONS } from '../idempotency.internal-constants.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { findMissing, type SchemaNeeds, schemaNeeds, type StoreCatalogue } from './store-schema.js';

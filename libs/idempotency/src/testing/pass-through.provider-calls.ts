@@ -1,6 +1,6 @@
 import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
-import { HANDLER_OPTIONS_METADATA } from '../idempotency.internal-constants.js';
+import { HANDLER_OPTIONS_METADATA } from '../decorators/idempotency-metadata.constants.js';
 import { enlistProviderCalls, registerEnlister } from '../transports/provider-calls.js';
 
 /**

@@ -4,7 +4,7 @@ import { IdempotencyContext } from '../context/idempotency.context.js';
 import { type Duration, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
 import { IdempotencyContextError } from '../errors/idempotency-context.error.js';
 import { downstreamKey } from '../keys/downstream-key.js';
-import { messages } from '../idempotency.messages.js';
+import { testingMessages } from './testing.messages.js';
 import type { IdempotencyTestingOptions } from './idempotency-testing.options.js';
 
 /**
@@ -35,7 +35,7 @@ export class TestingIdempotencyContext extends IdempotencyContext {
 
   override get manager(): EntityManager {
     if (!this.testManager) {
-      throw new IdempotencyContextError(messages.testingManagerMissing());
+      throw new IdempotencyContextError(testingMessages.testingManagerMissing());
     }
     return this.testManager;
   }

@@ -2,7 +2,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import type { ClaimingService, ClaimOutcome } from '../claiming/claiming.service.js';
 import type { ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
 import type { InFlightPolicy } from '../decorators/idempotent-handler.options.js';
-import { OTHER_SENDERS } from '../idempotency.internal-constants.js';
+import { OTHER_SENDERS } from '../metrics/metrics.constants.js';
 import { fingerprint } from '../keys/fingerprint.js';
 import { toScope, toSenderName } from '../keys/message-key.js';
 import { scopedMessageId } from '../keys/scoped-key.js';

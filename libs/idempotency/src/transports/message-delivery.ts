@@ -7,7 +7,7 @@ import { IdempotencyMetadataAccessor, type ResolvedHandler } from '../decorators
 import { classify, failureOutcome } from '../errors/delivery-error-classes.js';
 import { IdempotencyKeyError } from '../errors/idempotency-key.error.js';
 import { IdempotencyUnsupportedHandlerError } from '../errors/idempotency-unsupported-handler.error.js';
-import { messages } from '../idempotency.messages.js';
+import { transportMessages } from './transport.messages.js';
 import { readPath, toMessageKey } from '../keys/message-key.js';
 import { LeaseClaimingService, type LeaseClaimRequest } from '../leasing/lease-claiming.service.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
@@ -43,7 +43,7 @@ export class MessageDelivery {
       }
     }
     const handler = `${context.getClass().name}.${context.getHandler().name}`;
-    throw new IdempotencyUnsupportedHandlerError(messages.unsupportedContext(handler, context.getType()), handler);
+    throw new IdempotencyUnsupportedHandlerError(transportMessages.unsupportedContext(handler, context.getType()), handler);
   }
 
   /**
@@ -135,7 +135,7 @@ function readKey(handler: ResolvedHandler, context: ExecutionContext, transport:
     return toMessageKey(message.header(source.header), `the ${source.header} message header`);
   }
   if (transport.messageIdSource === undefined) {
-    throw new IdempotencyKeyError(messages.unsupportedTransport(transport.name), 'transport');
+    throw new IdempotencyKeyError(transportMessages.unsupportedTransport(transport.name), 'transport');
   }
   return toMessageKey(message.messageId, transport.messageIdSource);
 }

@@ -1,7 +1,7 @@
 import type { Type } from '@nestjs/common';
 import { CONTROLLER_WATERMARK } from '@nestjs/common/constants.js';
 import { IdempotencyUnsupportedHandlerError } from '../errors/idempotency-unsupported-handler.error.js';
-import { messages } from '../idempotency.messages.js';
+import { transportMessages } from './transport.messages.js';
 
 /** Runs one call of an idempotent provider handler: `run` calls the method itself, with the call's arguments unless given others. */
 export type ProviderCallEntry = (args: unknown[], run: (callArgs?: unknown[]) => Promise<unknown>) => Promise<unknown>;
@@ -49,7 +49,7 @@ export function wrapForProviderCalls(method: (...args: unknown[]) => unknown, me
       return entry(args, async (callArgs = args) => method.apply(this, callArgs));
     }
     const name = `${this.constructor.name}.${String(methodName)}`;
-    throw new IdempotencyUnsupportedHandlerError(messages.providerNotEnlisted(name), name);
+    throw new IdempotencyUnsupportedHandlerError(transportMessages.providerNotEnlisted(name), name);
   };
   for (const key of Reflect.getMetadataKeys(method)) {
     Reflect.defineMetadata(key, Reflect.getMetadata(key, method), wrapper);

@@ -1,5 +1,5 @@
 import { type ExecutionContext, Logger, type Type } from '@nestjs/common';
-import { messages } from '../../idempotency.messages.js';
+import { bullmqMessages } from './bullmq.messages.js';
 import type { InboundMessage, MessageTransport, Verdict } from '../message-transport.js';
 import type { ProviderHandlerKind } from '../provider-handlers.js';
 
@@ -54,7 +54,7 @@ export class BullmqTransport implements MessageTransport {
     if (verdict.kind !== 'dead-letter') {
       return undefined;
     }
-    this.logger.error(messages.jobFailedForGood(job.queueName, job.id, verdict.reason));
+    this.logger.error(bullmqMessages.jobFailedForGood(job.queueName, job.id, verdict.reason));
     return new JobFailedForGood(verdict.reason);
   }
 }

@@ -12,9 +12,9 @@ import { IdempotencyError } from '../../errors/idempotency.error.js';
 import { IdempotencyResponseTooLargeError } from '../../errors/idempotency-response-too-large.error.js';
 import { IdempotencyTransientError } from '../../errors/idempotency-transient.error.js';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from '../../idempotency.constants.js';
-import { RESOLVED_OPTIONS } from '../../idempotency.internal-constants.js';
-import { messages } from '../../idempotency.messages.js';
-import type { ResolvedIdempotencyOptions } from '../../idempotency.options.js';
+import { keyMessages } from '../../keys/key.messages.js';
+import { httpMessages } from './http.messages.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../../idempotency.options.js';
 import { readPath, toMessageKey } from '../../keys/message-key.js';
 import { classify, failureOutcome, statusOutcome } from '../../errors/delivery-error-classes.js';
 import { IdempotencyMetricsService } from '../../metrics/idempotency-metrics.service.js';
@@ -181,7 +181,7 @@ export class HttpDelivery {
     const { status } = recorded;
     if (status === null) {
       // Only a claim whose transaction the handler ended itself commits without its response.
-      throw new IdempotencyClaimTransactionError(messages.unrecordedResponse(request.consumer, request.key), request.consumer, request.key);
+      throw new IdempotencyClaimTransactionError(httpMessages.unrecordedResponse(request.consumer, request.key), request.consumer, request.key);
     }
     const headers = mergeHeaders(before, recorded.headers ?? {}, { [IDEMPOTENT_REPLAYED_HEADER]: 'true' });
     const body = recorded.body ?? Buffer.alloc(0);
@@ -203,7 +203,7 @@ export class HttpDelivery {
       return;
     }
     this.warnedUnscoped.add(handler);
-    this.logger.warn(messages.unscopedClientKey(handler.name, handler.consumer));
+    this.logger.warn(httpMessages.unscopedClientKey(handler.name, handler.consumer));
   }
 
   /**
@@ -235,7 +235,7 @@ function readKey(handler: ResolvedHandler, context: ExecutionContext, request: H
       const lines = headerLines(request.rawHeaders ?? request.raw?.rawHeaders ?? [], name);
       if (lines > 1) {
         const where = `the ${source.header} header`;
-        throw new IdempotencyKeyError(messages.textRepeated('idempotency key', where, lines), where);
+        throw new IdempotencyKeyError(keyMessages.textRepeated('idempotency key', where, lines), where);
       }
     }
     return toMessageKey(value, `the ${source.header} header`);
@@ -280,7 +280,7 @@ function asAnswerable(error: unknown, request: ClaimRequest): IdempotencyError {
   if (error instanceof IdempotencyError && classify(error)) {
     return error;
   }
-  return new IdempotencyTransientError(messages.commitUnsettled(request.key, (error as Error)?.message ?? String(error)), request.consumer, request.key, {
+  return new IdempotencyTransientError(httpMessages.commitUnsettled(request.key, (error as Error)?.message ?? String(error)), request.consumer, request.key, {
     cause: error,
   });
 }

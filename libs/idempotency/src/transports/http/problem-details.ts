@@ -1,6 +1,6 @@
 import { classify, type DeliveryErrorClass } from '../../errors/delivery-error-classes.js';
 import type { IdempotencyError } from '../../errors/idempotency.error.js';
-import { RETRY_AFTER_SECONDS } from '../../idempotency.internal-constants.js';
+import { RETRY_AFTER_SECONDS } from './http.constants.js';
 
 /** An RFC 9457 problem answer. */
 export interface ProblemAnswer {

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { IdempotencyOptionsError } from '../../errors/idempotency-options.error.js';
-import { messages } from '../../idempotency.messages.js';
 import { type MicroserviceServer, MicroserviceServerCheck } from '../microservice-server.check.js';
+import { jetStreamMessages } from './jetstream.messages.js';
 
 /** The description of the plugin's `NATS_JETSTREAM_TRANSPORT` symbol, its servers' `transportId`. */
 const JETSTREAM_TRANSPORT = 'NATS_JETSTREAM_TRANSPORT';
@@ -28,6 +28,6 @@ export class JetStreamConsumerCheck extends MicroserviceServerCheck<JetStreamSer
     const { manualAck, ackPolicy, durable } = server.options?.consumerOptions ?? {};
     const setting = manualAck !== true ? `manualAck: ${String(manualAck)}` : ackPolicy === 'None' || ackPolicy === 'All' ? `ackPolicy: '${ackPolicy}'` : undefined;
     const handler = setting === undefined ? undefined : this.idempotentHandlerOf(server, true);
-    return handler && new IdempotencyOptionsError(messages.jetStreamAcksWithoutCommit(durable ?? '(ephemeral)', setting!, handler.name));
+    return handler && new IdempotencyOptionsError(jetStreamMessages.jetStreamAcksWithoutCommit(durable ?? '(ephemeral)', setting!, handler.name));
   }
 }

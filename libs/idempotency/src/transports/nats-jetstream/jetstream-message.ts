@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
-import { MAX_RETRY_DELAY_FACTOR } from '../../idempotency.internal-constants.js';
-import { messages } from '../../idempotency.messages.js';
+import { MAX_RETRY_DELAY_FACTOR } from '../transport.constants.js';
+import { jetStreamMessages } from './jetstream.messages.js';
+import { transportMessages } from '../transport.messages.js';
 import type { Verdict } from '../message-transport.js';
 
 /** What the module reads of a JetStream message (`JsMsg` of the `nats` client, v2 and v3 alike). */
@@ -42,21 +43,21 @@ export function settleJetStreamMessage(message: JetStreamMessage, verdict: Verdi
     if (verdict.kind === 'ack') {
       message.ack();
     } else if (verdict.kind === 'dead-letter') {
-      logger.error(messages.terminated(message.subject, verdict.reason));
+      logger.error(jetStreamMessages.terminated(message.subject, verdict.reason));
       message.term();
     } else {
       const attempt = message.info.deliveryCount ?? message.info.redeliveryCount ?? 1;
       if (attempt >= verdict.maxAttempts) {
-        const reason = messages.attemptsExhausted(attempt, verdict.reason);
-        logger.error(messages.terminated(message.subject, reason));
+        const reason = transportMessages.attemptsExhausted(attempt, verdict.reason);
+        logger.error(jetStreamMessages.terminated(message.subject, reason));
         message.term();
       } else {
         const delayMs = verdict.retryDelayMs * Math.min(2 ** (attempt - 1), MAX_RETRY_DELAY_FACTOR);
-        logger.warn(messages.requeued(message.subject, attempt, verdict.maxAttempts, delayMs, verdict.reason));
+        logger.warn(transportMessages.requeued(message.subject, attempt, verdict.maxAttempts, delayMs, verdict.reason));
         message.nak(delayMs);
       }
     }
   } catch (error) {
-    logger.warn(messages.settleFailed(message.subject, (error as Error).message));
+    logger.warn(transportMessages.settleFailed(message.subject, (error as Error).message));
   }
 }

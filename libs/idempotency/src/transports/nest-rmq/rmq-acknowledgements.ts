@@ -1,7 +1,8 @@
 import { type BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import type { RmqContext } from '@nestjs/microservices';
-import { MAX_RETRY_DELAY_FACTOR } from '../../idempotency.internal-constants.js';
-import { messages } from '../../idempotency.messages.js';
+import { MAX_RETRY_DELAY_FACTOR } from '../transport.constants.js';
+import { rmqMessages } from './rmq.messages.js';
+import { transportMessages } from '../transport.messages.js';
 import type { Verdict } from '../message-transport.js';
 
 /** What the module reads of an AMQP message. */
@@ -111,17 +112,17 @@ export class RmqAcknowledgements implements BeforeApplicationShutdown {
     const deadLetter = verdicts.find((verdict) => verdict.kind === 'dead-letter');
     const retry = verdicts.find((verdict) => verdict.kind === 'retry');
     if (deadLetter) {
-      this.logger.error(messages.deadLettered(context.getPattern(), deadLetter.reason));
+      this.logger.error(rmqMessages.deadLettered(context.getPattern(), deadLetter.reason));
       channel.nack(message, false, false);
     } else if (retry) {
       const attempt = this.countFailure(retry.attemptKey, message);
       if (attempt >= retry.maxAttempts) {
         this.failedAttempts.delete(retry.attemptKey);
-        this.logger.error(messages.deadLettered(context.getPattern(), messages.attemptsExhausted(attempt, retry.reason)));
+        this.logger.error(rmqMessages.deadLettered(context.getPattern(), transportMessages.attemptsExhausted(attempt, retry.reason)));
         channel.nack(message, false, false);
       } else {
         const delayMs = retry.retryDelayMs * Math.min(2 ** (attempt - 1), MAX_RETRY_DELAY_FACTOR);
-        this.logger.warn(messages.requeued(context.getPattern(), attempt, retry.maxAttempts, delayMs, retry.reason));
+        this.logger.warn(transportMessages.requeued(context.getPattern(), attempt, retry.maxAttempts, delayMs, retry.reason));
         this.requeueAfter(delayMs, () => this.guarded(context, () => channel.nack(message, false, true)));
       }
     } else {
@@ -143,7 +144,7 @@ export class RmqAcknowledgements implements BeforeApplicationShutdown {
     try {
       settle();
     } catch (error) {
-      this.logger.warn(messages.settleFailed(context.getPattern(), (error as Error).message));
+      this.logger.warn(transportMessages.settleFailed(context.getPattern(), (error as Error).message));
     }
   }
 

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { IdempotencyOptionsError } from '../../errors/idempotency-options.error.js';
-import { RMQ_TRANSPORT } from '../../idempotency.internal-constants.js';
-import { messages } from '../../idempotency.messages.js';
 import { type MicroserviceServer, MicroserviceServerCheck } from '../microservice-server.check.js';
+import { RMQ_TRANSPORT } from './rmq.constants.js';
+import { rmqMessages } from './rmq.messages.js';
 
 /** What the check reads of Nest's `ServerRMQ`: its `noAck` option and its queue. */
 interface RmqServer extends MicroserviceServer {
@@ -23,6 +23,6 @@ export class RmqConsumerCheck extends MicroserviceServerCheck<RmqServer> {
 
   protected problemOf(server: RmqServer): IdempotencyOptionsError | undefined {
     const handler = server.noAck === false ? undefined : this.idempotentHandlerOf(server);
-    return handler && new IdempotencyOptionsError(messages.autoAcknowledgedQueue(server.queue ?? '(unnamed)', handler.name));
+    return handler && new IdempotencyOptionsError(rmqMessages.autoAcknowledgedQueue(server.queue ?? '(unnamed)', handler.name));
   }
 }

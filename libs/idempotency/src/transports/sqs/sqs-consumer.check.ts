@@ -2,7 +2,7 @@ import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
 import { IdempotencyOptionsError } from '../../errors/idempotency-options.error.js';
-import { messages } from '../../idempotency.messages.js';
+import { sqsMessages } from './sqs.messages.js';
 import { SQS_HANDLERS, sqsHandlerOf } from './sqs.transport.js';
 
 /** The token of `SqsModule`'s options in `@ssut/nestjs-sqs`. */
@@ -40,7 +40,7 @@ export class SqsConsumerCheck implements OnModuleInit {
       const consumer = metadata && consumers.find((candidate) => candidate.name === metadata.name);
       const problem = consumer && problemOf(consumer, metadata.batch === true, handler.key === undefined);
       if (problem) {
-        throw new IdempotencyOptionsError(messages.sqsConsumerRefused(consumer.name, handler.name, problem));
+        throw new IdempotencyOptionsError(sqsMessages.sqsConsumerRefused(consumer.name, handler.name, problem));
       }
     }
   }

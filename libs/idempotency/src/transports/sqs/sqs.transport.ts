@@ -1,5 +1,5 @@
 import { type ExecutionContext, Logger } from '@nestjs/common';
-import { messages } from '../../idempotency.messages.js';
+import { sqsMessages } from './sqs.messages.js';
 import type { InboundMessage, MessageTransport, Verdict } from '../message-transport.js';
 import type { ProviderCallSplit, ProviderHandlerKind } from '../provider-handlers.js';
 
@@ -57,9 +57,9 @@ export class SqsTransport implements MessageTransport {
 
   private log(queue: string, messageId: string, verdict: Verdict): void {
     if (verdict.kind === 'dead-letter') {
-      this.logger.error(messages.sqsLeftForRedrive(queue, messageId, 'can never succeed', verdict.reason));
+      this.logger.error(sqsMessages.sqsLeftForRedrive(queue, messageId, 'can never succeed', verdict.reason));
     } else if (verdict.kind === 'retry') {
-      this.logger.warn(messages.sqsLeftForRedrive(queue, messageId, 'failed', verdict.reason));
+      this.logger.warn(sqsMessages.sqsLeftForRedrive(queue, messageId, 'failed', verdict.reason));
     }
   }
 }

@@ -1,0 +1,16 @@
+import { shownKey } from '../keys/scoped-key.js';
+
+/** The message texts of IdempotencyAdmin. */
+export const adminMessages = {
+  adminAction: (action: string, consumer: string, key: string | undefined, actor: string, reason: string | undefined, result: string) =>
+    `Admin ${action}${key === undefined ? '' : ` of ${shownKey(key)}`} for ${consumer} by ${actor}` +
+    `${reason === undefined ? '' : ` (reason: ${reason})`}: ${result}.`,
+  adminReasonMissing: (action: string) => `IdempotencyAdmin.${action}() needs a \`reason\`: it is logged and kept with the audit line.`,
+  adminLiveLease: (consumer: string, key: string, expiresAt: Date) =>
+    `${shownKey(key)} of ${consumer} is leased until ${expiresAt.toISOString()}: its handler may still be running. Release ` +
+    `it with release(), wait for it to expire, or pass \`force: true\` to delete it anyway.`,
+  adminStoreCannot: (store: string, action: string) =>
+    `The lease store '${store}' has no ${action}: IdempotencyAdmin needs the store's optional inspect() and remove() ` +
+    `(RedisLeaseStore has them), or a lease token to release with.`,
+  adminUnknownStore: (store: string, known: readonly string[]) => `No lease store '${store}'; the module has ${known.join(', ')}.`,
+};

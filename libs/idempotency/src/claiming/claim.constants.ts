@@ -1,0 +1,16 @@
+/**
+ * How long a claim waits for an uncommitted twin before answering "in flight" under the `reject`
+ * policy: long enough for a twin that is about to commit to be replayed instead of refused. Each
+ * attempt of a `wait` twin waits as long, then lets go of its connection before trying again.
+ */
+export const REJECT_LOCK_TIMEOUT_MS = 50;
+
+/** The first pause of a `wait` twin between two attempts on a twin of another process; doubles up to the next. */
+export const TWIN_POLL_FIRST_MS = 50;
+export const TWIN_POLL_MAX_MS = 1_000;
+
+/** PostgreSQL error codes the claim reacts to. */
+export const PG_LOCK_NOT_AVAILABLE = '55P03';
+export const PG_IN_FAILED_TRANSACTION = '25P02';
+export const PG_UNDEFINED_FUNCTION = '42883';
+export const PG_TRANSIENT_ERROR_CODES: ReadonlySet<string> = new Set(['40001', '40P01']);

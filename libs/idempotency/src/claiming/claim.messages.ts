@@ -1,0 +1,32 @@
+import { shownKey } from '../keys/scoped-key.js';
+
+/** The message texts of the claim and its transaction. */
+export const claimMessages = {
+  transactionAborted: (consumer: string, key: string) =>
+    `PostgreSQL aborted the transaction of ${shownKey(key)} for ${consumer}: a statement in the handler failed and the handler ` +
+    'carried on, so nothing could be committed, the claim included. Run statements that may fail in a savepoint ' +
+    '(manager.transaction(...)) to carry on after their failure.',
+  noConnection: (consumer: string, key: string, timeoutMs: number, pool: { size?: number; waiting?: number }) =>
+    `No database connection came within ${timeoutMs} ms for ${shownKey(key)} (${consumer})` +
+    (pool.size === undefined ? '' : `: all ${pool.size} connections of the pool were busy, ${pool.waiting ?? 0} requests waiting`) +
+    '. Nothing was claimed; retry. Size the pool for the handlers that run at once, or raise connectionTimeout.',
+  connectFailed: (consumer: string, key: string, reason: string) =>
+    `The database could not be reached for ${shownKey(key)} (${consumer}): ${reason}. Nothing was claimed; retry.`,
+  claimTransactionEnded: (consumer: string) =>
+    `${consumer} ended the claim's transaction itself (a COMMIT or ROLLBACK sent as SQL), so its work did not commit ` +
+    'with the claim. The transaction belongs to @IdempotentHandler(): return from the handler to commit, throw to roll back.',
+  claimTransactionControlled: (consumer: string, call: string) =>
+    `${consumer} called ${call} on the claim's transaction, which belongs to @IdempotentHandler(): return from the ` +
+    'handler to commit it, throw to roll it back. Nested transactions (manager.transaction()) are savepoints and are fine.',
+  strongerIsolationRequested: (consumer: string, requested: string, claim: string) =>
+    `${consumer} asked for a ${requested} transaction inside the claim's ${claim} transaction, which cannot be raised. ` +
+    `Run the handler at that level: @IdempotentHandler({ isolationLevel: '${requested}' }).`,
+  inFlight: (key: string) =>
+    `A message with the idempotency key ${shownKey(key)} is still being processed; retry after it completes.`,
+  transient: (key: string, code: string) =>
+    `The database aborted the transaction of ${shownKey(key)} (PostgreSQL ${code}); nothing was committed, retry.`,
+  claimVanished: (key: string) =>
+    `The claim of ${shownKey(key)} disappeared while it was being read (purged concurrently); retry.`,
+  duplicate: (consumer: string, key: string, sender: string) =>
+    `Duplicate of ${shownKey(key)} from ${sender} acknowledged for ${consumer} without running it again.`,
+};

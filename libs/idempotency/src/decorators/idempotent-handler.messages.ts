@@ -1,0 +1,7 @@
+/** The message texts of @IdempotentHandler()'s options. */
+export const handlerMessages = {
+  invalidFingerprint: (handler: string, value: unknown) =>
+    `fingerprint of ${handler} must be a function of the execution context or false; got ${JSON.stringify(value)}.`,
+  invalidAttemptLimit: (name: string, value: unknown) =>
+    `${name} must be a whole number of at least 1; got ${JSON.stringify(value)}.`,
+};

@@ -1,0 +1,49 @@
+/** The message texts of the start-up checks of the handlers. */
+export const discoveryMessages = {
+  invalidSenders: (value: unknown) =>
+    `senders must map sender names to { redeliveryHorizon }, e.g. { payments: { redeliveryHorizon: '3d' } }; got ${JSON.stringify(value)}.`,
+  unknownStore: (handler: string, store: string, known: readonly string[]) =>
+    `${handler} uses the lease store '${store}', which is not configured; the stores are ${known.map((name) => `'${name}'`).join(', ')}. ` +
+    `Add it to the module's stores: { ${store}: ... }.`,
+  transactionalModeNeedsPostgres: (handler: string, store: string) =>
+    `${handler} runs in the transactional mode, which claims in the handler's PostgreSQL transaction, but its store is '${store}'. ` +
+    "Set mode: 'lease' to use that store, or store: 'postgres'.",
+  retentionTooShort: (handler: string, retention: string, sender: string, horizon: string) =>
+    `${handler} keeps message ids for ${retention}, less than the redelivery horizon of its sender '${sender}' (${horizon}): ` +
+    `a redelivery after ${retention} would be processed again. Set retention: '${horizon}' or longer on the handler.`,
+  retentionTooShortForAnySender: (handler: string, retention: string, sender: string, horizon: string) =>
+    `${handler} keeps message ids for ${retention} and chooses its sender per message, so it must outlast the longest ` +
+    `redelivery horizon declared, that of '${sender}' (${horizon}). Set retention: '${horizon}' or longer on the handler.`,
+  consumerConflict: (consumer: string, handlers: readonly string[], formerNames: readonly (string | undefined)[]) =>
+    `${handlers.join(' and ')} claim the same consumer name '${consumer}', so each would skip the other's messages as ` +
+    `duplicates. Give each its own name with @IdempotentHandler({ consumer })` +
+    (formerNames.some(Boolean)
+      ? `; to keep recognising the ids they processed before 0.3.0, use their former names (${formerNames.filter(Boolean).map((name) => `'${name}'`).join(', ')}).`
+      : '.'),
+  sharedConsumerMismatch: (consumer: string, handlers: readonly string[]) =>
+    `${handlers.join(' and ')} share the consumer '${consumer}' but claim it differently: handlers of one consumer need the same mode and store.`,
+  safeMethodUnsupported: (handler: string, method: string) =>
+    `${handler} has @IdempotentHandler() on a ${method} route: a safe method needs no key, and a recorded answer would be ` +
+    'replayed stale for the whole retention. Put @IdempotentHandler() on the POST, PUT, PATCH or DELETE routes that change state.',
+  undeclaredSenders: (senders: readonly string[]) =>
+    `Handlers name the senders ${senders.map((sender) => `'${sender}'`).join(', ')}, which the module's senders option does not declare, ` +
+    'so their retention cannot be checked against the redelivery horizon: add senders: { <name>: { redeliveryHorizon } } for each.',
+  legacyConsumers: (pairs: readonly (readonly [string, string])[]) =>
+    `The store holds ids under the consumer names that handlers had before 0.3.0; each is still recognised while it holds any: ` +
+    pairs.map(([consumer, legacy]) => `'${consumer}' (formerly '${legacy}')`).join(', ') + '.',
+  unusedConsumers: (consumers: readonly string[], more: boolean) =>
+    `The store holds ids of consumers that no handler of this application claims: ${consumers.map((name) => `'${name}'`).join(', ')}` +
+    `${more ? ', and more' : ''}. A renamed handler would process their redeliveries again: give it its former name ` +
+    "with @IdempotentHandler({ consumer }). (Set the module's warnOnUnusedConsumers: false where other applications share the table.)",
+  legacyLeaseConsumer: (handler: string, consumer: string, legacy: string) =>
+    `${handler} is a lease-mode handler whose ids are stored under its name before 0.3.0, '${legacy}', while it now claims '${consumer}'. ` +
+    `Set @IdempotentHandler({ consumer: '${legacy}' }) on it so that its redeliveries are recognised.`,
+  serverSentEventsUnsupported: (handler: string) =>
+    `${handler} is an @Sse() stream, which cannot be recorded and replayed to duplicates: remove @IdempotentHandler() from it.`,
+  notInController: (handler: string) =>
+    `${handler} has @IdempotentHandler() but is neither a controller's method nor a handler of a supported ` +
+    "message consumer (see the guide's transports): not GraphQL resolvers, WebSocket gateways or other providers.",
+  providerRequestScoped: (handler: string) =>
+    `${handler} has @IdempotentHandler() but its provider is request-scoped (or depends on one), so its framework calls ` +
+    'instances the module cannot enlist, and every call would be refused: make it and its dependencies singleton-scoped.',
+};

@@ -1,0 +1,18 @@
+/** The message texts of IdempotencyHealthIndicator. */
+export const healthMessages = {
+  invalidDuplicateRate: (value: unknown) =>
+    `health.maxDuplicateRate must be a share from 0 to 1, e.g. 0.05 for 5%; got ${JSON.stringify(value)}.`,
+  thresholdWithinPurgeInterval: (name: string, threshold: string, interval: string) =>
+    `health.${name} (${threshold}) must be longer than purge.interval (${interval}), ` +
+    `or the indicator turns down between two purges; raise health.${name} or shorten purge.interval.`,
+  storeTooLarge: (estimatedRows: number, max: number) =>
+    `The store holds about ${estimatedRows} message ids, more than health.maxEstimatedRows (${max}).`,
+  purgeLagging: (lag: string, max: string) =>
+    `The oldest expired message id expired ${lag} ago and is not purged yet, longer than health.maxPurgeLag (${max}).`,
+  purgeOverdue: (since: string, max: string) =>
+    `This instance's last successful purge (or its start) was ${since} ago, longer than health.maxTimeSincePurge (${max}).`,
+  duplicateRateHigh: (sender: string, duplicates: number, deliveries: number, window: string, rate: string, max: string) =>
+    `${duplicates} of ${deliveries} deliveries from '${sender}' in the last ${window} were duplicates (${rate}), ` +
+    `more than health.maxDuplicateRate (${max}).`,
+  storeUnreadable: (table: string, reason: string) => `The store ${table} could not be read: ${reason}`,
+};

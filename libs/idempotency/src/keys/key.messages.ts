@@ -1,0 +1,20 @@
+import { MAX_KEY_LENGTH } from '../idempotency.constants.js';
+import { shownKey } from './scoped-key.js';
+
+/** The message texts of idempotency keys and their scope. */
+export const keyMessages = {
+  textMissing: (what: string, source: string) => `The message has no ${what}: ${source} is missing.`,
+  textNotString: (what: string, source: string) => `The ${what} (${source}) must be a string or a number.`,
+  textEmpty: (what: string, source: string) => `The ${what} (${source}) is empty.`,
+  textTooLong: (what: string, source: string, length: number) =>
+    `The ${what} (${source}) is ${length} characters long; at most ${MAX_KEY_LENGTH} are accepted.`,
+  textRepeated: (what: string, source: string, count: number) =>
+    `The ${what} (${source}) came ${count} times in one request; it takes exactly one value ` +
+    '(as the IETF Idempotency-Key draft defines): send the header once.',
+  textHasControlCharacters: (what: string, source: string) => `The ${what} (${source}) contains control characters.`,
+  keyReused: (key: string) =>
+    `The idempotency key ${shownKey(key)} was already used for a different payload; use a new key for a new operation.`,
+  invalidScope: (name: string, value: unknown) =>
+    `${name} must be a function of the execution context that returns the caller's identity, or false for a namespace ` +
+    `shared by every caller; got ${typeof value === 'function' ? 'a function' : JSON.stringify(value)}.`,
+};

@@ -1,0 +1,7 @@
+/** The message texts of option values checked the same way by several features. */
+export const optionValueMessages = {
+  invalidChoice: (name: string, value: unknown, allowed: readonly string[]) =>
+    `${name} must be one of ${allowed.map((choice) => `'${choice}'`).join(', ')}; got ${JSON.stringify(value)}.`,
+  invalidFlag: (name: string, value: unknown) => `${name} must be true or false; got ${JSON.stringify(value)}.`,
+  invalidCount: (name: string, value: unknown) => `${name} must be a whole number above 0; got ${JSON.stringify(value)}.`,
+};

@@ -1,0 +1,32 @@
+import { shownKey } from '../keys/scoped-key.js';
+
+/** The message texts of recorded responses and their encryption. */
+export const recordingMessages = {
+  responseTooLarge: (consumer: string, key: string, maxBodyBytes: number) =>
+    `The response of ${consumer} to ${shownKey(key)} is larger than replay.maxBodyBytes (${maxBodyBytes} bytes), so it cannot be ` +
+    'recorded for its duplicates; nothing was committed. Raise replay.maxBodyBytes, or answer with less (an id and a link).',
+  invalidEncryption: () =>
+    'encryption must be { keys: { <keyId>: <32-byte key> }, current: <keyId> }, e.g. ' +
+    "{ keys: { k1: process.env.IDEMPOTENCY_KEY_K1 }, current: 'k1' } with a key made by `openssl rand -base64 32`.",
+  invalidEncryptionKeyId: (keyId: string) =>
+    `encryption.keys has the key id ${JSON.stringify(keyId)}; a key id is 1 to 64 letters, digits, '.', '_', ':' or '-' ` +
+    "(it is stored with each record it seals, e.g. '2025-06' or 'k2').",
+  invalidEncryptionKey: (keyId: string, got: string) =>
+    `encryption.keys.${keyId} must be a 256-bit AES key: a Buffer of 32 bytes, or the base64 text of 32 bytes ` +
+    `(\`openssl rand -base64 32\`); got ${got}.`,
+  noEncryptionKeys: () => 'encryption.keys is empty: give at least the key of encryption.current.',
+  unknownCurrentKey: (current: unknown, known: readonly string[]) =>
+    `encryption.current is ${JSON.stringify(current)}, which is not a key id of encryption.keys ` +
+    `(${known.map((id) => `'${id}'`).join(', ')}): new records are sealed with encryption.keys[encryption.current].`,
+  recordUnreadable: (consumer: string, key: string, reason: string, keyId: string | null, version: number, configured: readonly string[]) =>
+    `The recorded response of ${consumer} to '${key}' cannot be read, so it is not replayed (and the handler is not run again): ` +
+    (reason === 'no-encryption'
+      ? `it was sealed with the key '${keyId}', and the module has no encryption option. Configure encryption.keys with that key.`
+      : reason === 'unknown-key'
+        ? `it was sealed with the key '${keyId}', which is not in encryption.keys (${configured.map((id) => `'${id}'`).join(', ')}). ` +
+          'Put that key back in encryption.keys while records sealed with it are kept (their retention).'
+        : reason === 'not-authentic'
+          ? `it did not authenticate under the key '${keyId}' of encryption.keys: the record was altered or moved from another ` +
+            `consumer or key, or encryption.keys['${keyId}'] is not the key that sealed it.`
+          : `it is sealed in format ${version}, which this version of nestjs-idempotent-consumer does not read; upgrade the module.`),
+};

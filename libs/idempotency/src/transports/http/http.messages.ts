@@ -1,0 +1,19 @@
+import { shownKey } from '../../keys/scoped-key.js';
+
+/** The message texts of the HTTP transport and its replays. */
+export const httpMessages = {
+  invalidBodyLimit: (value: unknown, max: number) =>
+    `replay.maxBodyBytes must be a whole number of bytes from 1 to ${max}; got ${JSON.stringify(value)}.`,
+  invalidExcludedHeaders: (value: unknown) =>
+    `replay.excludeHeaders must be a list of header names, e.g. ['x-request-id']; got ${JSON.stringify(value)}.`,
+  unrecordedResponse: (consumer: string, key: string) =>
+    `${shownKey(key)} was committed for ${consumer} without its response: its handler ended the claim's transaction itself, ` +
+    'so this duplicate cannot be answered with what the first delivery was sent.',
+  commitUnsettled: (key: string, reason: string) =>
+    `The commit of ${shownKey(key)} did not complete (${reason}). Retry: if it did commit, the retry is answered with its response.`,
+  unscopedClientKey: (handler: string, consumer: string) =>
+    `${handler} (${consumer}) is keyed by the client's Idempotency-Key header and has an authenticated caller, but no scope: ` +
+    `two callers who send the same key share one record, and the second is answered the first one's response. Set ` +
+    `\`scope: (context) => context.switchToHttp().getRequest().user.id\` on the handler (or the module's \`scope\`), or ` +
+    `\`scope: false\` if one namespace for every caller is meant.`,
+};

@@ -1,0 +1,2 @@
+/** Nest's `Transport.RMQ`. */
+export const RMQ_TRANSPORT = 5;
