@@ -147,6 +147,17 @@ export const messages = {
   settleFailed: (pattern: string, reason: string) =>
     `Could not settle a message on '${pattern}' with the broker (${reason}); it will be redelivered and answered as a duplicate.`,
   attemptsExhausted: (attempts: number, reason: string) => `it failed ${attempts} times; last error: ${reason}`,
+  handlerNacked: (requeue: boolean) => `the handler answered Nack (requeue: ${requeue})`,
+  golevelupHandlerUnsupported: (handler: string) =>
+    `${handler} is idempotent, but only a @RabbitSubscribe handler without batchOptions can be: the module settles each ` +
+    'message of a subscription itself. Remove @IdempotentHandler() or make it a plain @RabbitSubscribe handler.',
+  golevelupAutoAcknowledged: (handler: string) =>
+    `The subscription of ${handler} consumes with noAck: true, but ${handler} is idempotent and the module acknowledges ` +
+    'each message itself once it committed. Remove noAck from queueOptions.consumerOptions.',
+  golevelupAcksFailures: (handler: string) =>
+    `The subscription of ${handler} acknowledges messages whose handling failed (errorBehavior ACK, ackErrorHandler, or ` +
+    "the connection's defaultSubscribeErrorBehavior ACK): a message a guard or interceptor rejects before the claim would " +
+    'be lost. Set errorBehavior to NACK (dead-letter) or REQUEUE on the subscription.',
   invalidScope: (name: string, value: unknown) =>
     `${name} must be a function of the execution context that returns the caller's identity, or false for a namespace ` +
     `shared by every caller; got ${typeof value === 'function' ? 'a function' : JSON.stringify(value)}.`,

@@ -1,4 +1,5 @@
 import type { Type } from '@nestjs/common';
+import { golevelupRabbitHandlerKind } from './golevelup-rabbitmq/golevelup-rabbitmq.handler-kind.js';
 import type { MessageTransport } from './message-transport.js';
 
 /**
@@ -25,7 +26,7 @@ export interface ProviderHandlerKind {
 }
 
 /** Every transport whose handlers are provider methods; each adapter's folder supplies its kind. @internal */
-export const PROVIDER_HANDLER_KINDS: readonly ProviderHandlerKind[] = [];
+export const PROVIDER_HANDLER_KINDS: readonly ProviderHandlerKind[] = [golevelupRabbitHandlerKind];
 
 /** The kind and contract of a provider's method that a transport delivers to; undefined when none does. */
 export function providerHandlerOf(target: Type, methodName: string): { readonly kind: ProviderHandlerKind; readonly contract: string } | undefined {
