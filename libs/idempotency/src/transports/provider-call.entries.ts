@@ -11,7 +11,8 @@ import { enlistProviderCalls, registerEnlister } from './provider-calls.js';
  */
 @Injectable()
 export class ProviderCallEntries implements OnModuleDestroy {
-  private readonly enlisted = new Set<object>();
+  /** The methods enlisted so far, by instance: one instance may have several idempotent handlers. */
+  private readonly enlisted = new Map<object, Set<string>>();
   private readonly unregister: () => void;
 
   constructor(
@@ -28,10 +29,11 @@ export class ProviderCallEntries implements OnModuleDestroy {
   private enlist(): void {
     for (const found of this.explorer.discovered()) {
       const instance = found.provider?.wrapper.instance as object | undefined;
-      if (!found.provider || !instance || this.enlisted.has(instance)) {
+      const methods = instance && (this.enlisted.get(instance) ?? new Set<string>());
+      if (!found.provider || !instance || !methods || methods.has(found.provider.methodName)) {
         continue;
       }
-      this.enlisted.add(instance);
+      this.enlisted.set(instance, methods.add(found.provider.methodName));
       enlistProviderCalls(instance, found.provider.methodName, this.entryFor(found, instance));
     }
   }
