@@ -14,7 +14,9 @@ import { createTestDatabase, type TestDatabase, until } from './support/test-dat
 const GOLEVELUP_APP = resolve('dist/test-apps/test/apps/golevelup/golevelup-app.main.js');
 const prefix = `golevelup-e2e-${process.pid}-${Date.now()}`;
 /** The fixture's queues (test/fixtures/golevelup-rabbitmq.module.ts), unique to this run. */
-const QUEUES = { credits: `${prefix}.credits`, poison: `${prefix}.poison`, nack: `${prefix}.nack`, refused: `${prefix}.refused`, dead: `${prefix}.dead` };
+const QUEUES = { credits: `${prefix}.credits`, poison: `${prefix}.poison`, nack: `${prefix}.nack`, dead: `${prefix}.dead` };
+/** The queue of the subscriptions refused at start-up: never declared. */
+const REFUSED_QUEUE = `${prefix}.refused`;
 
 const describeWithBroker = (await rabbitMqAvailable()) ? describe : describe.skip;
 
@@ -234,7 +236,7 @@ describeWithBroker('exactly-once @golevelup/nestjs-rabbitmq @RabbitSubscribe han
       // Nothing subscribed to the refused queue: it was never declared (a failed check closes its channel: a channel of its own).
       const probe = await connection.createChannel();
       probe.on('error', () => undefined);
-      await expect(probe.checkQueue(QUEUES.refused)).rejects.toThrow(/NOT_FOUND/);
+      await expect(probe.checkQueue(REFUSED_QUEUE)).rejects.toThrow(/NOT_FOUND/);
     });
   });
 });
