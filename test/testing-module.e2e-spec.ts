@@ -41,6 +41,21 @@ class PaymentsController {
   }
 }
 
+/**
+ * A worker whose framework calls `process` itself, without Nest's interceptors (as BullMQ does a
+ * processor's): `@IdempotentHandler()` wraps the method.
+ */
+@Injectable()
+class SettlementWorker {
+  constructor(private readonly payments: PaymentsService) {}
+
+  @IdempotentHandler({ key: { body: 'orderId' } })
+  async process(job: { data: { orderId: string } }) {
+    await this.payments.settle(job.data.orderId);
+    return 'settled';
+  }
+}
+
 /** A controller that writes through the claim's manager and reads the claim. */
 @Controller('ledger')
 class LedgerController {
@@ -130,6 +145,17 @@ describe('unit tests of controllers with @IdempotentHandler(), without a databas
     ).rejects.toThrow(/Nest can't resolve dependencies of the IdempotencyInterceptor/);
   });
 
+  it('a worker method its framework calls without interceptors is refused when no module enlisted it: never run unclaimed', async () => {
+    const fake = fakePayments();
+    const moduleRef = await Test.createTestingModule({ providers: [SettlementWorker, { provide: PaymentsService, useValue: fake.service }] }).compile();
+    await moduleRef.init();
+    expect(() => moduleRef.get(SettlementWorker).process({ data: { orderId: 'o-9' } })).toThrow(
+      /^SettlementWorker.process has @IdempotentHandler\(\) and was called, but no IdempotencyModule \(or IdempotencyTestingModule\)/,
+    );
+    expect(fake.settled).toEqual([]);
+    await moduleRef.close();
+  });
+
   describe('with IdempotencyTestingModule', () => {
     const compile = (fake: ReturnType<typeof fakePayments>, options?: Parameters<typeof IdempotencyTestingModule.forRoot>[0]) =>
       Test.createTestingModule({
@@ -137,6 +163,20 @@ describe('unit tests of controllers with @IdempotentHandler(), without a databas
         controllers: [PaymentsController, LedgerController],
         providers: [{ provide: PaymentsService, useValue: fake.service }],
       }).compile();
+
+    it('a worker method its framework calls without interceptors (a BullMQ process) runs once per call', async () => {
+      const fake = fakePayments();
+      const moduleRef = await Test.createTestingModule({
+        imports: [IdempotencyTestingModule.forRoot()],
+        providers: [SettlementWorker, { provide: PaymentsService, useValue: fake.service }],
+      }).compile();
+      await moduleRef.init();
+      const worker = moduleRef.get(SettlementWorker);
+      await expect(worker.process({ data: { orderId: 'o-7' } })).resolves.toBe('settled');
+      await expect(worker.process({ data: { orderId: 'o-7' } })).resolves.toBe('settled');
+      expect(fake.settled).toEqual(['o-7', 'o-7']);
+      await moduleRef.close();
+    });
 
     it('the controller method called directly runs the fake service', async () => {
       const fake = fakePayments();

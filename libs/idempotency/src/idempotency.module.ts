@@ -19,6 +19,9 @@ import { IdempotencyPurgeService } from './purge/idempotency-purge.service.js';
 import { PurgeScheduler } from './purge/purge.scheduler.js';
 import { ResponseRecording } from './recording/response-recording.js';
 import { StoreSchemaCheck } from './schema/store-schema.check.js';
+import { GolevelupRabbitmqPackage } from './transports/golevelup-rabbitmq/golevelup-rabbitmq.package.js';
+import { GolevelupRabbitTransport } from './transports/golevelup-rabbitmq/golevelup-rabbitmq.transport.js';
+import { GolevelupSubscriptionCheck } from './transports/golevelup-rabbitmq/golevelup-subscription.check.js';
 import { HttpDelivery } from './transports/http/http-delivery.js';
 import { MessageDelivery } from './transports/message-delivery.js';
 import { MESSAGE_TRANSPORTS, type MessageTransport } from './transports/message-transport.js';
@@ -83,9 +86,12 @@ import { StoreSampler } from './metrics/store.sampler.js';
     NatsJetStreamTransport,
     JetStreamConsumerCheck,
     NestRpcTransport,
+    GolevelupRabbitmqPackage,
+    GolevelupRabbitTransport,
+    GolevelupSubscriptionCheck,
     {
       provide: MESSAGE_TRANSPORTS,
-      inject: [NestRmqTransport, NestNatsTransport, NatsJetStreamTransport, NestRpcTransport],
+      inject: [NestRmqTransport, NestNatsTransport, NatsJetStreamTransport, GolevelupRabbitTransport, NestRpcTransport],
       // The catch-all of Nest's other transports last.
       useFactory: (...transports: MessageTransport[]) => transports,
     },

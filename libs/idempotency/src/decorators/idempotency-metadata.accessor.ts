@@ -120,9 +120,9 @@ export class IdempotencyMetadataAccessor {
     return this.reflector.get<IdempotentHandlerOptions | undefined>(HANDLER_OPTIONS_METADATA, handler as never);
   }
 
-  /** The handler that `context` is about to run. */
+  /** The handler that `context` is about to run (a framework may hand Nest a bound copy: golevelup's `bound grant`). */
   resolve(context: ExecutionContext): ResolvedHandler {
-    return this.resolveFor(context.getClass(), context.getHandler().name);
+    return this.resolveFor(context.getClass(), context.getHandler().name.replace(/^bound /, ''));
   }
 
   /**

@@ -75,7 +75,8 @@ export class MessageDelivery {
       const { claim } = outcome;
       let result: unknown;
       try {
-        result = await claim.run(run);
+        const { checkReply } = message;
+        result = await claim.run(checkReply ? async () => checkReply(await run()) : run);
       } catch (error) {
         const failure = translateDatabaseError(error, claimed);
         await claim.rollback(failureOutcome(failure), failure);
@@ -86,7 +87,12 @@ export class MessageDelivery {
       message.settle?.({ kind: 'ack' });
       return result;
     } catch (error) {
-      throw message.settle?.(verdictFor(error, handler, request)) ?? error;
+      const verdict = verdictFor(error, handler, request);
+      const replacement = message.settle?.(verdict);
+      if (message.settleByReply) {
+        return message.settleByReply(verdict);
+      }
+      throw replacement ?? error;
     }
   }
 }

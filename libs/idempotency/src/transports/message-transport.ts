@@ -34,6 +34,17 @@ export interface InboundMessage {
    * may answer the error to throw in place of the delivery's own.
    */
   readonly settle?: (verdict: Verdict) => Error | undefined | void;
+  /**
+   * For a framework that takes a handler's return value as its verdict (golevelup's `Nack`): the
+   * reply as it is, or a throw when it refuses the message, so that its claim rolls back.
+   */
+  readonly checkReply?: (reply: unknown) => unknown;
+  /**
+   * For a framework that settles a message by what its handler returns or throws: the reply that
+   * settles a failed delivery as `verdict` says (golevelup's `Nack`, after the retry delay),
+   * returned to the framework in place of the error.
+   */
+  readonly settleByReply?: (verdict: Verdict) => Promise<unknown>;
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Type } from '@nestjs/common';
 import { BULLMQ_PROCESSORS } from './bullmq/bullmq.transport.js';
+import { golevelupRabbitHandlerKind } from './golevelup-rabbitmq/golevelup-rabbitmq.handler-kind.js';
 import type { MessageTransport } from './message-transport.js';
 import { SQS_HANDLERS } from './sqs/sqs.transport.js';
 
@@ -45,7 +46,7 @@ export interface ProviderCallSplit {
 }
 
 /** Every transport whose handlers are provider methods; each adapter's folder supplies its kind. @internal */
-export const PROVIDER_HANDLER_KINDS: readonly ProviderHandlerKind[] = [BULLMQ_PROCESSORS, SQS_HANDLERS];
+export const PROVIDER_HANDLER_KINDS: readonly ProviderHandlerKind[] = [BULLMQ_PROCESSORS, SQS_HANDLERS, golevelupRabbitHandlerKind];
 
 /** The kind and contract of a provider's method that a transport delivers to; undefined when none does. */
 export function providerHandlerOf(target: Type, methodName: string): { readonly kind: ProviderHandlerKind; readonly contract: string } | undefined {

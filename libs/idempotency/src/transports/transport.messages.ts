@@ -9,6 +9,8 @@ export const transportMessages = {
     'running application enlisted its instance: import the module, and keep the provider singleton-scoped (not request-scoped).',
   requeued: (pattern: string, attempt: number, maxAttempts: number, delayMs: number, reason: string) =>
     `Message on '${pattern}' failed (attempt ${attempt} of ${maxAttempts}) and is requeued in ${delayMs} ms: ${reason}`,
+  deadLettered: (pattern: string, reason: string) =>
+    `Message on '${pattern}' was rejected to the dead-letter path: ${reason}`,
   settleFailed: (pattern: string, reason: string) =>
     `Could not settle a message on '${pattern}' with the broker (${reason}); it will be redelivered and answered as a duplicate.`,
   attemptsExhausted: (attempts: number, reason: string) => `it failed ${attempts} times; last error: ${reason}`,

@@ -1,7 +1,6 @@
 import { type BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import type { RmqContext } from '@nestjs/microservices';
 import { MAX_RETRY_DELAY_FACTOR } from '../transport.constants.js';
-import { rmqMessages } from './rmq.messages.js';
 import { transportMessages } from '../transport.messages.js';
 import type { Verdict } from '../message-transport.js';
 
@@ -112,13 +111,13 @@ export class RmqAcknowledgements implements BeforeApplicationShutdown {
     const deadLetter = verdicts.find((verdict) => verdict.kind === 'dead-letter');
     const retry = verdicts.find((verdict) => verdict.kind === 'retry');
     if (deadLetter) {
-      this.logger.error(rmqMessages.deadLettered(context.getPattern(), deadLetter.reason));
+      this.logger.error(transportMessages.deadLettered(context.getPattern(), deadLetter.reason));
       channel.nack(message, false, false);
     } else if (retry) {
       const attempt = this.countFailure(retry.attemptKey, message);
       if (attempt >= retry.maxAttempts) {
         this.failedAttempts.delete(retry.attemptKey);
-        this.logger.error(rmqMessages.deadLettered(context.getPattern(), transportMessages.attemptsExhausted(attempt, retry.reason)));
+        this.logger.error(transportMessages.deadLettered(context.getPattern(), transportMessages.attemptsExhausted(attempt, retry.reason)));
         channel.nack(message, false, false);
       } else {
         const delayMs = retry.retryDelayMs * Math.min(2 ** (attempt - 1), MAX_RETRY_DELAY_FACTOR);

@@ -4,6 +4,4 @@ export const rmqMessages = {
     `The RabbitMQ consumer of queue '${queue}' acknowledges messages on delivery (noAck: true, Nest's default), but ` +
     `${handler} is idempotent and the module acknowledges each message itself once it committed. Set noAck: false ` +
     'in the microservice options.',
-  deadLettered: (pattern: string, reason: string) =>
-    `Message on '${pattern}' was rejected to the dead-letter path: ${reason}`,
 };
