@@ -6,10 +6,13 @@ export const RABBITMQ_URL = process.env.RABBITMQ_URL ?? 'amqp://guest:guest@127.
 /** How long the broker keeps a run's queue once unused (no consumer, not redeclared): a run that died leaves nothing behind for long. */
 const UNUSED_QUEUE_EXPIRY_MS = 10 * 60_000;
 
-/** A message for a Nest consumer: its AMQP `messageId`, and the event (`pattern`, `data`). */
+/**
+ * A message: its AMQP `messageId`, and the event. With a `pattern`, the body is `{ pattern, data }`
+ * as Nest's RMQ transport reads it; without, the body is `data` alone (golevelup's subscribers).
+ */
 export interface BenchMessage {
   readonly messageId: string;
-  readonly pattern: string;
+  readonly pattern?: string;
   readonly data: unknown;
 }
 
@@ -38,7 +41,8 @@ export async function openBenchBroker(url = RABBITMQ_URL): Promise<BenchBroker> 
       },
       publish: async (queue, messages) => {
         for (const { messageId, pattern, data } of messages) {
-          channel.sendToQueue(queue, Buffer.from(JSON.stringify({ pattern, data })), { messageId, persistent: false });
+          const body = pattern === undefined ? data : { pattern, data };
+          channel.sendToQueue(queue, Buffer.from(JSON.stringify(body)), { messageId, persistent: false });
         }
         await channel.waitForConfirms();
       },

@@ -1,6 +1,6 @@
 import { type ExecutionContext, Injectable, Logger } from '@nestjs/common';
 import { IdempotencyMetadataAccessor } from '../../decorators/idempotency-metadata.accessor.js';
-import { MAX_RETRY_DELAY_FACTOR } from '../transport.constants.js';
+import { AmqpFailureCount } from '../amqp-failure-count.js';
 import { transportMessages } from '../transport.messages.js';
 import type { InboundMessage, MessageTransport, Verdict } from '../message-transport.js';
 import { GolevelupNackError } from './golevelup-nack.error.js';
@@ -11,9 +11,6 @@ import { type GolevelupRabbitmq, GolevelupRabbitmqPackage } from './golevelup-ra
 interface AmqpMessage {
   readonly properties: { readonly messageId?: unknown; readonly headers?: Record<string, unknown> };
 }
-
-/** Failed attempts remembered per message; the oldest are forgotten beyond this many. */
-const MAX_REMEMBERED_FAILURES = 10_000;
 
 /**
  * RabbitMQ through `@golevelup/nestjs-rabbitmq` (`@RabbitSubscribe` methods, context type `rmq`):
@@ -29,7 +26,7 @@ export class GolevelupRabbitTransport implements MessageTransport {
   readonly name = GOLEVELUP_RABBITMQ_TRANSPORT;
   readonly messageIdSource = 'the AMQP messageId property';
   private readonly logger = new Logger('Idempotency');
-  private readonly failedAttempts = new Map<string, number>();
+  private readonly failures = new AmqpFailureCount();
 
   constructor(
     private readonly golevelupPackage: GolevelupRabbitmqPackage,
@@ -65,29 +62,15 @@ export class GolevelupRabbitTransport implements MessageTransport {
       this.logger.error(transportMessages.deadLettered(consumer, reason));
       return new golevelup.Nack(false);
     }
-    const attempt = this.countFailure(verdict.attemptKey, message);
-    if (attempt >= verdict.maxAttempts) {
-      this.failedAttempts.delete(verdict.attemptKey);
-      this.logger.error(transportMessages.deadLettered(consumer, transportMessages.attemptsExhausted(attempt, reason)));
+    const failure = this.failures.fail(verdict, message);
+    if (failure.exhausted) {
+      this.logger.error(transportMessages.deadLettered(consumer, transportMessages.attemptsExhausted(failure.attempt, reason)));
       return new golevelup.Nack(false);
     }
-    const delayMs = verdict.retryDelayMs * Math.min(2 ** (attempt - 1), MAX_RETRY_DELAY_FACTOR);
-    this.logger.warn(transportMessages.requeued(consumer, attempt, verdict.maxAttempts, delayMs, reason));
+    this.logger.warn(transportMessages.requeued(consumer, failure.attempt, verdict.maxAttempts, failure.delayMs, reason));
     // Unacknowledged meanwhile: a crash redelivers it. On shutdown golevelup cancels its consumers,
     // then waits for this answer, so the requeue never comes back to this consumer.
-    await new Promise((resolve) => setTimeout(resolve, delayMs));
+    await new Promise((resolve) => setTimeout(resolve, failure.delayMs));
     return new golevelup.Nack(true);
-  }
-
-  /** This failure's number: the broker's delivery count where the queue keeps one (quorum), else ours. */
-  private countFailure(attemptKey: string, message: AmqpMessage): number {
-    const counted = (this.failedAttempts.get(attemptKey) ?? 0) + 1;
-    this.failedAttempts.delete(attemptKey);
-    this.failedAttempts.set(attemptKey, counted);
-    if (this.failedAttempts.size > MAX_REMEMBERED_FAILURES) {
-      this.failedAttempts.delete(this.failedAttempts.keys().next().value as string);
-    }
-    const deliveryCount = Number(message.properties.headers?.['x-delivery-count'] ?? 0);
-    return Math.max(counted, deliveryCount + 1);
   }
 }

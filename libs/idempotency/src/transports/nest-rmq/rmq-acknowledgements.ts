@@ -1,6 +1,6 @@
 import { type BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import type { RmqContext } from '@nestjs/microservices';
-import { MAX_RETRY_DELAY_FACTOR } from '../transport.constants.js';
+import { AmqpFailureCount } from '../amqp-failure-count.js';
 import { transportMessages } from '../transport.messages.js';
 import type { Verdict } from '../message-transport.js';
 
@@ -21,9 +21,6 @@ interface OpenMessage {
   readonly verdicts: Verdict[];
 }
 
-/** Failed attempts remembered per message; the oldest are forgotten beyond this many. */
-const MAX_REMEMBERED_FAILURES = 10_000;
-
 /** How long shutdown waits for handlers in flight to settle their messages before the channel closes. */
 const SHUTDOWN_DRAIN_TIMEOUT_MS = 10_000;
 
@@ -43,7 +40,7 @@ const SHUTDOWN_DRAIN_TIMEOUT_MS = 10_000;
 export class RmqAcknowledgements implements BeforeApplicationShutdown {
   private readonly logger = new Logger('Idempotency');
   private readonly open = new WeakMap<object, OpenMessage>();
-  private readonly failedAttempts = new Map<string, number>();
+  private readonly failures = new AmqpFailureCount();
   private readonly delayedRequeues = new Set<NodeJS.Timeout>();
   private unsettledHandlers = 0;
   private onDrained: (() => void) | undefined;
@@ -114,15 +111,13 @@ export class RmqAcknowledgements implements BeforeApplicationShutdown {
       this.logger.error(transportMessages.deadLettered(context.getPattern(), deadLetter.reason));
       channel.nack(message, false, false);
     } else if (retry) {
-      const attempt = this.countFailure(retry.attemptKey, message);
-      if (attempt >= retry.maxAttempts) {
-        this.failedAttempts.delete(retry.attemptKey);
-        this.logger.error(transportMessages.deadLettered(context.getPattern(), transportMessages.attemptsExhausted(attempt, retry.reason)));
+      const failure = this.failures.fail(retry, message);
+      if (failure.exhausted) {
+        this.logger.error(transportMessages.deadLettered(context.getPattern(), transportMessages.attemptsExhausted(failure.attempt, retry.reason)));
         channel.nack(message, false, false);
       } else {
-        const delayMs = retry.retryDelayMs * Math.min(2 ** (attempt - 1), MAX_RETRY_DELAY_FACTOR);
-        this.logger.warn(transportMessages.requeued(context.getPattern(), attempt, retry.maxAttempts, delayMs, retry.reason));
-        this.requeueAfter(delayMs, () => this.guarded(context, () => channel.nack(message, false, true)));
+        this.logger.warn(transportMessages.requeued(context.getPattern(), failure.attempt, retry.maxAttempts, failure.delayMs, retry.reason));
+        this.requeueAfter(failure.delayMs, () => this.guarded(context, () => channel.nack(message, false, true)));
       }
     } else {
       channel.ack(message);
@@ -145,17 +140,5 @@ export class RmqAcknowledgements implements BeforeApplicationShutdown {
     } catch (error) {
       this.logger.warn(transportMessages.settleFailed(context.getPattern(), (error as Error).message));
     }
-  }
-
-  /** This failure's number: the broker's delivery count where the queue keeps one, else ours. */
-  private countFailure(attemptKey: string, message: AmqpMessage): number {
-    const counted = (this.failedAttempts.get(attemptKey) ?? 0) + 1;
-    this.failedAttempts.delete(attemptKey);
-    this.failedAttempts.set(attemptKey, counted);
-    if (this.failedAttempts.size > MAX_REMEMBERED_FAILURES) {
-      this.failedAttempts.delete(this.failedAttempts.keys().next().value as string);
-    }
-    const deliveryCount = Number(message.properties.headers?.['x-delivery-count'] ?? 0);
-    return Math.max(counted, deliveryCount + 1);
   }
 }
