@@ -12,6 +12,7 @@ import { CapturingLogger } from './support/capturing-logger.js';
 import { startDemoApp } from './support/demo-app.js';
 import { type DemoProcess, startAppProcess } from './support/demo-process.js';
 import { TcpProxy } from './support/tcp-proxy.js';
+import { handlerBlocked, lockAccount } from './support/account-lock.js';
 import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
 
 const BULLMQ_APP = resolve('dist/test-apps/test/apps/bullmq/bullmq-app.main.js');
@@ -59,16 +60,6 @@ describeWithBroker('exactly-once BullMQ processors', () => {
   const claims = (key: string) => count('SELECT count(*) AS n FROM processed_messages WHERE message_id = $1', [key]);
   const stateOf = async (queue: Queue, jobId: string) => (await queue.getJob(jobId))?.getState();
   const settled = (queue: Queue, jobId: string) => async () => ['completed', 'failed'].includes((await stateOf(queue, jobId)) ?? '');
-
-  /** Holds the account's row lock so a credit to it blocks mid-handler, its claim uncommitted. */
-  async function lockAccount(account: string) {
-    const holder = await db.connect();
-    await holder.query('BEGIN');
-    await holder.query('SELECT 1 FROM accounts WHERE account = $1 FOR UPDATE', [account]);
-    return holder;
-  }
-  const handlerBlocked = async () =>
-    (await count(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)) === 1;
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -129,9 +120,9 @@ describeWithBroker('exactly-once BullMQ processors', () => {
     await queues.credits.add('credit', { account, cents: 100 } satisfies CreditJob, { jobId: 'seed-sigkill' });
     await until(async () => (await ledgerRows(account)) === 1, 'the seed credit is processed');
 
-    const holder = await lockAccount(account);
+    const holder = await lockAccount(db, account);
     await queues.credits.add('credit', { account, cents: 7 } satisfies CreditJob, { jobId: 'crash-1' });
-    await until(handlerBlocked, 'the handler waits on the account lock inside its claim transaction');
+    await until(() => handlerBlocked(db), 'the handler waits on the account lock inside its claim transaction');
     expect(await stateOf(queues.credits, 'crash-1')).toBe('active');
     await first.kill('SIGKILL');
     await holder.query('ROLLBACK');

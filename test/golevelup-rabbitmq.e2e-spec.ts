@@ -5,6 +5,7 @@ import { RABBITMQ_URL, rabbitMqAvailable } from './support/brokers.js';
 import { startDemoApp } from './support/demo-app.js';
 import { type DemoProcess, startAppProcess } from './support/demo-process.js';
 import { TcpProxy } from './support/tcp-proxy.js';
+import { handlerBlocked, lockAccount } from './support/account-lock.js';
 import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
 
 /**
@@ -60,16 +61,6 @@ describeWithBroker('exactly-once @golevelup/nestjs-rabbitmq @RabbitSubscribe han
   const ledgerRows = (account: string) => count('SELECT count(*) AS n FROM ledger_entries WHERE account = $1', [account]);
   const balance = (account: string) => db.query('SELECT balance FROM accounts WHERE account = $1', [account]);
 
-  /** Holds the account's row lock so a credit to it blocks mid-handler, its claim uncommitted. */
-  async function lockAccount(account: string) {
-    const holder = await db.connect();
-    await holder.query('BEGIN');
-    await holder.query('SELECT 1 FROM accounts WHERE account = $1 FOR UPDATE', [account]);
-    return holder;
-  }
-  const handlerBlocked = async () =>
-    (await count(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)) === 1;
-
   beforeAll(async () => {
     db = await createTestDatabase();
     connection = await amqplib.connect(RABBITMQ_URL);
@@ -121,9 +112,9 @@ describeWithBroker('exactly-once @golevelup/nestjs-rabbitmq @RabbitSubscribe han
     await publish(QUEUES.credits, { account, cents: 100 }, 'g-seed-sigkill');
     await until(async () => (await ledgerRows(account)) === 1, 'the seed credit is processed');
 
-    const holder = await lockAccount(account);
+    const holder = await lockAccount(db, account);
     await publish(QUEUES.credits, { account, cents: 7 }, 'g-sigkill');
-    await until(handlerBlocked, 'the handler waits on the account lock inside its claim transaction');
+    await until(() => handlerBlocked(db), 'the handler waits on the account lock inside its claim transaction');
     await first.kill('SIGKILL');
     await holder.query('ROLLBACK');
     await holder.end();

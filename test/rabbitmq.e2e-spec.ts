@@ -8,6 +8,7 @@ import { CapturingLogger } from './support/capturing-logger.js';
 import { startDemoApp } from './support/demo-app.js';
 import { type DemoProcess, startDemoProcess } from './support/demo-process.js';
 import { TcpProxy } from './support/tcp-proxy.js';
+import { handlerBlocked, lockAccount } from './support/account-lock.js';
 import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
 
 const describeWithBroker = (await rabbitMqAvailable()) ? describe : describe.skip;
@@ -49,16 +50,6 @@ describeWithBroker.each(CREDIT_QUEUE_TYPES)('exactly-once RabbitMQ consumers on 
     await until(async () => (message = await channel.get(queue, { noAck: false })) !== false, 'the broker redelivers the message');
     return message as unknown as amqplib.GetMessage;
   }
-
-  /** Holds the account's row lock so a credit to it blocks mid-handler, its claim uncommitted. */
-  async function lockAccount(account: string) {
-    const holder = await db.connect();
-    await holder.query('BEGIN');
-    await holder.query('SELECT 1 FROM accounts WHERE account = $1 FOR UPDATE', [account]);
-    return holder;
-  }
-  const handlerBlocked = async () =>
-    (await count(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)) === 1;
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -106,9 +97,9 @@ describeWithBroker.each(CREDIT_QUEUE_TYPES)('exactly-once RabbitMQ consumers on 
     await publish('credit.grant', { account, cents: 100 }, 'seed-sigkill');
     await until(async () => (await ledgerRows(account)) === 1, 'the seed credit is processed');
 
-    const holder = await lockAccount(account);
+    const holder = await lockAccount(db, account);
     await publish('credit.grant', { account, cents: 7 }, 'msg-sigkill');
-    await until(handlerBlocked, 'the handler waits on the account lock inside its claim transaction');
+    await until(() => handlerBlocked(db), 'the handler waits on the account lock inside its claim transaction');
     await first.kill('SIGKILL');
     await holder.query('ROLLBACK');
     await holder.end();
@@ -135,9 +126,9 @@ describeWithBroker.each(CREDIT_QUEUE_TYPES)('exactly-once RabbitMQ consumers on 
     await publish('credit.grant', { account, cents: 100 }, 'seed-lost-ack');
     await until(async () => (await ledgerRows(account)) === 1, 'the seed credit is processed');
 
-    const holder = await lockAccount(account);
+    const holder = await lockAccount(db, account);
     await publish('credit.grant', { account, cents: 9 }, 'msg-lost-ack');
-    await until(handlerBlocked, 'the handler waits on the account lock');
+    await until(() => handlerBlocked(db), 'the handler waits on the account lock');
     proxy.holdClientBytes(); // the ack the consumer sends after its commit never reaches the broker
     await holder.query('ROLLBACK');
     await holder.end();

@@ -7,16 +7,12 @@ import type { ProcessorCommand, ProcessorReply } from '../app/processor.main.js'
 import { forkBenchProcess } from '../support/bench-app.process.js';
 import type { BenchDatabase } from '../support/bench-database.js';
 import { REDIS_URL } from '../support/bench-redis.js';
+import { lastLedgerRow, ledgerRowsAfter, waitForEffects } from '../support/ledger-effects.js';
 import { nthCredit } from '../support/http-load.js';
 import { type Arm, interleave, type Measurement, summarize, withDatabaseCpu } from '../support/measurement.js';
 import { type BenchCase, type CaseReport, emptyReport, reportAgainstPlain } from './bench-case.js';
 
 const PROCESSOR_ENTRY = fileURLToPath(new URL('../app/processor.main.js', import.meta.url));
-
-/** How often a round counts its effects in the database: the resolution of its end. */
-const POLL_MS = 25;
-/** A round fails when its effects have not grown for this long. */
-const STALL_MS = 30_000;
 
 /**
  * Case 12: the credit handler as an idempotent BullMQ processor (the claim on the job id, through
@@ -88,7 +84,7 @@ async function drainRound(
 ): Promise<Measurement> {
   const idPrefix = `c12-${variant}-${r}-`;
   await queue.addBulk(Array.from({ length: jobs }, (_, n) => ({ name: 'credit', data: nthCredit(n), opts: { jobId: `${idPrefix}${n}`, removeOnComplete: true } })));
-  const [{ last }] = await database.query<{ last: string }>('SELECT coalesce(max(id), 0) AS last FROM ledger_entries');
+  const last = await lastLedgerRow(database);
   const started = performance.now();
   const cpuBefore = await ask({ run: variant });
   await waitForEffects(database, last, jobs);
@@ -103,30 +99,4 @@ async function drainRound(
     throw new Error(`${variant} round ${r}: ${jobs} jobs left ${JSON.stringify(counts)}, ${effects} ledger rows and ${claims} claims (expected 0, ${jobs} and ${expectedClaims})`);
   }
   return { throughput: jobs / seconds, count: jobs, seconds, appCpuMicros: (cpuAfter - cpuBefore) / jobs };
-}
-
-/** Polls the ledger until it has `count` rows after id `last`; fails on more, or when they stop coming. */
-async function waitForEffects(database: BenchDatabase, last: string, count: number): Promise<void> {
-  let seen = -1;
-  let grewAt = performance.now();
-  for (;;) {
-    const effects = await ledgerRowsAfter(database, last);
-    if (effects === count) {
-      return;
-    }
-    if (effects > count) {
-      throw new Error(`${effects} ledger rows for ${count} jobs: a job was handled twice`);
-    }
-    if (effects > seen) {
-      seen = effects;
-      grewAt = performance.now();
-    } else if (performance.now() - grewAt > STALL_MS) {
-      throw new Error(`the worker stalled at ${effects} of ${count} jobs for ${STALL_MS / 1000} s`);
-    }
-    await new Promise((done) => setTimeout(done, POLL_MS));
-  }
-}
-
-async function ledgerRowsAfter(database: BenchDatabase, last: string): Promise<number> {
-  return Number((await database.query<{ n: string }>(`SELECT count(*) AS n FROM ledger_entries WHERE id > ${Number(last)}`))[0].n);
 }
