@@ -1,4 +1,4 @@
-import { MAX_RETRY_DELAY_FACTOR } from './transport.constants.js';
+import { retryDelayMs } from './transport.constants.js';
 import type { Verdict } from './message-transport.js';
 
 /** What the failure count reads of an AMQP message: a quorum queue's `x-delivery-count` header. */
@@ -16,7 +16,7 @@ const MAX_REMEMBERED_FAILURES = 10_000;
  * Counts the failed deliveries of AMQP messages, for both RabbitMQ adapters: the broker's
  * delivery count where the queue keeps one (quorum), else this process's own (a bounded map of
  * the most recent failures, by the verdict's `attemptKey`). A failure below `maxAttempts` waits
- * `retryDelayMs`, doubled with each further failure up to `MAX_RETRY_DELAY_FACTOR` times.
+ * `retryDelayMs`, doubled with each further failure up to 64 times (`retryDelayMs`).
  * @internal
  */
 export class AmqpFailureCount {
@@ -36,6 +36,6 @@ export class AmqpFailureCount {
       this.failedAttempts.delete(retry.attemptKey);
       return { attempt, exhausted: true };
     }
-    return { attempt, exhausted: false, delayMs: retry.retryDelayMs * Math.min(2 ** (attempt - 1), MAX_RETRY_DELAY_FACTOR) };
+    return { attempt, exhausted: false, delayMs: retryDelayMs(retry, attempt) };
   }
 }

@@ -69,7 +69,7 @@ export class MessageDelivery {
       const claimed = request;
       const outcome = await trace.claim(claimed, () => claimByMode(handler, claimed, this.claims, this.leases, this.recording));
       if (outcome.kind === 'duplicate') {
-        message.settle?.({ kind: 'ack' });
+        message.settle?.({ kind: 'ack' }, handler.consumer);
         return replyOf(outcome.response);
       }
       const { claim } = outcome;
@@ -84,15 +84,14 @@ export class MessageDelivery {
       }
       const reply = JSON.stringify(result);
       await claim.commit({ status: null, headers: null, body: reply === undefined ? null : Buffer.from(reply) });
-      message.settle?.({ kind: 'ack' });
+      message.settle?.({ kind: 'ack' }, handler.consumer);
       return result;
     } catch (error) {
-      const verdict = verdictFor(error, handler, request);
-      const replacement = message.settle?.(verdict);
-      if (message.settleByReply) {
-        return message.settleByReply(verdict);
+      const answer = message.settle?.(verdictFor(error, handler, request), handler.consumer);
+      if (answer && 'reply' in answer) {
+        return answer.reply;
       }
-      throw replacement ?? error;
+      throw answer?.error ?? error;
     }
   }
 }

@@ -29,23 +29,24 @@ export interface InboundMessage {
   header(name: string): unknown;
   /**
    * Settles the message with the broker, once, after the claim ended (committed, found a
-   * duplicate, or rolled back). Absent where the framework settles by itself (request-reply).
-   * Where the framework settles by what the handler throws (BullMQ), a failed delivery's settle
-   * may answer the error to throw in place of the delivery's own.
+   * duplicate, or rolled back); `consumer` is the handler's, for its log lines. Absent where the
+   * framework settles by itself (request-reply). Where the framework settles a message by what its
+   * handler answers, a failed delivery's settle says what to answer in place of its error.
    */
-  readonly settle?: (verdict: Verdict) => Error | undefined | void;
+  readonly settle?: (verdict: Verdict, consumer: string) => FailureAnswer | void;
   /**
    * For a framework that takes a handler's return value as its verdict (golevelup's `Nack`): the
    * reply as it is, or a throw when it refuses the message, so that its claim rolls back.
    */
   readonly checkReply?: (reply: unknown) => unknown;
-  /**
-   * For a framework that settles a message by what its handler returns or throws: the reply that
-   * settles a failed delivery as `verdict` says (golevelup's `Nack`, after the retry delay),
-   * returned to the framework in place of the error.
-   */
-  readonly settleByReply?: (verdict: Verdict) => Promise<unknown>;
 }
+
+/**
+ * What a failed delivery answers a framework that settles a message by its handler's answer: an
+ * error to throw in place of the delivery's own (BullMQ's `UnrecoverableError`: no further
+ * attempts), or a reply to return instead of throwing (golevelup's `Nack`, after the retry delay).
+ */
+export type FailureAnswer = { readonly error: Error } | { readonly reply: Promise<unknown> };
 
 /**
  * One broker's side of the seam between a transport and the claim core: which deliveries are

@@ -43,9 +43,9 @@ describe('BullmqTransport', () => {
 
   it("leaves a retry to the job's attempts, and answers a dead-letter with an error BullMQ does not retry", () => {
     const message = transport.read(callContext('bullmq', job))!;
-    expect(message.settle!({ kind: 'ack' })).toBeUndefined();
-    expect(message.settle!({ kind: 'retry', attemptKey: 'k', maxAttempts: 5, retryDelayMs: 1_000, reason: 'boom' })).toBeUndefined();
-    const failure = message.settle!({ kind: 'dead-letter', reason: 'no key' }) as Error;
+    expect(message.settle!({ kind: 'ack' }, 'bullmq orders')).toBeUndefined();
+    expect(message.settle!({ kind: 'retry', attemptKey: 'k', maxAttempts: 5, retryDelayMs: 1_000, reason: 'boom' }, 'bullmq orders')).toBeUndefined();
+    const { error: failure } = message.settle!({ kind: 'dead-letter', reason: 'no key' }, 'bullmq orders') as { error: Error };
     // BullMQ's worker tells its own UnrecoverableError by name: this test fails should that change.
     expect(failure.name).toBe(new UnrecoverableError().name);
     expect(failure.message).toBe('no key');

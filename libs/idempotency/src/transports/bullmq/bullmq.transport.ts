@@ -1,6 +1,6 @@
 import { type ExecutionContext, Logger, type Type } from '@nestjs/common';
 import { bullmqMessages } from './bullmq.messages.js';
-import type { InboundMessage, MessageTransport, Verdict } from '../message-transport.js';
+import type { FailureAnswer, InboundMessage, MessageTransport, Verdict } from '../message-transport.js';
 import type { ProviderHandlerKind } from '../provider-handlers.js';
 
 /** The metadata `@Processor()` of `@nestjs/bullmq` sets on a processor class (its queue's name). */
@@ -50,12 +50,12 @@ export class BullmqTransport implements MessageTransport {
     };
   }
 
-  private settle(job: BullmqJob, verdict: Verdict): Error | undefined {
+  private settle(job: BullmqJob, verdict: Verdict): FailureAnswer | undefined {
     if (verdict.kind !== 'dead-letter') {
       return undefined;
     }
     this.logger.error(bullmqMessages.jobFailedForGood(job.queueName, job.id, verdict.reason));
-    return new JobFailedForGood(verdict.reason);
+    return { error: new JobFailedForGood(verdict.reason) };
   }
 }
 

@@ -1,5 +1,4 @@
 import { type ExecutionContext, Injectable, Logger } from '@nestjs/common';
-import { IdempotencyMetadataAccessor } from '../../decorators/idempotency-metadata.accessor.js';
 import { AmqpFailureCount } from '../amqp-failure-count.js';
 import { transportMessages } from '../transport.messages.js';
 import type { InboundMessage, MessageTransport, Verdict } from '../message-transport.js';
@@ -28,10 +27,7 @@ export class GolevelupRabbitTransport implements MessageTransport {
   private readonly logger = new Logger('Idempotency');
   private readonly failures = new AmqpFailureCount();
 
-  constructor(
-    private readonly golevelupPackage: GolevelupRabbitmqPackage,
-    private readonly accessor: IdempotencyMetadataAccessor,
-  ) {}
+  constructor(private readonly golevelupPackage: GolevelupRabbitmqPackage) {}
 
   read(context: ExecutionContext): InboundMessage | undefined {
     const golevelup = this.golevelupPackage.loaded;
@@ -39,7 +35,6 @@ export class GolevelupRabbitTransport implements MessageTransport {
       return undefined;
     }
     const message = context.getArgByIndex(1) as AmqpMessage;
-    const consumer = this.accessor.resolve(context).consumer;
     let refusedForGood = false;
     return {
       payload: context.getArgByIndex(0),
@@ -52,12 +47,14 @@ export class GolevelupRabbitTransport implements MessageTransport {
         }
         return reply;
       },
-      settleByReply: (verdict) => this.settle(golevelup, verdict, refusedForGood, message, consumer),
+      // A success returns as it is, and golevelup acks it.
+      settle: (verdict, consumer) => (verdict.kind === 'ack' ? undefined : { reply: this.nackFor(golevelup, verdict, refusedForGood, message, consumer) }),
     };
   }
 
-  private async settle(golevelup: GolevelupRabbitmq, verdict: Verdict, refusedForGood: boolean, message: AmqpMessage, consumer: string): Promise<unknown> {
-    const reason = verdict.kind === 'ack' ? '' : verdict.reason;
+  /** The `Nack` that settles a failed delivery: dead-letter, or requeue once its retry delay has passed. */
+  private async nackFor(golevelup: GolevelupRabbitmq, verdict: Exclude<Verdict, { kind: 'ack' }>, refusedForGood: boolean, message: AmqpMessage, consumer: string): Promise<unknown> {
+    const { reason } = verdict;
     if (verdict.kind !== 'retry' || refusedForGood) {
       this.logger.error(transportMessages.deadLettered(consumer, reason));
       return new golevelup.Nack(false);

@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import { MAX_RETRY_DELAY_FACTOR } from '../transport.constants.js';
+import { retryDelayMs } from '../transport.constants.js';
 import { jetStreamMessages } from './jetstream.messages.js';
 import { transportMessages } from '../transport.messages.js';
 import type { Verdict } from '../message-transport.js';
@@ -52,7 +52,7 @@ export function settleJetStreamMessage(message: JetStreamMessage, verdict: Verdi
         logger.error(jetStreamMessages.terminated(message.subject, reason));
         message.term();
       } else {
-        const delayMs = verdict.retryDelayMs * Math.min(2 ** (attempt - 1), MAX_RETRY_DELAY_FACTOR);
+        const delayMs = retryDelayMs(verdict, attempt);
         logger.warn(transportMessages.requeued(message.subject, attempt, verdict.maxAttempts, delayMs, verdict.reason));
         message.nak(delayMs);
       }
