@@ -9,15 +9,15 @@ import { PEER_LABEL } from './peer.case.js';
 
 const ADDED_P50_FLOOR_MS = 0.3;
 const ADDED_P99_FLOOR_MS = 1;
-/** The fixed rate, as a share of the plain handler's saturation throughput. */
+/** The fixed rate, as a share of the idempotent handler's own saturation throughput. */
 const SHARE_OF_SATURATION = 0.5;
 /** How far a round's achieved rate may fall below the asked one and still count as it. */
 const RATE_TOLERANCE = 0.02;
 
 /**
  * Case 9: the latency the idempotent handler adds to the plain one when neither is saturated: both
- * at one fixed request rate, half the plain handler's saturation throughput (measured first, on
- * the plain process), interleaved, on Express and on Fastify. Added p50 and p99 are the idempotent
+ * at one fixed request rate, half the idempotent handler's own saturation throughput (measured
+ * first, on the idempotent process), so the case measures the claim, not queueing; interleaved, on Express and on Fastify. Added p50 and p99 are the idempotent
  * arm's medians minus the plain arm's. The peer of case 10 runs beside them at the same rate; the
  * floors are ours only.
  */
@@ -50,7 +50,7 @@ export const latency: BenchCase = {
 
 /** What `measureAtFixedRate` measured on one platform. */
 export interface FixedRateMeasurement<Route extends CreditRoute> {
-  /** The plain handler's saturation round (autocannon, as case 1 loads it). */
+  /** The idempotent handler's saturation round (autocannon, as case 1 loads it). */
   saturation: Measurement;
   /** The asked rate, requests per second. */
   rate: number;
@@ -62,7 +62,7 @@ export interface FixedRateMeasurement<Route extends CreditRoute> {
 
 /**
  * Starts an app per route on `platform` (so the plain one never runs the module, as in case 1),
- * measures the plain one's saturation throughput, then loads every route at half that rate,
+ * measures the idempotent one's saturation throughput, then loads every route at half that rate,
  * interleaved. `label` names the requests' keys.
  */
 export async function measureAtFixedRate<Route extends CreditRoute>(
@@ -76,16 +76,20 @@ export async function measureAtFixedRate<Route extends CreditRoute>(
     for (const route of routes) {
       apps.set(route, await startApp(platform));
     }
-    const plainApp = apps.get('plain');
-    if (!plainApp) {
-      throw new Error('a fixed rate is set from the plain route: measure it too');
+    const idempotentApp = apps.get('idempotent' as Route);
+    if (!idempotentApp) {
+      throw new Error('a fixed rate is set from the idempotent route: measure it too');
     }
     const saturationLoad = (r: number, seconds: number) =>
-      runAppLoad(plainApp, '/plain/credits', { connections: settings.connections, seconds, request: uniqueCredits(`${label}-${platform}-saturation-${r}`) });
+      runAppLoad(idempotentApp, '/idempotent/credits', {
+        connections: settings.connections,
+        seconds,
+        request: uniqueCredits(`${label}-${platform}-saturation-${r}`),
+      });
     await saturationLoad(0, settings.warmupSeconds);
     const saturation = await saturationLoad(1, settings.roundSeconds);
     const rate = Math.round(saturation.throughput * SHARE_OF_SATURATION);
-    log(`saturation ${platform} plain       ${describe(saturation)}: the arms run at ${rate}/s`);
+    log(`saturation ${platform} idempotent  ${describe(saturation)}: the arms run at ${rate}/s`);
     const arm = (route: Route): Arm => ({
       name: `${platform} ${route} at ${rate}/s`,
       measure: (r, seconds) => {
@@ -161,7 +165,7 @@ export function reportAddedLatency<Route extends CreditRoute>(
     ...labelled.map(([route, { short, series }]) => ({ label: `${short} ${percentile}`, value: latencyOf(medians[route])[percentile], series })),
   ];
   report.chart.push({
-    title: `9 · latency at ${rate}/s (half of plain's saturation) · ${platform}`,
+    title: `9 · latency at ${rate}/s (half of ours' saturation) · ${platform}`,
     unit: 'ms',
     bars: [...bars('p50'), ...bars('p99')],
     note: `added p50 / p99 (ms): ${labelled.map(([route, { short }]) => `${short} ${signed(added[route].p50)} / ${signed(added[route].p99)}`).join(', ')}`,

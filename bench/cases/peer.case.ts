@@ -2,23 +2,30 @@ import { type BenchAppProcess, type Platform, PLATFORMS } from '../support/bench
 import { installedVersion } from '../support/bench-packages.js';
 import { readRedisPersistence, REDIS_URL } from '../support/bench-redis.js';
 import { runAppLoad, uniqueCredits } from '../support/http-load.js';
-import { type Arm, interleave, summarize, withDatabaseCpu } from '../support/measurement.js';
+import { type Arm, interleave, type Summary, summarize, withDatabaseCpu } from '../support/measurement.js';
 import { round } from '../support/stats.js';
-import { type BenchCase, type BenchContext, type CaseReport, emptyReport, reportVariantsAgainstPlain } from './bench-case.js';
+import { type BenchCase, type BenchContext, type CaseReport, checkFloor, emptyReport, reportVariantsAgainstPlain } from './bench-case.js';
 import { expectNoNewLedgerRows, processReplayedKeys, replayedCredits } from './http-duplicates.case.js';
 
 /** What the table and the chart call the peer. */
 export const PEER_LABEL = '@node-idempotency/nestjs';
 
-/** The routes of the case, each in a process of its own: the plain handler, ours, the peer's. */
-const ROUTES = ['plain', 'idempotent', 'peer'] as const;
+/**
+ * The routes of the case, each in a process of its own: the plain handler, ours, ours in lease
+ * mode on Redis (the same kind of work as the peer's: two Redis operations around the handler's own
+ * transaction), the peer's.
+ */
+const ROUTES = ['plain', 'idempotent', 'lease-redis', 'peer'] as const;
 type Route = (typeof ROUTES)[number];
-type ReplayedRoute = Exclude<Route, 'plain'>;
+type ReplayedRoute = 'idempotent' | 'peer';
 const REPLAYED_ROUTES: readonly ReplayedRoute[] = ['idempotent', 'peer'];
-const NAMES: Record<Route, string> = { plain: 'plain', idempotent: 'idempotent', peer: PEER_LABEL };
-const CHART_NAMES: Record<Route, string> = { plain: 'plain', idempotent: 'ours', peer: 'peer' };
+const NAMES: Record<Route, string> = { plain: 'plain', idempotent: 'idempotent', 'lease-redis': 'idempotent, lease on Redis', peer: PEER_LABEL };
+const CHART_NAMES: Record<Route, string> = { plain: 'plain', idempotent: 'ours', 'lease-redis': 'ours, lease', peer: 'peer' };
 /** Each route's colour on the chart, as case 1 and case 9 colour them. */
-const SERIES: Record<Route, number> = { plain: 0, idempotent: 1, peer: 2 };
+const SERIES: Record<Route, number> = { plain: 0, idempotent: 1, 'lease-redis': 3, peer: 2 };
+/** The app CPU ours may add to a plain first delivery, in µs, and how far past the peer's it may go. */
+const ADDED_APP_CPU_FLOOR_MICROS = 90;
+const ADDED_APP_CPU_OVER_PEER = 1.2;
 
 /**
  * Case 10: the peer, `@node-idempotency/nestjs` with its Redis storage, on the very same credit
@@ -96,8 +103,9 @@ async function measurePlatform({ settings, database, startApp, log }: BenchConte
       chartTitle: `10 · first deliveries, ours and the peer · ${platform}`,
       unit: 'req/s',
       plain: medians[`${platform} plain`],
-      others: { [NAMES.idempotent]: medians[`${platform} idempotent`], [NAMES.peer]: medians[`${platform} peer`] },
+      others: Object.fromEntries(ROUTES.filter((route) => route !== 'plain').map((route) => [NAMES[route], medians[`${platform} ${route}`]])),
     });
+    reportFloors(report, platform, medians, ratios);
     const replayRatio = (route: ReplayedRoute) => round(medians[`${platform} ${route} replays`].throughput / medians[`${platform} ${route}`].throughput, 3);
     report.rows.push(
       ...REPLAYED_ROUTES.map((route) => ({
@@ -119,4 +127,27 @@ async function measurePlatform({ settings, database, startApp, log }: BenchConte
   } finally {
     await Promise.all([...apps.values()].map((app) => app.stop()));
   }
+}
+
+/**
+ * The issue's floors against the peer, all from this one run: ours adds at most
+ * `ADDED_APP_CPU_FLOOR_MICROS` of app CPU to a plain first delivery and at most
+ * `ADDED_APP_CPU_OVER_PEER` × what the peer adds; our replays are at least as fast as the peer's;
+ * lease mode on Redis keeps at least the peer's share of plain.
+ */
+function reportFloors(report: CaseReport, platform: Platform, medians: Record<string, Summary>, ratios: Record<string, number>): void {
+  const appCpuAdded = (route: Route) => (medians[`${platform} ${route}`].appCpuMicros ?? Number.NaN) - (medians[`${platform} plain`].appCpuMicros ?? Number.NaN);
+  const ours = appCpuAdded('idempotent');
+  const peers = appCpuAdded('peer');
+  report.floors.push(
+    checkFloor(`Case 10, ${platform}: app CPU ours adds per first delivery (µs)`, ours, 'at most', ADDED_APP_CPU_FLOOR_MICROS),
+    checkFloor(`Case 10, ${platform}: app CPU ours adds per first delivery (µs), against the peer's +${Math.round(peers)} × ${ADDED_APP_CPU_OVER_PEER}`, ours, 'at most', round(peers * ADDED_APP_CPU_OVER_PEER, 0)),
+    checkFloor(
+      `Case 10, ${platform}: our replays (req/s), against the peer's`,
+      medians[`${platform} idempotent replays`].throughput,
+      'at least',
+      round(medians[`${platform} peer replays`].throughput, 0),
+    ),
+    checkFloor(`Case 10, ${platform}: lease on Redis / plain, against the peer's / plain`, ratios[NAMES['lease-redis']], 'at least', ratios[NAMES.peer]),
+  );
 }
