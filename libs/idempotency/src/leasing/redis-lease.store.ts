@@ -1,12 +1,34 @@
+import { createHash } from 'node:crypto';
 import type { RecordedResponse } from '../claiming/claim.js';
 import type { LeaseAttempt, LeaseKey, LeaseRequest, LeaseStore, RemovableEntry, StoredLeaseEntry } from './lease-store.js';
 
 /**
- * The part of a `redis` (node-redis 5 or 6) client the store uses: `EVAL`. Pass the client the
- * application already has, connected; the store never connects or closes it.
+ * The part of a `redis` (node-redis 5 or 6) client the store uses: `EVALSHA`, and `EVAL` the first
+ * time a server runs a script. Pass the client the application already has, connected; the store
+ * never connects or closes it.
  */
 export interface RedisEvalClient {
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  /**
+   * Runs the script the server cached under `sha1`. Optional: a client without it sends every
+   * script whole with `eval`.
+   */
+  evalSha?(sha1: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+}
+
+/** A Lua script, and the digest Redis caches it under. */
+interface LuaScript {
+  readonly text: string;
+  readonly sha1: string;
+}
+
+function luaScript(text: string): LuaScript {
+  return { text, sha1: createHash('sha1').update(text).digest('hex') };
+}
+
+/** Redis's answer to `EVALSHA` of a script it has not cached (a new server, a `SCRIPT FLUSH`). */
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
 }
 
 /**
@@ -36,7 +58,7 @@ local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)`;
  * PostgreSQL row of a lease does, so that a holder that outlives its lease can still complete.
  * ARGV: token, fingerprint ('' for none), lease, key's time to live.
  */
-const CLAIM = `${NOW}
+const CLAIM = luaScript(`${NOW}
 local value = redis.call('GET', KEYS[1])
 local tookOver = 0
 if value then
@@ -49,23 +71,23 @@ end
 local fingerprint = cjson.null
 if ARGV[2] ~= '' then fingerprint = ARGV[2] end
 redis.call('SET', KEYS[1], cjson.encode({ t = ARGV[1], e = now + tonumber(ARGV[3]), f = fingerprint }), 'PX', ARGV[4])
-return tookOver`;
+return tookOver`);
 
 /** Replaces the value (with a new expiry) only while the token holds the lease, expired or not. */
-const COMPLETE = `
+const COMPLETE = luaScript(`
 local value = redis.call('GET', KEYS[1])
 if not value or cjson.decode(value).t ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-return 1`;
+return 1`);
 
-const RELEASE = `
+const RELEASE = luaScript(`
 local value = redis.call('GET', KEYS[1])
 if not value or cjson.decode(value).t ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
-return 1`;
+return 1`);
 
 /** Moves the lease's expiry, and the key's if it would go first, only while the token holds the lease. */
-const EXTEND = `${NOW}
+const EXTEND = luaScript(`${NOW}
 local value = redis.call('GET', KEYS[1])
 if not value then return 0 end
 local stored = cjson.decode(value)
@@ -78,16 +100,16 @@ if stored.e then
 else
   redis.call('PEXPIRE', KEYS[1], ttl)
 end
-return 1`;
+return 1`);
 
 /** The value and its time to live in milliseconds. */
-const INSPECT = `
+const INSPECT = luaScript(`
 local value = redis.call('GET', KEYS[1])
 if not value then return false end
-return { value, redis.call('PTTL', KEYS[1]) }`;
+return { value, redis.call('PTTL', KEYS[1]) }`);
 
 /** Deletes the value when it is what ARGV[1] names: 'completed', 'leased' or 'any'. */
-const REMOVE = `
+const REMOVE = luaScript(`
 local value = redis.call('GET', KEYS[1])
 if not value then return 0 end
 local leased = cjson.decode(value).t ~= nil
@@ -95,7 +117,7 @@ if ARGV[1] == 'any' or (ARGV[1] == 'leased' and leased) or (ARGV[1] == 'complete
   redis.call('DEL', KEYS[1])
   return 1
 end
-return 0`;
+return 0`);
 
 /**
  * Leases in Redis, for high volume where a duplicate after the key expired is harmless, and where
@@ -170,8 +192,19 @@ export class RedisLeaseStore implements LeaseStore {
     return (await this.run(REMOVE, key, [which])) === 1;
   }
 
-  private run(script: string, { consumer, key }: LeaseKey, args: string[]): Promise<unknown> {
+  /** Runs `script` by its digest, and whole only where the server has not cached it yet. */
+  private async run(script: LuaScript, { consumer, key }: LeaseKey, args: string[]): Promise<unknown> {
     // The consumer's length keeps `a:b` + `c` apart from `a` + `b:c`.
-    return this.client.eval(script, { keys: [`${this.prefix}${consumer.length}:${consumer}:${key}`], arguments: args });
+    const options = { keys: [`${this.prefix}${consumer.length}:${consumer}:${key}`], arguments: args };
+    if (this.client.evalSha) {
+      try {
+        return await this.client.evalSha(script.sha1, options);
+      } catch (error) {
+        if (!isNoScript(error)) {
+          throw error;
+        }
+      }
+    }
+    return this.client.eval(script.text, options);
   }
 }
