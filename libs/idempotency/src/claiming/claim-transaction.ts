@@ -3,12 +3,14 @@ import type { IsolationLevel } from '../decorators/idempotent-handler.options.js
 import { IdempotencyClaimTransactionError } from '../errors/idempotency-claim-transaction.error.js';
 import { IdempotencyTransactionAbortedError } from '../errors/idempotency-transaction-aborted.error.js';
 import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
+import { within } from '../duration/within.js';
 import { claimMessages } from './claim.messages.js';
 import {
   connectClient,
   createPrimaryQueryRunner,
   defaultIsolationLevel,
   markTransaction,
+  hasIdleConnectionFree,
   poolFigures,
   transactionDepth,
   unlistConnectedRunner,
@@ -32,6 +34,27 @@ const ISOLATION_STRENGTH: Record<IsolationLevel, number> = {
   SERIALIZABLE: 2,
 };
 
+/** The claim each guarded query runner belongs to. */
+const CLAIM_OF_RUNNER = new WeakMap<QueryRunner, ClaimTransaction>();
+
+/**
+ * The methods a claim's query runner answers with in place of TypeORM's, the same functions for
+ * every claim: each finds its runner's claim.
+ */
+const GUARDED_METHODS: GuardedMethods = {
+  startTransaction(this: QueryRunner, isolationLevel?: IsolationLevel) {
+    return CLAIM_OF_RUNNER.get(this)!.startTransaction(isolationLevel);
+  },
+  commitTransaction(this: QueryRunner) {
+    return CLAIM_OF_RUNNER.get(this)!.commitTransaction();
+  },
+  rollbackTransaction(this: QueryRunner) {
+    return CLAIM_OF_RUNNER.get(this)!.rollbackTransaction();
+  },
+  // TypeORM releases a runner it took from createQueryRunner(); the claim's runner stays with the claim.
+  release: async () => undefined,
+};
+
 /**
  * The claim's transaction on one TypeORM `QueryRunner`. Its BEGIN travels with the claim and its
  * COMMIT with the recorded response, each pair as one multi-statement simple query, so the claim
@@ -50,6 +73,7 @@ export class ClaimTransaction {
     readonly queryRunner: QueryRunner,
     private readonly client: PostgresConnection,
     private readonly claimant: Claimant,
+    /** TypeORM's methods of the runner, called with it as `this`. */
     private readonly own: GuardedMethods,
   ) {}
 
@@ -60,11 +84,11 @@ export class ClaimTransaction {
   static async connect(dataSource: DataSource, timeoutMs: number, claimant: Claimant): Promise<ClaimTransaction> {
     // Not dataSource.createQueryRunner(): inside a handler that one hands out the claim's own runner.
     const queryRunner = createPrimaryQueryRunner(dataSource);
-    const connecting = connectClient(queryRunner);
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)));
+    // With an idle connection free the pool hands it over at its next tick: no wait to bound, no timer to arm.
+    const idleFree = hasIdleConnectionFree(dataSource);
     try {
-      const client = await Promise.race([connecting, timedOut]);
+      const connecting = connectClient(queryRunner);
+      const client = idleFree ? await connecting : await within(connecting, timeoutMs);
       if (!client) {
         // The pool still hands the connection over later; give it straight back then.
         connecting.then(() => queryRunner.release(), () => undefined);
@@ -86,40 +110,19 @@ export class ClaimTransaction {
         claimant.key,
         { cause: error },
       );
-    } finally {
-      clearTimeout(timer);
     }
   }
 
   private static guard(dataSource: DataSource, queryRunner: QueryRunner, client: PostgresConnection, claimant: Claimant): ClaimTransaction {
-    const own: GuardedMethods = {
-      startTransaction: queryRunner.startTransaction.bind(queryRunner),
-      commitTransaction: queryRunner.commitTransaction.bind(queryRunner),
-      rollbackTransaction: queryRunner.rollbackTransaction.bind(queryRunner),
-      release: queryRunner.release.bind(queryRunner),
-    };
+    const { startTransaction, commitTransaction, rollbackTransaction, release } = queryRunner;
+    const own: GuardedMethods = { startTransaction, commitTransaction, rollbackTransaction, release };
     const transaction = new ClaimTransaction(dataSource, queryRunner, client, claimant, own);
     // On shutdown TypeORM's driver releases the runners it lists until none is left; this one
     // ignores release() from others, so listed it would keep the shutdown looping for ever.
     // Unlisted, the pool's end waits for the claim to settle and give its connection back.
     unlistConnectedRunner(dataSource, queryRunner);
-    const depth = () => transactionDepth(queryRunner);
-    Object.assign(queryRunner, {
-      startTransaction: async (isolationLevel?: IsolationLevel) => {
-        transaction.refuseStrongerIsolation(isolationLevel ?? defaultIsolationLevel(dataSource));
-        return own.startTransaction(isolationLevel);
-      },
-      commitTransaction: async () => {
-        transaction.refuseAtClaimLevel(depth(), 'commitTransaction()');
-        return own.commitTransaction();
-      },
-      rollbackTransaction: async () => {
-        transaction.refuseAtClaimLevel(depth(), 'rollbackTransaction()');
-        return own.rollbackTransaction();
-      },
-      // TypeORM releases a runner it took from createQueryRunner(); the claim's runner stays with the claim.
-      release: async () => undefined,
-    } satisfies GuardedMethods);
+    CLAIM_OF_RUNNER.set(queryRunner, transaction);
+    Object.assign(queryRunner, GUARDED_METHODS);
     return transaction;
   }
 
@@ -184,7 +187,25 @@ export class ClaimTransaction {
       await this.rollback().catch(() => undefined);
     }
     this.markTransaction(false);
-    await this.own.release();
+    await this.own.release.call(this.queryRunner);
+  }
+
+  /** `startTransaction()` on the claim's runner: a savepoint, never a level stronger than the claim's. */
+  startTransaction(isolationLevel: IsolationLevel | undefined): Promise<void> {
+    this.refuseStrongerIsolation(isolationLevel ?? defaultIsolationLevel(this.dataSource));
+    return this.own.startTransaction.call(this.queryRunner, isolationLevel);
+  }
+
+  /** `commitTransaction()` on the claim's runner: a savepoint's release, never the claim's COMMIT. */
+  commitTransaction(): Promise<void> {
+    this.refuseAtClaimLevel(transactionDepth(this.queryRunner), 'commitTransaction()');
+    return this.own.commitTransaction.call(this.queryRunner);
+  }
+
+  /** `rollbackTransaction()` on the claim's runner: a savepoint's rollback, never the claim's. */
+  rollbackTransaction(): Promise<void> {
+    this.refuseAtClaimLevel(transactionDepth(this.queryRunner), 'rollbackTransaction()');
+    return this.own.rollbackTransaction.call(this.queryRunner);
   }
 
   private refuseAtClaimLevel(depth: number, call: string): void {

@@ -14,7 +14,8 @@ import { postgresErrorCode, translateDatabaseError } from './claim-errors.js';
 import type { ClaimRequest, OpenDelivery, RecordedResponse } from './claim.js';
 import { type ClaimSql, claimStatement, claimWon, type StoredClaim, twinStatement } from './claim.queries.js';
 import { ClaimTransaction } from './claim-transaction.js';
-import { endingWithin, type InFlightTwin, InFlightTwins, type TwinEnding } from './in-flight-twins.js';
+import { within } from '../duration/within.js';
+import { type InFlightTwin, InFlightTwins, type TwinEnding } from './in-flight-twins.js';
 import { StoredConsumers } from '../discovery/stored-consumers.js';
 import { DeliveryClaiming } from './delivery-claiming.js';
 import { OpenClaim } from './open-claim.js';
@@ -87,7 +88,7 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
     if (!claimed) {
       return twin.ending;
     }
-    return endingWithin(twin.ending, request.waitForTwin ? deadline - performance.now() : REJECT_LOCK_TIMEOUT_MS);
+    return within(twin.ending, request.waitForTwin ? deadline - performance.now() : REJECT_LOCK_TIMEOUT_MS);
   }
 
   /** One try on a connection of its own: the claim, a duplicate, or undefined while a twin of another process holds it. */

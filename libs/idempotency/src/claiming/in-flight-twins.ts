@@ -16,22 +16,54 @@ export class InFlightTwins {
     if (twin) {
       return { twin };
     }
-    let settle!: (ending: TwinEnding) => void;
-    let won!: () => void;
-    const here: InFlightTwin = {
-      ending: new Promise<TwinEnding>((resolve) => (settle = resolve)),
-      claimed: new Promise<void>((resolve) => (won = resolve)),
-    };
+    const here = new InFlightDelivery();
     this.inFlight.set(id, here);
     return {
-      won,
+      won: () => here.won(),
       settle: (ending) => {
         if (this.inFlight.get(id) === here) {
           this.inFlight.delete(id);
         }
-        settle(ending);
+        here.settle(ending);
       },
     };
+  }
+}
+
+/**
+ * A delivery in flight here. Most have no twin waiting for them, so the promises a twin waits on
+ * are made only when one asks.
+ */
+class InFlightDelivery implements InFlightTwin {
+  private endedAs: TwinEnding | undefined;
+  private hasWon = false;
+  private endingSignal: Signal<TwinEnding> | undefined;
+  private claimedSignal: Signal<void> | undefined;
+
+  get ending(): Promise<TwinEnding> {
+    if (this.endedAs !== undefined) {
+      return Promise.resolve(this.endedAs);
+    }
+    this.endingSignal ??= signal<TwinEnding>();
+    return this.endingSignal.promise;
+  }
+
+  get claimed(): Promise<void> {
+    if (this.hasWon) {
+      return Promise.resolve();
+    }
+    this.claimedSignal ??= signal<void>();
+    return this.claimedSignal.promise;
+  }
+
+  won(): void {
+    this.hasWon = true;
+    this.claimedSignal?.resolve();
+  }
+
+  settle(ending: TwinEnding): void {
+    this.endedAs ??= ending;
+    this.endingSignal?.resolve(this.endedAs);
   }
 }
 
@@ -49,12 +81,14 @@ export interface InFlightTwin {
  */
 export type TwinEnding = 'committed' | 'held' | 'open';
 
-/** How `twin` ended, or undefined when it did not within `timeoutMs`. */
-export async function endingWithin(twin: Promise<TwinEnding>, timeoutMs: number): Promise<TwinEnding | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([twin, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), Math.max(0, timeoutMs))))]);
-  } finally {
-    clearTimeout(timer);
-  }
+interface Signal<T> {
+  readonly promise: Promise<T>;
+  readonly resolve: (value: T) => void;
+}
+
+/** A promise and what resolves it (`Promise.withResolvers()`, which Node 20 lacks). */
+function signal<T>(): Signal<T> {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((done) => (resolve = done));
+  return { promise, resolve };
 }

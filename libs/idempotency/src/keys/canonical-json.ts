@@ -10,7 +10,12 @@ export function canonicalJson(value: unknown): string {
     return typeof value === 'bigint' ? `{"$bigint":"${value}"}` : (JSON.stringify(value) ?? 'null');
   }
   if (Array.isArray(value)) {
-    return `[${value.map(canonicalJson).join(',')}]`;
+    let json = '[';
+    for (let index = 0; index < value.length; index++) {
+      // A hole reads as nothing, as map() and join() wrote it before this loop.
+      json += (index === 0 ? '' : ',') + (index in value ? canonicalJson(value[index]) : '');
+    }
+    return `${json}]`;
   }
   if (ArrayBuffer.isView(value)) {
     return `{"$bytes":"${hash('sha256', new Uint8Array(value.buffer, value.byteOffset, value.byteLength), 'hex')}"}`;
@@ -30,9 +35,12 @@ export function canonicalJson(value: unknown): string {
     return canonicalJson(withJson.toJSON());
   }
   const record = value as Record<string, unknown>;
-  const entries = Object.keys(record)
-    .sort()
-    .filter((key) => record[key] !== undefined && typeof record[key] !== 'function')
-    .map((key) => `${JSON.stringify(key)}:${canonicalJson(record[key])}`);
-  return `{${entries.join(',')}}`;
+  let json = '{';
+  for (const key of Object.keys(record).sort()) {
+    const entry = record[key];
+    if (entry !== undefined && typeof entry !== 'function') {
+      json += `${json.length === 1 ? '' : ','}${JSON.stringify(key)}:${canonicalJson(entry)}`;
+    }
+  }
+  return `${json}}`;
 }

@@ -13,6 +13,11 @@ describe('fingerprint', () => {
     expect(fingerprint('500')).not.toBe(fingerprint(500));
   });
 
+  it('stays what earlier versions stored, so a retry after an upgrade still matches its record', () => {
+    const payload = { method: 'POST', url: '/credits?x=1', body: { b: 1, a: [1, null, 'x', { d: new Date(0), c: undefined }], é: true } };
+    expect(fingerprint(payload)).toBe('d2d705be9b789500e08e803d1ea619ea73f9b75cc8812f664641225afdb4953f');
+  });
+
   it('treats absent and undefined fields alike, and handles empty payloads', () => {
     expect(fingerprint({ a: 1, b: undefined })).toBe(fingerprint({ a: 1 }));
     expect(fingerprint(undefined)).toBe(fingerprint(null));

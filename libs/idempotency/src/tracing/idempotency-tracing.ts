@@ -95,6 +95,9 @@ export class IdempotencyTracing implements OnModuleInit {
       attributes['messaging.system'] = transport;
       attributes['messaging.operation.type'] = 'process';
     }
-    return this.otel.trace.getTracer(TRACER_NAME).startSpan(`idempotency ${consumer}`, { kind: this.otel.SpanKind.INTERNAL, attributes });
+    const span = this.otel.trace.getTracer(TRACER_NAME).startSpan(`idempotency ${consumer}`, { kind: this.otel.SpanKind.INTERNAL, attributes });
+    // No SDK registered, or sampled out: nothing would see the span, so the delivery does without it
+    // (its handler's own spans stay children of the same trace through the caller's span).
+    return span.isRecording() ? span : undefined;
   }
 }

@@ -88,7 +88,17 @@ export function unlistConnectedRunner(dataSource: DataSource, queryRunner: Query
 }
 
 /**
- * The size and queue of the PostgreSQL driver's pool on the primary (a pg `Pool`).
+ * Whether the primary's pool (a pg `Pool`) holds more idle connections than requests waiting for
+ * one: a request for a connection made now is then handed an idle one at the pool's next tick.
+ * @internal
+ */
+export function hasIdleConnectionFree(dataSource: DataSource): boolean {
+  const pool = (dataSource.driver as unknown as { master?: { idleCount?: number; waitingCount?: number } }).master;
+  return (pool?.idleCount ?? 0) > (pool?.waitingCount ?? Number.POSITIVE_INFINITY);
+}
+
+/**
+ * How big the data source's pool is and how many wait for a connection of it, for error messages.
  * @internal
  */
 export function poolFigures(dataSource: DataSource): { size?: number; waiting?: number } {

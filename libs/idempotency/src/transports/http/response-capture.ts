@@ -36,6 +36,10 @@ export function mergeHeaders(...sets: HeaderValues[]): HeaderValues {
 
 /** The name `headers` holds `name` under, in whatever casing. */
 export function findHeaderName(headers: HeaderValues | OutgoingHttpHeaders, name: string): string | undefined {
+  // Names are unique regardless of case, so a name held as given is the one.
+  if (Object.hasOwn(headers, name)) {
+    return name;
+  }
   const lower = name.toLowerCase();
   return Object.keys(headers).find((candidate) => candidate.toLowerCase() === lower);
 }
