@@ -82,7 +82,7 @@ const PUBLIC_NAMES = {
     'InFlightPolicy', 'IsolationLevel', 'KeySource', 'LeaseAttempt', 'LeaseCounts', 'LeaseEvent', 'LeaseKey', 'LeaseRenewalCounts',
     'LeaseRenewalOutcome', 'LeaseRequest', 'LeaseStore', 'MAX_KEY_LENGTH', 'MetricsOptions', 'MetricsRegistry', 'ProcessedMessage', 'PurgeFigures',
     'PurgeOptions', 'PurgeOutcome', 'PurgeRun', 'RecordPolicy', 'RecordedResponse', 'RedisEvalClient', 'RedisLeaseStore', 'RefusalCounts',
-    'RemovableEntry', 'ReplayOptions', 'ScopeSource', 'SenderDuplicateRate', 'SenderOptions', 'StoreSample', 'StoredLeaseEntry', 'TracingOptions',
+    'RemovableEntry', 'ReplayCacheOptions', 'ReplayOptions', 'ScopeSource', 'SenderDuplicateRate', 'SenderOptions', 'StoreSample', 'StoredLeaseEntry', 'TracingOptions',
     'UpgradeProcessedMessagesTable1796342400000',
   ],
   'nestjs-idempotent-consumer/testing': ['ContractCheck', 'IdempotencyTestingModule', 'IdempotencyTestingOptions', 'leaseStoreContract'],

@@ -9,7 +9,7 @@ import { IdempotencyExplorer } from './discovery/idempotency.explorer.js';
 import { StoredConsumers } from './discovery/stored-consumers.js';
 import { IdempotencyHealthIndicator } from './health/idempotency.health.js';
 import { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } from './idempotency.module-definition.js';
-import { type IdempotencyModuleOptions, RESOLVED_OPTIONS, resolveModuleOptions } from './idempotency.options.js';
+import { type IdempotencyModuleOptions, RESOLVED_OPTIONS, type ResolvedIdempotencyOptions, resolveModuleOptions } from './idempotency.options.js';
 import { DataSourceJoin } from './joining/data-source-join.js';
 import { LeaseClaimingService } from './leasing/lease-claiming.service.js';
 import { LeaseStores } from './leasing/lease-stores.js';
@@ -18,6 +18,7 @@ import { PrometheusExporter } from './metrics/prometheus.exporter.js';
 import { IdempotencyPurgeService } from './purge/idempotency-purge.service.js';
 import { PurgeScheduler } from './purge/purge.scheduler.js';
 import { ResponseRecording } from './recording/response-recording.js';
+import { ReplayCache } from './replay-cache/replay-cache.js';
 import { StoreSchemaCheck } from './schema/store-schema.check.js';
 import { GolevelupRabbitmqPackage } from './transports/golevelup-rabbitmq/golevelup-rabbitmq.package.js';
 import { GolevelupRabbitTransport } from './transports/golevelup-rabbitmq/golevelup-rabbitmq.transport.js';
@@ -73,6 +74,11 @@ import { StoreSampler } from './metrics/store.sampler.js';
     StoreSchemaCheck,
     StoredConsumers,
     DataSourceJoin,
+    {
+      provide: ReplayCache,
+      inject: [RESOLVED_OPTIONS],
+      useFactory: (options: ResolvedIdempotencyOptions) => new ReplayCache(options.replayCache),
+    },
     ClaimingService,
     LeaseStores,
     LeaseClaimingService,

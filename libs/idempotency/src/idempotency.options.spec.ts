@@ -33,6 +33,7 @@ describe('resolveModuleOptions', () => {
       scope: undefined,
       storeSampleIntervalMs: 60_000,
       tracing: { spans: true, recordKey: false },
+      replayCache: { maxEntries: 10_000, maxBytes: 16_777_216, maxAgeMs: 60_000 },
     });
   });
 
@@ -50,6 +51,12 @@ describe('resolveModuleOptions', () => {
 
   it('keeps a record policy that is given', () => {
     expect(resolveModuleOptions({ record: 'status' }).record).toBe('status');
+  });
+
+  it('turns the replay cache off with false, and sizes it through its resolver', () => {
+    expect(resolveModuleOptions({ replayCache: false }).replayCache).toBeNull();
+    expect(resolveModuleOptions({ replayCache: { maxEntries: 5 } }).replayCache).toEqual({ maxEntries: 5, maxBytes: 16_777_216, maxAgeMs: 60_000 });
+    expect(() => resolveModuleOptions({ replayCache: { maxBytes: -1 } })).toThrow(IdempotencyOptionsError);
   });
 
   it('resolves the tracing and store-sampling options, and refuses malformed ones', () => {

@@ -14,6 +14,7 @@ import { toFlag } from './options/option-values.js';
 import { type PurgeOptions, type ResolvedPurgeOptions, resolvePurge } from './purge/purge.options.js';
 import { type EncryptionOptions, resolveKeyring, toRecordPolicy } from './recording/recording.options.js';
 import type { Keyring } from './recording/response-seal.js';
+import { type ReplayCacheOptions, resolveReplayCache, type ResolvedReplayCacheOptions } from './replay-cache/replay-cache.options.js';
 import { schemaMessages } from './schema/schema.messages.js';
 import { resolveTracing, type ResolvedTracingOptions, type TracingOptions } from './tracing/tracing.options.js';
 import { type ReplayOptions, type ResolvedReplayOptions, resolveReplay } from './transports/http/http.options.js';
@@ -92,6 +93,18 @@ export interface IdempotencyModuleOptions {
    * @example `{ keys: { '2025-06': process.env.IDEMPOTENCY_KEY_2025_06 }, current: '2025-06' }`
    */
   encryption?: EncryptionOptions;
+  /**
+   * Keeps the responses this process committed, or read from the store, in its memory, so that
+   * their duplicates are answered without a round trip to the database or the lease store (the
+   * fingerprint is still checked, the duplicate still logged and counted). Only what the store
+   * committed is kept, never past its record's expiry nor past `maxAge`. It is per process: a
+   * record deleted by SQL or by another instance's `IdempotencyAdmin` is still replayed here until
+   * its entry expires (`maxAge`) or `IdempotencyAdmin.evictCached()` drops it in this process;
+   * `forget()` and `release()` drop it in the process that calls them. `false` turns it off: every
+   * duplicate reads the store.
+   * @default `{ maxEntries: 10000, maxBytes: 16777216, maxAge: '1m' }`
+   */
+  replayCache?: ReplayCacheOptions | false;
   /** The scheduled purge of expired ids. */
   purge?: PurgeOptions;
   /** Thresholds of `IdempotencyHealthIndicator`; each one crossed turns the indicator down. */
@@ -157,6 +170,8 @@ export interface ResolvedIdempotencyOptions {
   record: RecordPolicy;
   /** null: responses are recorded in plaintext. */
   keyring: Keyring | null;
+  /** null: off. */
+  replayCache: ResolvedReplayCacheOptions | null;
 }
 
 /** At most 56 characters: `<table>_record`, the longest name the module derives, must fit PostgreSQL's 63. */
@@ -195,6 +210,7 @@ export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): Re
     warnOnUnusedConsumers: toFlag('warnOnUnusedConsumers', options.warnOnUnusedConsumers ?? true),
     record: toRecordPolicy('record', options.record ?? 'response'),
     keyring: options.encryption === undefined ? null : resolveKeyring(options.encryption),
+    replayCache: resolveReplayCache(options.replayCache ?? {}),
   };
 }
 

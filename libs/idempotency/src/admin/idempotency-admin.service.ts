@@ -8,6 +8,7 @@ import { scopedMessageId } from '../keys/scoped-key.js';
 import type { LeaseKey, LeaseStore } from '../leasing/lease-store.js';
 import { LeaseStores, POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
+import { ReplayCache } from '../replay-cache/replay-cache.js';
 import { adminForgetSql, adminListSql, adminLookupSql, adminReleaseSql } from './idempotency-admin.queries.js';
 
 /** What the store holds of a key: completed, held by a live lease, held by a lease that expired, or nothing. */
@@ -120,6 +121,11 @@ interface StoredRow {
  * The processed-messages table serves every action. A lease store of the module's `stores` serves
  * `lookup`, `forget` and `release` when it has the optional `inspect()` and `remove()`
  * (`RedisLeaseStore` has them); `list` reads the table only.
+ *
+ * The replay cache (the module's `replayCache`) is per process: `forget` and `release` drop the
+ * key's cached response in the process that calls them only. Another instance replays it until its
+ * entry expires (`replayCache.maxAge`), unless `evictCached()` is called there too (from the
+ * application's own broadcast, say), or the cache is off. A row deleted by SQL is the same.
  */
 @Injectable()
 export class IdempotencyAdmin {
@@ -131,6 +137,7 @@ export class IdempotencyAdmin {
     private readonly join: DataSourceJoin,
     private readonly stores: LeaseStores,
     private readonly metrics: IdempotencyMetricsService,
+    private readonly cache: ReplayCache,
   ) {}
 
   /** What the store holds of a key; the recorded body and headers only with `includeBody`. */
@@ -169,6 +176,7 @@ export class IdempotencyAdmin {
         forgotten = deleted === 1;
       }
     }
+    this.cache.forget({ consumer: options.consumer, key: id });
     if (forgotten) {
       this.metrics.recordAdminAction(options.consumer, 'forget');
     }
@@ -199,11 +207,25 @@ export class IdempotencyAdmin {
       )) as [unknown, number];
       released = deleted === 1;
     }
+    this.cache.forget(key);
     if (released) {
       this.metrics.recordAdminAction(options.consumer, 'release');
     }
     this.audit('release', options.consumer, id, options.actor, reason, released ? 'released' : 'no lease held');
     return released;
+  }
+
+  /**
+   * Drops the key's response from this process's replay cache, so that its next delivery here
+   * reads the store; the store is left as it is. For the instances that did not delete the record
+   * themselves: after a `forget()` on another instance, or a row deleted by SQL.
+   * @returns whether this process had the key's response cached.
+   */
+  evictCached(query: AdminKeyQuery): boolean {
+    const id = messageIdOf(query);
+    const evicted = this.cache.forget({ consumer: query.consumer, key: id });
+    this.audit('evictCached', query.consumer, id, query.actor, undefined, evicted ? 'evicted from this process' : 'not cached in this process');
+    return evicted;
   }
 
   /**

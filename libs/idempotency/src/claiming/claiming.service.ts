@@ -19,6 +19,8 @@ import { type InFlightTwin, InFlightTwins, type TwinEnding } from './in-flight-t
 import { StoredConsumers } from '../discovery/stored-consumers.js';
 import { DeliveryClaiming } from './delivery-claiming.js';
 import { OpenClaim } from './open-claim.js';
+import { ReplayCache } from '../replay-cache/replay-cache.js';
+import { type RecordExpiry, recordExpiryStatement } from '../replay-cache/replay-cache.queries.js';
 
 /** The settle hooks of a read that cannot win the claim (it reads a committed twin's record). */
 const ignore = (): void => undefined;
@@ -50,8 +52,9 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
     private readonly join: DataSourceJoin,
     metrics: IdempotencyMetricsService,
     private readonly consumers: StoredConsumers,
+    cache: ReplayCache,
   ) {
-    super(options, metrics);
+    super(options, metrics, cache);
   }
 
   /**
@@ -96,6 +99,7 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
     let transaction: ClaimTransaction | undefined;
     let claimed = false;
     let ending: TwinEnding = 'open';
+    const claimedAt = this.cache.now();
     try {
       const dataSource = this.join.claimDataSource();
       transaction = await ClaimTransaction.connect(dataSource, this.options.connectionTimeoutMs, request);
@@ -105,15 +109,16 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
       if (claimWon(claim)) {
         claimed = true;
         won();
+        const settled = this.settled(request, claimedAt);
         return {
           kind: 'claimed',
-          claim: new OpenClaim(transaction, request, sql, this.storage, (outcome) => {
+          claim: new OpenClaim(transaction, request, sql, this.storage, (outcome, recorded) => {
             settle(outcome === 'processed' ? 'committed' : 'open');
-            this.metrics.recordDelivery(request, outcome);
+            settled(outcome, recorded);
           }),
         };
       }
-      const response = await this.readTwin(transaction, sql, request, formerConsumer);
+      const response = await this.readTwin(transaction, sql, request, formerConsumer, claimedAt);
       ending = 'committed';
       return this.replay(request, response);
     } catch (error) {
@@ -135,9 +140,19 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
     }
   }
 
-  /** Reads the committed twin's response and ends this delivery's transaction. */
-  private async readTwin(transaction: ClaimTransaction, sql: ClaimSql, request: ClaimRequest, formerConsumer: string | undefined): Promise<RecordedResponse> {
-    const [found] = await transaction.rollback([twinStatement(sql, request, formerConsumer)]);
+  /**
+   * Reads the committed twin's response and ends this delivery's transaction; keeps the response
+   * in the replay cache until its row's expiry, as a duration by the database's clock from this
+   * transaction's start, counted here from `claimedAt`, which came before it.
+   */
+  private async readTwin(
+    transaction: ClaimTransaction,
+    sql: ClaimSql,
+    request: ClaimRequest,
+    formerConsumer: string | undefined,
+    claimedAt: number,
+  ): Promise<RecordedResponse> {
+    const [found, expiry] = await transaction.rollback([twinStatement(sql, request, formerConsumer), recordExpiryStatement(sql, request)]);
     const twin = found.rows[0] as StoredClaim | undefined;
     if (!twin) {
       throw new IdempotencyTransientError(claimMessages.claimVanished(request.key), request.consumer, request.key);
@@ -146,7 +161,13 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
     if (twin.leased) {
       throw new IdempotencyInFlightError(request.consumer, request.key);
     }
-    return { status: twin.response_status, headers: twin.response_headers, body: twin.response_body };
+    const response: RecordedResponse = { status: twin.response_status, headers: twin.response_headers, body: twin.response_body };
+    const [own] = expiry.rows as RecordExpiry[];
+    // None when the twin's row is under the consumer's former name: read from the store each time.
+    if (own) {
+      this.cache.fill(request, { fingerprint: twin.fingerprint, response }, claimedAt + own.expires_in_ms);
+    }
+    return response;
   }
 
   private sql(transaction: ClaimTransaction): ClaimSql {

@@ -6,6 +6,7 @@ import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.e
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
 import type { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
+import { ReplayCache } from '../replay-cache/replay-cache.js';
 import type { ClaimRequest, RecordedResponse } from './claim.js';
 import type { ClaimOutcome } from './claiming.service.js';
 
@@ -27,10 +28,18 @@ class ScriptedClaiming extends DeliveryClaiming<ClaimRequest> {
   constructor(
     private readonly found: Found[],
     counted: DeliveryOutcome[],
+    cache = new ReplayCache(null),
   ) {
-    super({ inFlightWaitTimeoutMs: 1_000 } as ResolvedIdempotencyOptions, {
-      recordDelivery: (_delivery: unknown, outcome: DeliveryOutcome) => void counted.push(outcome),
-    } as unknown as IdempotencyMetricsService);
+    super(
+      { inFlightWaitTimeoutMs: 1_000 } as ResolvedIdempotencyOptions,
+      { recordDelivery: (_delivery: unknown, outcome: DeliveryOutcome) => void counted.push(outcome) } as unknown as IdempotencyMetricsService,
+      cache,
+    );
+  }
+
+  /** How a claim won at `claimedAt` settles, as a mode's open delivery reports it. */
+  settle(request: ClaimRequest, claimedAt: number, outcome: DeliveryOutcome, recorded?: RecordedResponse): void {
+    this.settled(request, claimedAt)(outcome, recorded);
   }
 
   protected async tryOnce(request: ClaimRequest): Promise<ClaimOutcome | undefined> {
@@ -130,5 +139,46 @@ describe('DeliveryClaiming, the twin wait both modes share', () => {
     expect(error).toBe(failure);
     expect(tries).toEqual([0, 50]);
     expect(counted).toEqual(['unavailable']);
+  });
+
+  describe('with the replay cache', () => {
+    let clock: number;
+    let cache: ReplayCache;
+
+    beforeEach(() => {
+      clock = 0;
+      cache = new ReplayCache({ maxEntries: 10, maxBytes: 10_000, maxAgeMs: 3_600_000 }, () => clock);
+    });
+
+    it('a claim processed keeps its recorded response until its retention from the claim; the next delivery replays it with no try', async () => {
+      const claiming = new ScriptedClaiming([{ kind: 'free' }], counted, cache);
+      claiming.settle(request, clock, 'processed', RESPONSE);
+      expect(counted).toEqual(['processed']);
+      clock = request.retentionMs - 1;
+      const { outcome, tries } = await claimed(claiming, false);
+      expect(outcome).toEqual({ kind: 'duplicate', response: RESPONSE });
+      expect(tries).toEqual([]);
+      expect(counted).toEqual(['processed', 'duplicate']);
+      expect(logged).toEqual([expect.stringContaining('Duplicate of')]);
+      clock = request.retentionMs;
+      expect((await claimed(claiming, false)).outcome?.kind).toBe('claimed');
+    });
+
+    it('a claim that did not process keeps nothing', async () => {
+      const claiming = new ScriptedClaiming([{ kind: 'free' }], counted, cache);
+      claiming.settle(request, clock, 'failed');
+      const { outcome, tries } = await claimed(claiming, false);
+      expect(outcome?.kind).toBe('claimed');
+      expect(tries).toHaveLength(1);
+    });
+
+    it('a cached record of another fingerprint is a reused key, counted rejected, with no try', async () => {
+      const claiming = new ScriptedClaiming([{ kind: 'free' }], counted, cache);
+      claiming.settle({ ...request, fingerprint: 'f2' }, clock, 'processed', RESPONSE);
+      const { error, tries } = await claimed(claiming, false);
+      expect(error).toBeInstanceOf(IdempotencyKeyReusedError);
+      expect(tries).toEqual([]);
+      expect(counted).toEqual(['processed', 'rejected']);
+    });
   });
 });

@@ -6,7 +6,9 @@ import { TWIN_POLL_FIRST_MS, TWIN_POLL_MAX_MS } from './claim.constants.js';
 import { claimMessages } from './claim.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { failureOutcome } from '../errors/delivery-error-classes.js';
+import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
 import type { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
+import type { ReplayCache } from '../replay-cache/replay-cache.js';
 import type { ClaimRequest, RecordedResponse } from './claim.js';
 import type { ClaimOutcome } from './claiming.service.js';
 
@@ -16,6 +18,11 @@ import type { ClaimOutcome } from './claiming.service.js';
  * (`reject`), or (`wait`) tries again with a growing pause, holding nothing in between, until the
  * module's `inFlightWaitTimeout` has passed. A twin found processed is replayed, unless its key
  * was reused with another payload. Every ending is counted in the metrics.
+ *
+ * A message whose record this process committed or read is first looked up in the replay cache,
+ * before anything of the mode's store is taken, and replayed from there while it is kept (its
+ * fingerprint checked as the store's would be); each mode fills the cache only with what its
+ * store committed.
  */
 export abstract class DeliveryClaiming<R extends ClaimRequest> {
   private readonly logger = new Logger('Idempotency');
@@ -23,6 +30,7 @@ export abstract class DeliveryClaiming<R extends ClaimRequest> {
   constructor(
     protected readonly options: ResolvedIdempotencyOptions,
     protected readonly metrics: IdempotencyMetricsService,
+    protected readonly cache: ReplayCache,
   ) {}
 
   /**
@@ -35,6 +43,11 @@ export abstract class DeliveryClaiming<R extends ClaimRequest> {
     const deadline = performance.now() + (request.waitForTwin ? this.options.inFlightWaitTimeoutMs : 0);
     let pause = TWIN_POLL_FIRST_MS;
     try {
+      const cached = this.cache.get(request);
+      if (cached) {
+        this.refuseReusedKey(request, cached.fingerprint);
+        return this.replay(request, cached.response);
+      }
       for (;;) {
         const outcome = await this.tryOnce(request, deadline);
         if (outcome) {
@@ -65,6 +78,21 @@ export abstract class DeliveryClaiming<R extends ClaimRequest> {
     this.logger.log(claimMessages.duplicate(request.consumer, request.key, request.sender));
     this.metrics.recordDelivery(request, 'duplicate');
     return { kind: 'duplicate', response };
+  }
+
+  /**
+   * Counts how a delivery that won its claim at `claimedAt` (by the cache's clock, before the
+   * claim was sent) settled; once processed, keeps its recorded response in the cache until the
+   * claim's retention has passed from `claimedAt`: the store started the record's retention later,
+   * by its own clock, so the cache drops it first whatever that clock says.
+   */
+  protected settled(request: R, claimedAt: number): (outcome: DeliveryOutcome, recorded?: RecordedResponse) => void {
+    return (outcome, recorded) => {
+      this.metrics.recordDelivery(request, outcome);
+      if (outcome === 'processed' && recorded) {
+        this.cache.fill(request, { fingerprint: request.fingerprint, response: recorded }, claimedAt + request.retentionMs);
+      }
+    };
   }
 
   /** @throws IdempotencyKeyReusedError when a twin's `fingerprint` is not this request's (either unset: not compared). */

@@ -22,7 +22,7 @@ export class OpenClaim extends SettlingDelivery {
     private readonly request: ClaimRequest,
     private readonly sql: ClaimSql,
     storage: AsyncLocalStorage<ActiveClaim>,
-    onSettled: (outcome: DeliveryOutcome) => void,
+    onSettled: (outcome: DeliveryOutcome, recorded?: RecordedResponse) => void,
   ) {
     super(storage, onSettled);
     this.active = {

@@ -7,7 +7,8 @@ import type { OpenDelivery, RecordedResponse } from './claim.js';
 /**
  * What both modes' open deliveries share: the handler runs with the claim reachable through
  * `IdempotencyContext`, and the delivery settles once, by `commit()` or `rollback()` (later calls
- * do nothing), each ending counted through `onSettled`. A mode says how it completes the message,
+ * do nothing), each ending counted through `onSettled`, which gets the recorded response once the
+ * store completed the message (`processed`). A mode says how it completes the message,
  * how it undoes the claim and, if anything, what it gives back once the commit ended.
  */
 export abstract class SettlingDelivery implements OpenDelivery {
@@ -19,7 +20,7 @@ export abstract class SettlingDelivery implements OpenDelivery {
 
   constructor(
     private readonly storage: AsyncLocalStorage<ActiveClaim>,
-    private readonly onSettled: (outcome: DeliveryOutcome) => void,
+    private readonly onSettled: (outcome: DeliveryOutcome, recorded?: RecordedResponse) => void,
   ) {}
 
   run<T>(handle: () => Promise<T>): Promise<T> {
@@ -33,7 +34,7 @@ export abstract class SettlingDelivery implements OpenDelivery {
     this.settle();
     try {
       await this.complete(response);
-      this.onSettled('processed');
+      this.onSettled('processed', response);
     } catch (error) {
       const failure = this.failure(error);
       this.onSettled(failureOutcome(failure));

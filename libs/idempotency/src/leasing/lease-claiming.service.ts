@@ -12,6 +12,7 @@ import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.servic
 import type { LeaseAttempt, LeaseRequest } from './lease-store.js';
 import { LeaseStores } from './lease-stores.js';
 import { OpenLease } from './open-lease.js';
+import { ReplayCache } from '../replay-cache/replay-cache.js';
 
 /** A claim in lease mode: the request, its lease and the store that keeps it. */
 export interface LeaseClaimRequest extends ClaimRequest, LeaseRequest {
@@ -40,8 +41,9 @@ export class LeaseClaimingService extends DeliveryClaiming<LeaseClaimRequest> {
     @Inject(CLAIM_STORAGE) private readonly storage: AsyncLocalStorage<ActiveClaim>,
     private readonly stores: LeaseStores,
     metrics: IdempotencyMetricsService,
+    cache: ReplayCache,
   ) {
-    super(options, metrics);
+    super(options, metrics, cache);
   }
 
   /**
@@ -51,6 +53,7 @@ export class LeaseClaimingService extends DeliveryClaiming<LeaseClaimRequest> {
   protected async tryOnce(request: LeaseClaimRequest): Promise<ClaimOutcome | undefined> {
     const store = this.stores.get(request.store);
     const token = randomUUID();
+    const claimedAt = this.cache.now();
     let attempt: LeaseAttempt;
     try {
       attempt = await store.claim(request, token);
@@ -68,7 +71,7 @@ export class LeaseClaimingService extends DeliveryClaiming<LeaseClaimRequest> {
         request,
         token,
         this.storage,
-        (outcome) => this.metrics.recordDelivery(request, outcome),
+        this.settled(request, claimedAt),
         { forMs: request.renewLeaseForMs, record: (outcome) => this.metrics.recordLeaseRenewal(request.consumer, outcome) },
         (event) => this.metrics.recordLease(request.consumer, event),
       );

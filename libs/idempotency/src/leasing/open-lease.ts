@@ -48,7 +48,7 @@ export class OpenLease extends SettlingDelivery {
     private readonly request: ClaimRequest & LeaseRequest,
     private readonly token: string,
     storage: AsyncLocalStorage<ActiveClaim>,
-    onSettled: (outcome: DeliveryOutcome) => void,
+    onSettled: (outcome: DeliveryOutcome, recorded?: RecordedResponse) => void,
     private readonly renewal: LeaseRenewal = { forMs: 0, record: () => undefined },
     private readonly onLeaseEvent: (event: LeaseEvent) => void = () => undefined,
   ) {
