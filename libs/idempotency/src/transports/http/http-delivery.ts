@@ -186,7 +186,7 @@ export class HttpDelivery {
     const headers = mergeHeaders(before, recorded.headers ?? {}, { [IDEMPOTENT_REPLAYED_HEADER]: 'true' });
     const body = recorded.body ?? Buffer.alloc(0);
     const capture = ResponseCapture.attach(raw, this.options.replay.maxBodyBytes);
-    capture.whenEnded(() => capture.replace(status, headers, body));
+    capture.replaceWhenEnded(status, headers, body);
     if (handler.respondsItself) {
       raw.end();
     }

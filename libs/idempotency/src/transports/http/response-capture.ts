@@ -92,7 +92,9 @@ export class ResponseCapture {
   private endCallback: (() => void) | undefined;
   private ended = false;
   private released = false;
-  private onEnd: ((captured: CapturedResponse) => void) | undefined;
+  private onEnd: (() => void) | undefined;
+  /** What is written is going to be replaced: it is counted, not kept. */
+  private discarding = false;
   /** The writers the response had, its own (a middleware's, compression's say) or its class's: they get what is sent. */
   private readonly own: Writer;
 
@@ -117,9 +119,22 @@ export class ResponseCapture {
 
   /** Calls `onEnd` once the response has been ended (now, if it already was). */
   whenEnded(onEnd: (captured: CapturedResponse) => void): void {
-    this.onEnd = onEnd;
+    this.onEnd = () => onEnd(this.captured());
     if (this.ended) {
-      onEnd(this.captured());
+      this.onEnd();
+    }
+  }
+
+  /**
+   * Sends `status`, `headers` and `body` as `replace()` does, once the response has been ended
+   * (now, if it already was); what is written until then is discarded as it comes.
+   */
+  replaceWhenEnded(status: number, headers: HeaderValues, body: Buffer): void {
+    this.discarding = true;
+    this.chunks.length = 0;
+    this.onEnd = () => this.replace(status, headers, body);
+    if (this.ended) {
+      this.onEnd();
     }
   }
 
@@ -213,7 +228,7 @@ export class ResponseCapture {
 
   private holdChunk(chunk: unknown, encoding: unknown, callback: unknown): boolean {
     const done = [encoding, callback].find((argument) => typeof argument === 'function') as WriteCallback | undefined;
-    if (!this.ended && chunk !== undefined && chunk !== null) {
+    if (!this.ended && !this.discarding && chunk !== undefined && chunk !== null) {
       const bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
       this.size += bytes.length;
       if (this.size > this.maxBodyBytes) {
@@ -239,7 +254,7 @@ export class ResponseCapture {
     }
     this.ended = true;
     this.endCallback = done;
-    this.onEnd?.(this.captured());
+    this.onEnd?.();
     return this.raw;
   }
 
