@@ -7,6 +7,7 @@ import type { INestMicroservice } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { type RmqOptions, Transport } from '@nestjs/microservices';
 import { BenchAppModule, PREFETCH } from './bench-app.module.js';
+import { IdempotencyMetricsService } from 'nestjs-idempotent-consumer';
 import { answerRunner } from './consumer-commands.js';
 import { connectRedisLeaseStore } from './redis-lease-store.js';
 
@@ -30,12 +31,26 @@ async function bootstrap(): Promise<void> {
       await consumer.listen();
     },
     pause: async () => {
+      await deliveriesSettled(app.get(IdempotencyMetricsService));
       // The transport only: closing the microservice would run the app's shutdown hooks.
       await consumer?.getTransportServer().close();
       consumer = undefined;
     },
     close: () => app.close().then(redis.close),
   });
+}
+
+/**
+ * Waits, for up to 10 s, until no idempotent delivery is in flight, so that the transport closes
+ * with every message the runner saw processed also acked. In lease mode the handler's work
+ * commits before the lease's completion and the ack, so a message can be counted before it is
+ * settled; a transport closed then would hand it back to the queue.
+ */
+async function deliveriesSettled(metrics: IdempotencyMetricsService): Promise<void> {
+  const deadline = performance.now() + 10_000;
+  while (metrics.inFlight().some(({ deliveries }) => deliveries > 0) && performance.now() < deadline) {
+    await new Promise((done) => setTimeout(done, 10));
+  }
 }
 
 bootstrap().catch((error: unknown) => {
