@@ -93,7 +93,7 @@ export function unlistConnectedRunner(dataSource: DataSource, queryRunner: Query
  * @internal
  */
 export function hasIdleConnectionFree(dataSource: DataSource): boolean {
-  const pool = (dataSource.driver as unknown as { master?: { idleCount?: number; waitingCount?: number } }).master;
+  const pool = primaryPool(dataSource);
   return (pool?.idleCount ?? 0) > (pool?.waitingCount ?? Number.POSITIVE_INFINITY);
 }
 
@@ -102,8 +102,20 @@ export function hasIdleConnectionFree(dataSource: DataSource): boolean {
  * @internal
  */
 export function poolFigures(dataSource: DataSource): { size?: number; waiting?: number } {
-  const pool = (dataSource.driver as unknown as { master?: { options?: { max?: number }; waitingCount?: number } }).master;
+  const pool = primaryPool(dataSource);
   return { size: pool?.options?.max, waiting: pool?.waitingCount };
+}
+
+/** What the module reads of a pg `Pool`. */
+interface PoolFigures {
+  options?: { max?: number };
+  idleCount?: number;
+  waitingCount?: number;
+}
+
+/** The PostgreSQL driver's pool on the primary. */
+function primaryPool(dataSource: DataSource): PoolFigures | undefined {
+  return (dataSource.driver as unknown as { master?: PoolFigures }).master;
 }
 
 /**

@@ -3,6 +3,7 @@ import type { RmqContext } from '@nestjs/microservices';
 import { AmqpFailureCount } from '../amqp-failure-count.js';
 import { transportMessages } from '../transport.messages.js';
 import type { Verdict } from '../message-transport.js';
+import { within } from '../../duration/within.js';
 
 /** What the module reads of an AMQP message. */
 export interface AmqpMessage {
@@ -47,12 +48,7 @@ export class RmqAcknowledgements implements BeforeApplicationShutdown {
 
   async beforeApplicationShutdown(): Promise<void> {
     if (this.unsettledHandlers > 0) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        new Promise<void>((resolve) => (this.onDrained = resolve)),
-        new Promise<void>((resolve) => (timer = setTimeout(resolve, SHUTDOWN_DRAIN_TIMEOUT_MS))),
-      ]);
-      clearTimeout(timer);
+      await within(new Promise<void>((resolve) => (this.onDrained = resolve)), SHUTDOWN_DRAIN_TIMEOUT_MS);
     }
     for (const timer of this.delayedRequeues) {
       clearTimeout(timer);
