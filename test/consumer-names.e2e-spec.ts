@@ -1,5 +1,6 @@
 import type { INestApplication, Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+import { readFile } from 'node:fs/promises';
 import { AppModule } from '../apps/demo-api/src/app.module.js';
 import { FIXTURE_TABLES_SQL, FixtureModule } from './fixtures/fixture.module.js';
 import { LeaseChargesModule, RenamedStripeWebhookModule, StripeWebhookModule } from './fixtures/renamed-handlers.module.js';
@@ -66,14 +67,14 @@ describe('consumer names that survive refactors and upgrades', () => {
   it('still recognises, after the upgrade, every id processed under the former default name, also under concurrent redeliveries', async () => {
     await storeAsBefore('StripeWebhooksController.onStripeEvent', 'evt_before_upgrade', { received: 'evt_before_upgrade' });
     const baseUrl = await start([RenamedStripeWebhookModule]);
-    expect(logger.lines).toContainEqual(expect.stringContaining(`'${STRIPE_CONSUMER}' (formerly 'StripeWebhooksController.onStripeEvent')`));
+    expect(logger.lines).toContainEqual(expect.stringContaining(`1 moved from 'StripeWebhooksController.onStripeEvent' to '${STRIPE_CONSUMER}'`));
 
     const answers = await Promise.all(Array.from({ length: 20 }, () => post(`${baseUrl}/webhooks/stripe`, { id: 'evt_before_upgrade' })));
     expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(200));
     expect(answers.every((answer) => answer.headers.get('idempotent-replayed') === 'true')).toBe(true);
     expect(answers[0].body).toEqual({ received: 'evt_before_upgrade' });
     expect(await effects('evt_before_upgrade')).toBe(0);
-    expect(await consumersOf('evt_before_upgrade')).toEqual(['StripeWebhooksController.onStripeEvent']);
+    expect(await consumersOf('evt_before_upgrade')).toEqual([STRIPE_CONSUMER]);
 
     // A new event is processed once, under the new name.
     const fresh = await post(`${baseUrl}/webhooks/stripe`, { id: 'evt_after_upgrade' });
@@ -83,16 +84,52 @@ describe('consumer names that survive refactors and upgrades', () => {
     expect(await consumersOf('evt_after_upgrade')).toEqual([STRIPE_CONSUMER]);
   });
 
-  it('refuses to start a lease-mode handler whose ids are stored under its former name, naming the consumer to set', async () => {
+  it("moves a lease-mode handler's ids from its former name, and refuses to start while an earlier version holds a live lease under it", async () => {
     await storeAsBefore('ChargesController.charge', 'charge-before-upgrade', { charged: true });
-    await app?.close();
-    const moduleRef = await Test.createTestingModule({ imports: [AppModule.register({ databaseUrl: db.url }), LeaseChargesModule] }).compile();
-    app = moduleRef.createNestApplication({ logger: false });
-    await expect(app.init()).rejects.toThrow(
-      "ChargesController.charge is a lease-mode handler whose ids are stored under its name before 0.3.0, 'ChargesController.charge', " +
-        "while it now claims 'POST /charges'. Set @IdempotentHandler({ consumer: 'ChargesController.charge' }) on it",
+    await db.query(
+      `INSERT INTO processed_messages (consumer, message_id, sender, lease_token, lease_expires_at, expires_at)
+       VALUES ('ChargesController.charge', 'charge-in-flight', 'default', gen_random_uuid(), now() + interval '1 hour', now() + interval '7 days')`,
     );
-    await db.query(`DELETE FROM processed_messages WHERE consumer = 'ChargesController.charge'`);
+    const init = async () => {
+      await app?.close();
+      const moduleRef = await Test.createTestingModule({ imports: [AppModule.register({ databaseUrl: db.url }), LeaseChargesModule] }).compile();
+      app = moduleRef.createNestApplication({ logger: false });
+      await app.listen(0, '127.0.0.1');
+      return (await app.getUrl()).replace('[::1]', '127.0.0.1');
+    };
+    await expect(init()).rejects.toThrow(
+      "ChargesController.charge is a lease-mode handler with ids stored under its name before 0.3.0, 'ChargesController.charge'. " +
+        "They were moved to 'POST /charges', except those an instance of an earlier version holds under a live lease right now",
+    );
+    expect(await consumersOf('charge-before-upgrade')).toEqual(['POST /charges']);
+    expect(await consumersOf('charge-in-flight')).toEqual(['ChargesController.charge']);
+
+    // The earlier version's delivery ends (its lease expires): the next start moves it too.
+    await db.query(`UPDATE processed_messages SET lease_expires_at = now() - interval '1 second' WHERE message_id = 'charge-in-flight'`);
+    const baseUrl = await init();
+    expect(await consumersOf('charge-in-flight')).toEqual(['POST /charges']);
+    const replay = await post(`${baseUrl}/charges`, {}, { 'Idempotency-Key': 'charge-before-upgrade' });
+    expect(replay).toMatchObject({ status: 200, body: { charged: true } });
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    await db.query(`DELETE FROM processed_messages WHERE consumer = 'POST /charges'`);
+  });
+
+  it("moves a renamed handler's ids with the guide's statement, the current name's row winning where both hold an id", async () => {
+    const guide = await readFile('libs/idempotency/docs/guide.md', 'utf8');
+    const statement = /Move that name's ids[\s\S]*?```sql\n([\s\S]*?)```/.exec(guide)?.[1];
+    expect(statement).toContain('FOR UPDATE SKIP LOCKED');
+    await storeAsBefore('WebhooksController.onEvent', 'evt_moved_1', { moved: 1 });
+    await storeAsBefore('WebhooksController.onEvent', 'evt_moved_2', { moved: 2 });
+    await storeAsBefore('POST /webhooks/payments', 'evt_moved_2', { kept: 2 });
+    expect(await db.query(statement!.replace(/^ {2}/gm, ''))).toEqual([{ moved: '2' }]);
+    expect(await db.query(statement!)).toEqual([{ moved: '0' }]);
+    expect(
+      await db.query(`SELECT consumer, message_id, convert_from(response_body, 'UTF8') AS body FROM processed_messages WHERE message_id LIKE 'evt_moved_%' ORDER BY message_id`),
+    ).toEqual([
+      { consumer: 'POST /webhooks/payments', message_id: 'evt_moved_1', body: '{"moved":1}' },
+      { consumer: 'POST /webhooks/payments', message_id: 'evt_moved_2', body: '{"kept":2}' },
+    ]);
+    await db.query(`DELETE FROM processed_messages WHERE message_id LIKE 'evt_moved_%'`);
   });
 
   it('warns at start-up of stored consumer names that no handler claims, unless told not to', async () => {

@@ -8,8 +8,11 @@ import { hash } from 'node:crypto';
 import { DataSource, type MigrationInterface } from 'typeorm';
 import { CreateCreditTables1764633600001 } from '../apps/demo-api/src/database/1764633600001-create-credit-tables.js';
 import { EXPIRES_INDEX, FUNCTIONS, released, TABLE_0_2_0, TABLE_FIRST, TABLE_LEASES } from './fixtures/released-migrations.js';
+import { FIXTURE_TABLES_SQL } from './fixtures/fixture.module.js';
+import { RenamedStripeWebhookModule, StripeWebhookModule } from './fixtures/renamed-handlers.module.js';
 import { LeasedNotesController, LeasedNotesModule } from './fixtures/store-schema.module.js';
-import { startDemoApp } from './support/demo-app.js';
+import { CapturingLogger } from './support/capturing-logger.js';
+import { post, startDemoApp } from './support/demo-app.js';
 import { postJson } from './support/post-json.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 
@@ -171,6 +174,131 @@ describe('the upgrade migration on a store already in the current shape', () => 
     } finally {
       await dataSource.destroy();
       await db.drop();
+    }
+  });
+});
+
+describe('ids a 0.2.0 store holds under a handler\'s former default name, after the upgrade and a later rename', () => {
+  /** The handler's name before 0.3.0 (`Class.method` of the fixture as first written), and its route, its name now. */
+  const FORMER = 'StripeWebhookController.receive';
+  const CURRENT = 'POST /webhooks/stripe';
+  let db: TestDatabase;
+  const apps: INestApplication[] = [];
+
+  async function start(modules: (typeof StripeWebhookModule)[]): Promise<{ baseUrl: string; logger: CapturingLogger }> {
+    const logger = new CapturingLogger();
+    const { app, baseUrl } = await startDemoApp('express', db.url, modules, logger, { purge: { interval: false } });
+    apps.push(app);
+    return { baseUrl, logger };
+  }
+
+  /** A webhook event as 0.2.0 stored it: under the former name, its fingerprint over method, URL and body, with its effect. */
+  async function storeAs020(id: string): Promise<void> {
+    const body = { id };
+    await db.query(
+      `INSERT INTO processed_messages (consumer, message_id, sender, fingerprint, response_status, response_headers, response_body, expires_at)
+       VALUES ($1, $2, 'stripe', $3, 200, '{"content-type":"application/json; charset=utf-8"}', $4, now() + interval '7 days')`,
+      [FORMER, id, sha256(`{"body":${JSON.stringify(body)},"method":"POST","url":"/webhooks/stripe"}`), Buffer.from(JSON.stringify({ received: id }))],
+    );
+    await db.query(`INSERT INTO effects (handler, key) VALUES ('stripe', $1)`, [id]);
+  }
+
+  const effects = async (id: string) =>
+    Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM effects WHERE handler = 'stripe' AND key = $1`, [id]))[0].n);
+  const consumersOf = async (ids: string[]) =>
+    db.query<{ consumer: string; n: number }>(
+      'SELECT consumer, count(*)::int AS n FROM processed_messages WHERE message_id = ANY($1) GROUP BY consumer ORDER BY consumer',
+      [ids],
+    );
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    await runMigrations(db.url, [released('CreateProcessedMessagesTable1764633600000', [TABLE_0_2_0, EXPIRES_INDEX]), CreateCreditTables1764633600001]);
+    await db.query(FIXTURE_TABLES_SQL);
+    for (const id of ['evt_old_1', 'evt_old_2', 'evt_old_3']) {
+      await storeAs020(id);
+    }
+    // The upgrade as the CHANGELOG says: add the migrations, run them, deploy.
+    await runMigrations(db.url, CURRENT_MIGRATIONS);
+  });
+
+  afterAll(async () => {
+    for (const app of apps) {
+      await app.close();
+    }
+    await db?.drop();
+  });
+
+  it('processes none of them again once the class and the method are renamed, nor the ids stored after the upgrade', async () => {
+    // The first start of this version: the handler still has its former class and method names.
+    const upgraded = await start([StripeWebhookModule]);
+    const replayed = await post(`${upgraded.baseUrl}/webhooks/stripe`, { id: 'evt_old_3' });
+    expect(replayed).toMatchObject({ status: 200, body: { received: 'evt_old_3' } });
+    expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+    const fresh = await post(`${upgraded.baseUrl}/webhooks/stripe`, { id: 'evt_new_1' });
+    expect(fresh.headers.get('idempotent-replayed')).toBeNull();
+    await apps.pop()!.close();
+
+    // A later release renames the class and the method.
+    const renamed = await start([RenamedStripeWebhookModule]);
+    for (const id of ['evt_old_1', 'evt_old_2', 'evt_new_1']) {
+      const redelivery = await post(`${renamed.baseUrl}/webhooks/stripe`, { id });
+      expect(redelivery).toMatchObject({ status: 200, body: { received: id } });
+      expect(redelivery.headers.get('idempotent-replayed')).toBe('true');
+    }
+    for (const id of ['evt_old_1', 'evt_old_2', 'evt_old_3', 'evt_new_1']) {
+      expect(await effects(id)).toBe(1);
+    }
+    // They were moved to the handler's current name at the first start of this version.
+    expect(upgraded.logger.lines).toContainEqual(expect.stringContaining(`3 moved from '${FORMER}' to '${CURRENT}'`));
+    expect(await consumersOf(['evt_old_1', 'evt_old_2', 'evt_old_3', 'evt_new_1'])).toEqual([{ consumer: CURRENT, n: 4 }]);
+    // Nothing is left under a name no handler claims, so no advice to pin a former name is given.
+    expect(renamed.logger.lines.filter((line) => line.includes('no handler of this application claims'))).toEqual([]);
+    await apps.pop()!.close();
+  });
+
+  it('moves ids an instance of the earlier version stored meanwhile, in batches, while another instance answers their redeliveries', async () => {
+    // An instance of this version starts while an instance of the earlier one, still running (a rolling deploy), has stored
+    // under the former name; that one goes on doing so: more ids than one batch of the move takes.
+    await storeAs020('evt_rolling_0');
+    const running = await start([StripeWebhookModule]);
+    expect(running.logger.lines).toContainEqual(expect.stringContaining(`1 moved from '${FORMER}' to '${CURRENT}'`));
+    const count = 12_000;
+    await db.query(
+      `INSERT INTO processed_messages (consumer, message_id, sender, response_status, response_headers, response_body, expires_at)
+       SELECT $1, 'evt_rolling_' || i, 'stripe', 200, '{"content-type":"application/json; charset=utf-8"}',
+              convert_to('{"received":"evt_rolling_' || i || '"}', 'UTF8'), now() + interval '7 days'
+       FROM generate_series(1, $2) AS i`,
+      [FORMER, count],
+    );
+    await db.query(`INSERT INTO effects (handler, key) SELECT 'stripe', 'evt_rolling_' || i FROM generate_series(1, $1) AS i`, [count]);
+
+    // A second instance of this version starts, and moves them, while the first answers redeliveries, 20 at a time, until it has started.
+    let starting = true;
+    const redelivering = (async () => {
+      const answers: string[] = [];
+      for (let round = 0; starting || round === 0; round++) {
+        const ids = Array.from({ length: 20 }, (_, index) => `evt_rolling_${((round * 20 + index) % count) + 1}`);
+        const replies = await Promise.all(ids.map((id) => post(`${running.baseUrl}/webhooks/stripe`, { id })));
+        answers.push(...replies.map((reply, index) => `${reply.status} ${reply.headers.get('idempotent-replayed')} ${(reply.body as { received: string }).received === ids[index]}`));
+      }
+      return answers;
+    })();
+    const second = await start([StripeWebhookModule]);
+    starting = false;
+    const answers = await redelivering;
+    expect(answers.length).toBeGreaterThan(0);
+    expect(answers.filter((answer) => answer !== '200 true true')).toEqual([]);
+    expect(second.logger.lines).toContainEqual(expect.stringContaining(`${count} moved from '${FORMER}' to '${CURRENT}'`));
+    expect(await db.query(`SELECT consumer, count(*)::int AS n FROM processed_messages WHERE message_id LIKE 'evt_rolling_%' GROUP BY consumer`)).toEqual([
+      { consumer: CURRENT, n: count + 1 },
+    ]);
+    const [{ n }] = await db.query<{ n: string }>(`SELECT count(*) AS n FROM effects WHERE key LIKE 'evt_rolling_%'`);
+    expect(Number(n)).toBe(count + 1);
+    // Both instances answer them under the current name.
+    for (const baseUrl of [running.baseUrl, second.baseUrl]) {
+      const redelivery = await post(`${baseUrl}/webhooks/stripe`, { id: `evt_rolling_${count}` });
+      expect(redelivery.headers.get('idempotent-replayed')).toBe('true');
     }
   });
 });

@@ -28,16 +28,21 @@ export const discoveryMessages = {
   undeclaredSenders: (senders: readonly string[]) =>
     `Handlers name the senders ${senders.map((sender) => `'${sender}'`).join(', ')}, which the module's senders option does not declare, ` +
     'so their retention cannot be checked against the redelivery horizon: add senders: { <name>: { redeliveryHorizon } } for each.',
-  legacyConsumers: (pairs: readonly (readonly [string, string])[]) =>
-    `The store holds ids under the consumer names that handlers had before 0.3.0; each is still recognised while it holds any: ` +
-    pairs.map(([consumer, legacy]) => `'${consumer}' (formerly '${legacy}')`).join(', ') + '.',
+  legacyConsumersMoved: (moves: readonly (readonly [string, string, number])[]) =>
+    'Ids stored under the names handlers had before 0.3.0 now belong to their current names, so that renaming a class or a method ' +
+    'loses none of them: ' +
+    moves.map(([consumer, legacy, count]) => `${count} moved from '${legacy}' to '${consumer}'`).join(', ') +
+    '. Until this process stops, their claims also recognise ids an instance of an earlier version stores under the former name.',
   unusedConsumers: (consumers: readonly string[], more: boolean) =>
     `The store holds ids of consumers that no handler of this application claims: ${consumers.map((name) => `'${name}'`).join(', ')}` +
-    `${more ? ', and more' : ''}. A renamed handler would process their redeliveries again: give it its former name ` +
-    "with @IdempotentHandler({ consumer }). (Set the module's warnOnUnusedConsumers: false where other applications share the table.)",
-  legacyLeaseConsumer: (handler: string, consumer: string, legacy: string) =>
-    `${handler} is a lease-mode handler whose ids are stored under its name before 0.3.0, '${legacy}', while it now claims '${consumer}'. ` +
-    `Set @IdempotentHandler({ consumer: '${legacy}' }) on it so that its redeliveries are recognised.`,
+    `${more ? ', and more' : ''}. A handler whose consumer name changed would process their redeliveries again. ` +
+    "If they are a handler's ids under a former `consumer`, or under its default name before 0.3.0 ('Class.method') and its class or " +
+    "method was renamed before this version first started, move them to its current name (see the guide's 'Stable consumer names'). " +
+    "(Set the module's warnOnUnusedConsumers: false where other applications share the table.)",
+  legacyLeaseHeld: (handler: string, consumer: string, legacy: string) =>
+    `${handler} is a lease-mode handler with ids stored under its name before 0.3.0, '${legacy}'. They were moved to '${consumer}', ` +
+    'except those an instance of an earlier version holds under a live lease right now, which a lease claim under the new name ' +
+    'would not see. Start again once those deliveries have ended (at most their lease), or stop the instances of the earlier version first.',
   serverSentEventsUnsupported: (handler: string) =>
     `${handler} is an @Sse() stream, which cannot be recorded and replayed to duplicates: remove @IdempotentHandler() from it.`,
   notInController: (handler: string) =>

@@ -4,22 +4,26 @@ import { discoveryMessages } from './discovery.messages.js';
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { POSTGRES_STORE } from '../leasing/lease-stores.js';
-import { postgresErrorCode } from '../claiming/claim-errors.js';
 import { IdempotencyExplorer } from './idempotency.explorer.js';
-import { storedConsumersSql } from './stored-consumers.queries.js';
+import { StoreSchemaCheck } from '../schema/store-schema.check.js';
+import { consumerHasRowsSql, moveConsumerSql, storedConsumersSql } from './stored-consumers.queries.js';
 
 /** How many distinct consumer names the start-up scan reads at most. */
 const MAX_SCANNED_CONSUMERS = 1_000;
 /** How many unused names the warning lists. */
 const MAX_LISTED_CONSUMERS = 20;
-const PG_UNDEFINED_TABLE = '42P01';
+/** How many ids one statement of the move to a handler's new name takes. */
+const MOVE_BATCH = 5_000;
 
 /**
- * What the store knows of consumer names, read once at start-up: which handlers still have ids
- * under their default name of versions before 0.3.0 (`Class.method`), so their claims keep
- * recognising them, and which stored names no handler claims any more (a warning: a renamed
- * `consumer` processes its redeliveries again). The distinct names come from one skip scan of the
- * primary key, one index probe per name, bounded.
+ * What the store knows of consumer names, read once at start-up. Ids stored under a handler's
+ * default name of versions before 0.3.0 (`Class.method`) are moved to its current name, in
+ * batches safe beside concurrent claims, so that renaming the class or the method later loses
+ * none of them; the claims of such a handler also keep recognising its former name while this
+ * process runs (an instance of the earlier version may still store under it during a rolling
+ * deploy). Stored names that no handler claims are warned about (a renamed `consumer` processes
+ * its redeliveries again). The distinct names come from one skip scan of the primary key, one
+ * index probe per name, bounded.
  * @internal
  */
 @Injectable()
@@ -31,6 +35,7 @@ export class StoredConsumers implements OnApplicationBootstrap {
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly explorer: IdempotencyExplorer,
     private readonly join: DataSourceJoin,
+    private readonly schema: StoreSchemaCheck,
   ) {}
 
   /** The former name of `consumer` whose ids its claims must also recognise, if any. */
@@ -41,27 +46,31 @@ export class StoredConsumers implements OnApplicationBootstrap {
   async onApplicationBootstrap(): Promise<void> {
     const handlers = this.explorer.discovered().map(({ handler }) => handler);
     const inTable = handlers.filter((handler) => handler.mode === 'transaction' || handler.store === POSTGRES_STORE);
-    if (inTable.length === 0) {
+    // The schema check reports a store that lacks the table or a column; nothing is moved then.
+    if (inTable.length === 0 || !(await this.schema.passed())) {
       return;
     }
     const stored = await this.storedNames();
-    if (!stored) {
-      return;
-    }
     const claimed = new Set(handlers.map((handler) => handler.consumer));
+    const moved: [string, string, number][] = [];
     for (const handler of inTable) {
       const legacy = handler.legacyConsumer;
       if (legacy === undefined || !stored.names.has(legacy) || claimed.has(legacy)) {
         continue;
       }
+      moved.push([handler.consumer, legacy, await this.moveIds(legacy, handler.consumer)]);
       if (handler.mode === 'lease') {
-        throw new IdempotencyOptionsError(discoveryMessages.legacyLeaseConsumer(handler.name, handler.consumer, legacy));
+        // A lease claim looks under the handler's own name only: a lease an earlier version still holds must end first.
+        if (await this.hasRows(legacy)) {
+          throw new IdempotencyOptionsError(discoveryMessages.legacyLeaseHeld(handler.name, handler.consumer, legacy));
+        }
+      } else {
+        this.formerNames.set(handler.consumer, legacy);
       }
-      this.formerNames.set(handler.consumer, legacy);
       claimed.add(legacy);
     }
-    if (this.formerNames.size > 0) {
-      this.logger.log(discoveryMessages.legacyConsumers([...this.formerNames]));
+    if (moved.length > 0) {
+      this.logger.log(discoveryMessages.legacyConsumersMoved(moved));
     }
     const unused = [...stored.names].filter((name) => !claimed.has(name));
     if (this.options.warnOnUnusedConsumers && unused.length > 0) {
@@ -69,19 +78,29 @@ export class StoredConsumers implements OnApplicationBootstrap {
     }
   }
 
-  /** The distinct consumer names in the table, at most MAX_SCANNED_CONSUMERS; undefined while the table does not exist. */
-  private async storedNames(): Promise<{ names: Set<string>; more: boolean } | undefined> {
-    try {
-      const rows = (await this.join.claimDataSource().query(storedConsumersSql(this.options.tableName, MAX_SCANNED_CONSUMERS + 1))) as {
-        consumer: string;
-      }[];
-      return { names: new Set(rows.slice(0, MAX_SCANNED_CONSUMERS).map((row) => row.consumer)), more: rows.length > MAX_SCANNED_CONSUMERS };
-    } catch (error) {
-      // The schema check reports a missing table; nothing is stored under any name then.
-      if (postgresErrorCode(error) === PG_UNDEFINED_TABLE) {
-        return undefined;
+  /** Moves every id of `from` to `to`, a batch per statement; answers how many left `from`. */
+  private async moveIds(from: string, to: string): Promise<number> {
+    const sql = moveConsumerSql(this.options.tableName, MOVE_BATCH);
+    let total = 0;
+    for (;;) {
+      const [{ moved }] = (await this.join.claimDataSource().query(sql, [from, to])) as { moved: number }[];
+      if (moved === 0) {
+        return total;
       }
-      throw error;
+      total += moved;
     }
+  }
+
+  private async hasRows(consumer: string): Promise<boolean> {
+    const [{ held }] = (await this.join.claimDataSource().query(consumerHasRowsSql(this.options.tableName), [consumer])) as { held: boolean }[];
+    return held;
+  }
+
+  /** The distinct consumer names in the table, at most MAX_SCANNED_CONSUMERS. */
+  private async storedNames(): Promise<{ names: Set<string>; more: boolean }> {
+    const rows = (await this.join.claimDataSource().query(storedConsumersSql(this.options.tableName, MAX_SCANNED_CONSUMERS + 1))) as {
+      consumer: string;
+    }[];
+    return { names: new Set(rows.slice(0, MAX_SCANNED_CONSUMERS).map((row) => row.consumer)), more: rows.length > MAX_SCANNED_CONSUMERS };
   }
 }

@@ -23,6 +23,8 @@ import { catalogueParameters, catalogueStatement } from './store-schema.queries.
 @Injectable()
 export class StoreSchemaCheck implements OnApplicationBootstrap {
   private needs: SchemaNeeds = { table: false, functions: false };
+  private reportOutcome!: (passed: boolean) => void;
+  private readonly outcome = new Promise<boolean>((resolve) => (this.reportOutcome = resolve));
 
   constructor(
     private readonly explorer: IdempotencyExplorer,
@@ -35,10 +37,24 @@ export class StoreSchemaCheck implements OnApplicationBootstrap {
       this.explorer.discovered().map(({ handler }) => handler),
       POSTGRES_STORE,
     );
-    const problem = await this.inspect();
+    let problem: Error | undefined;
+    try {
+      problem = await this.inspect();
+    } catch (error) {
+      problem = error as Error;
+    }
+    this.reportOutcome(problem === undefined);
     if (problem) {
       throw problem;
     }
+  }
+
+  /**
+   * Resolves once the start-up check has run: true when the store has what the handlers use.
+   * Other bootstrap hooks that read the store wait for it, since Nest runs a module's hooks at once.
+   */
+  passed(): Promise<boolean> {
+    return this.outcome;
   }
 
   /** What the store lacks of what the handlers use, as the error to report; undefined when nothing lacks. Throws when the catalogue cannot be read. */
