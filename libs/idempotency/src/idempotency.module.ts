@@ -20,6 +20,7 @@ import { PurgeScheduler } from './purge/purge.scheduler.js';
 import { ResponseRecording } from './recording/response-recording.js';
 import { ReplayCache } from './replay-cache/replay-cache.js';
 import { StoreSchemaCheck } from './schema/store-schema.check.js';
+import { BullmqProcessorCheck } from './transports/bullmq/bullmq-processor.check.js';
 import { GolevelupRabbitmqPackage } from './transports/golevelup-rabbitmq/golevelup-rabbitmq.package.js';
 import { GolevelupRabbitTransport } from './transports/golevelup-rabbitmq/golevelup-rabbitmq.transport.js';
 import { GolevelupSubscriptionCheck } from './transports/golevelup-rabbitmq/golevelup-subscription.check.js';
@@ -103,6 +104,7 @@ import { StoreSampler } from './metrics/store.sampler.js';
     },
     MessageDelivery,
     ProviderCallEntries,
+    BullmqProcessorCheck,
     SqsConsumerCheck,
     IdempotencyMetricsService,
     PrometheusExporter,
