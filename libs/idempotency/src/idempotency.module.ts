@@ -37,6 +37,8 @@ import { RmqConsumerCheck } from './transports/nest-rmq/rmq-consumer.check.js';
 import { NestRpcTransport } from './transports/nest-rpc.transport.js';
 import { ProviderCallEntries } from './transports/provider-call.entries.js';
 import { SqsConsumerCheck } from './transports/sqs/sqs-consumer.check.js';
+import { SqsConsumers } from './transports/sqs/sqs-consumers.js';
+import { SqsTransport } from './transports/sqs/sqs.transport.js';
 import { IdempotencyTracing } from './tracing/idempotency-tracing.js';
 import { StoreSampler } from './metrics/store.sampler.js';
 
@@ -105,6 +107,8 @@ import { StoreSampler } from './metrics/store.sampler.js';
     MessageDelivery,
     ProviderCallEntries,
     BullmqProcessorCheck,
+    SqsConsumers,
+    SqsTransport,
     SqsConsumerCheck,
     IdempotencyMetricsService,
     PrometheusExporter,
