@@ -190,6 +190,30 @@ describe('exactly-once SQS consumers (@ssut/nestjs-sqs, against the fauxqs emula
     expect(await fauxqs.depth(queues.backoff)).toBe(0);
   });
 
+  it('a 5-second database outage on a queue that dead-letters after 4 receives with a 1 s visibility timeout: the growing delay outlasts it, nothing dead-lettered', async () => {
+    const database = new URL(db.url);
+    const proxy = new TcpProxy(database.hostname, Number(database.port || 5432));
+    await proxy.start();
+    await fauxqs.purge(dead.backoff);
+    try {
+      await startConsumer(proxy.url(db.url));
+      const account = 'acc-backoff-outage';
+      proxy.refuse();
+      const outage = performance.now();
+      await send(queues.backoff, { id: 'outage-backoff', account, cents: 3 });
+      await until(() => Promise.resolve(performance.now() - outage >= 5_000), 'the outage has lasted 5 s', 10_000);
+      proxy.accept();
+      await until(async () => (await ledgerRows(account)) === 1 || (await fauxqs.depth(dead.backoff)) > 0, 'the message is processed or dead-lettered', 30_000);
+      await until(async () => (await fauxqs.depth(queues.backoff)) === 0, 'the message is deleted');
+      await stopConsumer();
+      expect(await fauxqs.depth(dead.backoff)).toBe(0);
+      expect(await ledgerRows(account)).toBe(1);
+      expect(await balance(account)).toBe('3');
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it('warns once the consumers run: of a queue without a redrive policy, and of a consumer without ApproximateReceiveCount, naming each', async () => {
     await startConsumer(db.url, { credits: { messageSystemAttributeNames: [] } });
     await until(() => Promise.resolve(logged('has no redrive policy') > 0), 'the queues’ attributes are read');
