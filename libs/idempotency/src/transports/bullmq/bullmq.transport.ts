@@ -13,7 +13,7 @@ interface BullmqJob {
   readonly queueName: string;
   readonly data: unknown;
   /** When the job was added, in ms since the epoch; kept through its retries and stalls. */
-  readonly timestamp: number;
+  readonly timestamp?: number;
 }
 
 /**
@@ -70,7 +70,8 @@ export class BullmqTransport implements MessageTransport {
  * custom ids that are integers, so an integer id is always its own.
  */
 function jobKey(job: BullmqJob): string | undefined {
-  return job.id !== undefined && String(Number.parseInt(job.id, 10)) === job.id ? `${job.id}@${job.timestamp}` : job.id;
+  const numbered = job.id !== undefined && job.timestamp !== undefined && String(Number.parseInt(job.id, 10)) === job.id;
+  return numbered ? `${job.id}@${job.timestamp}` : job.id;
 }
 
 /**

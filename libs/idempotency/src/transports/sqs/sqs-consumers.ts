@@ -37,8 +37,9 @@ interface SqsPackages {
  * The SQS consumers of this application, as `@ssut/nestjs-sqs` runs them: their options, their
  * queue's attributes, and a received message's visibility, each through the consumer's own SQS
  * client (read through `SqsService`'s private `getQueueInfo()`, here alone; the SQS suite's
- * growing retry delay fails should it change). The packages are loaded on first use only (an application without SQS handlers never
- * asks), once the consumers exist (`SqsModule` creates them in its `onModuleInit`).
+ * growing retry delay fails should it change). The packages are loaded on first use only (an
+ * application without SQS handlers never asks), once the consumers exist (`SqsModule` creates
+ * them in its `onModuleInit`).
  * @internal
  */
 @Injectable()
@@ -62,11 +63,16 @@ export class SqsConsumers {
     return this.all().find((consumer) => consumer.name === name);
   }
 
-  /** The attributes of the queue of the consumer `name` (`GetQueueAttributes`, all of them), read once. */
+  /** The attributes of the queue of the consumer `name` (`GetQueueAttributes`, all of them), read once; read again after a failed read. */
   attributes(name: string): Promise<Readonly<Record<string, string>>> {
     let attributes = this.attributesByConsumer.get(name);
     if (!attributes) {
-      attributes = this.service().then(async ({ service }) => (await service.getQueueAttributes(name)) ?? {});
+      attributes = this.service()
+        .then(async ({ service }) => (await service.getQueueAttributes(name)) ?? {})
+        .catch((error: unknown) => {
+          this.attributesByConsumer.delete(name);
+          throw error;
+        });
       this.attributesByConsumer.set(name, attributes);
     }
     return attributes;
