@@ -1,12 +1,12 @@
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { type JobsOptions, Queue } from 'bullmq';
-import { IdempotencyUnsupportedHandlerError } from 'nestjs-idempotent-consumer';
+import { IdempotencyOptionsError, IdempotencyUnsupportedHandlerError } from 'nestjs-idempotent-consumer';
 import { resolve } from 'node:path';
 import { createClient, type RedisClientType } from 'redis';
 import { AppModule } from '../apps/demo-api/src/app.module.js';
 import { FIXTURE_TABLES_SQL } from './fixtures/fixture.module.js';
-import { BullmqFixtureModule, type CreditJob, PoisonJobsProcessor, RequestScopedProcessor } from './fixtures/bullmq-fixture.module.js';
+import { BullmqFixtureModule, type CreditJob, PoisonJobsProcessor, RequestScopedProcessor, UnstalledJobsProcessor } from './fixtures/bullmq-fixture.module.js';
 import { REDIS_URL, redisAvailable } from './support/brokers.js';
 import { CapturingLogger } from './support/capturing-logger.js';
 import { startDemoApp } from './support/demo-app.js';
@@ -24,8 +24,8 @@ describeWithBroker('exactly-once BullMQ processors', () => {
   /** BullMQ takes node-redis clients (its own options need ioredis) and leaves them open for their owner to close. */
   const redisClient = () => createClient({ url: REDIS_URL }) as RedisClientType;
   const connection = redisClient();
-  const queues = Object.fromEntries(['credits', 'orders', 'poison'].map((name) => [name, new Queue(name, { connection, prefix })])) as Record<
-    'credits' | 'orders' | 'poison',
+  const queues = Object.fromEntries(['credits', 'numbered', 'orders', 'poison'].map((name) => [name, new Queue(name, { connection, prefix })])) as Record<
+    'credits' | 'numbered' | 'orders' | 'poison',
     Queue
   >;
   let db: TestDatabase;
@@ -210,6 +210,53 @@ describeWithBroker('exactly-once BullMQ processors', () => {
     expect(second.attemptsMade).toBe(1);
     expect(await ledgerRows('acc-reused')).toBe(1);
     expect(await balanceOf('acc-reused')).toBe('5');
+  });
+
+  it('jobs without a jobId, the queue obliterated, new jobs numbered from 1 again → each new job has its effect', async () => {
+    await startWorkers();
+    const account = 'acc-numbered';
+    const addThree = () => queues.numbered.addBulk(Array.from({ length: 3 }, () => ({ name: 'credit', data: { account, cents: 1 } satisfies CreditJob })));
+    const first = await addThree();
+    await until(async () => (await queues.numbered.getJobCounts('completed')).completed === 3, 'the first three jobs complete');
+    await queues.numbered.obliterate({ force: true });
+    const second = await addThree();
+    await until(async () => (await queues.numbered.getJobCounts('completed')).completed === 3, 'the three new jobs complete');
+    console.log(`numbered jobs: ids ${first.map((job) => job.id).join(',')}, after obliterate ${second.map((job) => job.id).join(',')}; effects ${await ledgerRows(account)}`);
+    expect(second.map((job) => job.id)).toEqual(first.map((job) => job.id));
+    expect(logger.lines.filter((line) => line.includes('Duplicate of'))).toEqual([]);
+    expect(await ledgerRows(account)).toBe(6);
+    expect(await balanceOf(account)).toBe('6');
+    expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE consumer = 'bullmq numbered'`)).toBe(6);
+  });
+
+  it("warns at start-up of each idempotent processor's queue that gives its jobs a single attempt, naming the queue and the fix", async () => {
+    await startWorkers();
+    const warnings = logger.lines.filter((line) => line.startsWith('WARN Jobs of BullMQ queue'));
+    expect(warnings.map((line) => /queue '(\w+)'/.exec(line)![1]).sort()).toEqual(['credits', 'numbered', 'poison']);
+    expect(warnings).toContainEqual(
+      expect.stringMatching(/^WARN Jobs of BullMQ queue 'credits' \(processed by CreditJobsProcessor\.process\) get one attempt .*defaultJobOptions: \{ attempts: 8.*when it is added\.$/),
+    );
+    // The orders queue sets defaultJobOptions.attempts: no warning for it.
+    expect(logger.lines.filter((line) => line.includes("queue 'orders'"))).toEqual([]);
+  });
+
+  it('refuses to start a processor whose worker fails stalled jobs (maxStalledCount: 0), naming it, its queue and the fix', async () => {
+    const refusedConnection = redisClient();
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        AppModule.register({ databaseUrl: db.url, idempotency: { purge: { interval: false } } }),
+        BullmqFixtureModule.register(refusedConnection, prefix, [UnstalledJobsProcessor]),
+      ],
+    }).compile();
+    const refused = moduleRef.createNestApplication({ logger: false });
+    try {
+      const init = refused.init();
+      await expect(init).rejects.toThrow(IdempotencyOptionsError);
+      await expect(init).rejects.toThrow(/^UnstalledJobsProcessor\.process is idempotent, but its BullMQ worker of queue 'unstalled' has maxStalledCount: 0: .* set it to 1 or more\.$/);
+    } finally {
+      await refused.close();
+      await closeClient(refusedConnection);
+    }
   });
 
   it('refuses to start with a request-scoped processor, whose per-job instances the module cannot enlist', async () => {

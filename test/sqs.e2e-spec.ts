@@ -15,7 +15,7 @@ describe('exactly-once SQS consumers (@ssut/nestjs-sqs, against the fauxqs emula
   let db: TestDatabase;
   let fauxqs: Fauxqs;
   let queues: SqsFixtureQueues;
-  let dead: { credits: string; poison: string; batch: string };
+  let dead: { credits: string; poison: string; batch: string; backoff: string };
   let consumer: DemoProcess | undefined;
   const children: DemoProcess[] = [];
 
@@ -50,8 +50,9 @@ describe('exactly-once SQS consumers (@ssut/nestjs-sqs, against the fauxqs emula
     const poison = await fauxqs.createQueue(`poison-${suffix}`, 1, 3);
     const batch = await fauxqs.createQueue(`batch-${suffix}`, 1, 10);
     const fifo = await fauxqs.createQueue(`fifo-${suffix}.fifo`, 1);
-    queues = { credits: credits.url, poison: poison.url, batch: batch.url, fifo: fifo.url };
-    dead = { credits: credits.deadUrl!, poison: poison.deadUrl!, batch: batch.deadUrl! };
+    const backoff = await fauxqs.createQueue(`backoff-${suffix}`, 1, 4);
+    queues = { credits: credits.url, poison: poison.url, batch: batch.url, fifo: fifo.url, backoff: backoff.url };
+    dead = { credits: credits.deadUrl!, poison: poison.deadUrl!, batch: batch.deadUrl!, backoff: backoff.deadUrl! };
     const { app: migrator } = await startDemoApp('express', db.url);
     await migrator.close();
     await db.query(FIXTURE_TABLES_SQL);
@@ -167,6 +168,61 @@ describe('exactly-once SQS consumers (@ssut/nestjs-sqs, against the fauxqs emula
     await until(async () => (await effects('fifo', 'fifo-1')) === 1 && (await fauxqs.depth(queues.fifo)) === 0, 'the message commits');
     await stopConsumer();
     expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE message_id = 'dedup-fifo-1'`)).toBe(1);
+  });
+
+  it("a failing message is shown again after retryDelay doubled with each receive (1 s, 2 s, 4 s), not after each visibility timeout (1 s), then dead-lettered", async () => {
+    await startConsumer();
+    await send(queues.backoff, { id: 'backoff-1' });
+    const receivedAt: number[] = [];
+    for (let receive = 1; receive <= 4; receive++) {
+      await until(() => Promise.resolve(runs('backoff-1') >= receive), `receive ${receive} runs the handler`, 30_000);
+      receivedAt.push(performance.now());
+    }
+    await until(async () => (await fauxqs.depth(dead.backoff)) === 1, 'the message reaches the dead-letter queue after 4 receives', 30_000);
+    await stopConsumer();
+    const gaps = receivedAt.slice(1).map((at, i) => (at - receivedAt[i]) / 1_000);
+    console.log(`SQS retry delay: receives ${gaps.map((gap) => gap.toFixed(2)).join(' s, ')} s apart (queue visibility timeout 1 s, retryDelay 1 s)`);
+    expect(gaps[0]).toBeGreaterThanOrEqual(0.9);
+    expect(gaps[1]).toBeGreaterThanOrEqual(1.8);
+    expect(gaps[2]).toBeGreaterThanOrEqual(3.6);
+    expect(gaps[2]).toBeLessThan(6);
+    expect(runs('backoff-1')).toBe(4);
+    expect(await fauxqs.depth(queues.backoff)).toBe(0);
+  });
+
+  it('a 5-second database outage on a queue that dead-letters after 4 receives with a 1 s visibility timeout: the growing delay outlasts it, nothing dead-lettered', async () => {
+    const database = new URL(db.url);
+    const proxy = new TcpProxy(database.hostname, Number(database.port || 5432));
+    await proxy.start();
+    await fauxqs.purge(dead.backoff);
+    try {
+      await startConsumer(proxy.url(db.url));
+      const account = 'acc-backoff-outage';
+      proxy.refuse();
+      const outage = performance.now();
+      await send(queues.backoff, { id: 'outage-backoff', account, cents: 3 });
+      await until(() => Promise.resolve(performance.now() - outage >= 5_000), 'the outage has lasted 5 s', 10_000);
+      proxy.accept();
+      await until(async () => (await ledgerRows(account)) === 1 || (await fauxqs.depth(dead.backoff)) > 0, 'the message is processed or dead-lettered', 30_000);
+      await until(async () => (await fauxqs.depth(queues.backoff)) === 0, 'the message is deleted');
+      await stopConsumer();
+      expect(await fauxqs.depth(dead.backoff)).toBe(0);
+      expect(await ledgerRows(account)).toBe(1);
+      expect(await balance(account)).toBe('3');
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('warns once the consumers run: of a queue without a redrive policy, and of a consumer without ApproximateReceiveCount, naming each', async () => {
+    await startConsumer(db.url, { credits: { messageSystemAttributeNames: [] } });
+    await until(() => Promise.resolve(logged('has no redrive policy') > 0), 'the queues’ attributes are read');
+    await stopConsumer();
+    const output = consumer!.output();
+    expect(output).toMatch(/WARN.*The queue of the SQS consumer 'fifo' \(delivering to SqsFixtureHandlers\.fifo, which is idempotent\) has no redrive policy: .*Give the queue a RedrivePolicy/);
+    expect(logged('has no redrive policy')).toBe(1);
+    expect(output).toMatch(/WARN.*The SQS consumer 'credits' \(delivering to SqsFixtureHandlers\.credit, which is idempotent\) does not receive ApproximateReceiveCount: .*messageSystemAttributeNames: \['ApproximateReceiveCount'\]/);
+    expect(logged('does not receive ApproximateReceiveCount')).toBe(1);
   });
 
   describe('refuses consumers that would lose or repeat messages', () => {

@@ -20,6 +20,7 @@ import { PurgeScheduler } from './purge/purge.scheduler.js';
 import { ResponseRecording } from './recording/response-recording.js';
 import { ReplayCache } from './replay-cache/replay-cache.js';
 import { StoreSchemaCheck } from './schema/store-schema.check.js';
+import { BullmqProcessorCheck } from './transports/bullmq/bullmq-processor.check.js';
 import { GolevelupRabbitmqPackage } from './transports/golevelup-rabbitmq/golevelup-rabbitmq.package.js';
 import { GolevelupRabbitTransport } from './transports/golevelup-rabbitmq/golevelup-rabbitmq.transport.js';
 import { GolevelupSubscriptionCheck } from './transports/golevelup-rabbitmq/golevelup-subscription.check.js';
@@ -36,6 +37,8 @@ import { RmqConsumerCheck } from './transports/nest-rmq/rmq-consumer.check.js';
 import { NestRpcTransport } from './transports/nest-rpc.transport.js';
 import { ProviderCallEntries } from './transports/provider-call.entries.js';
 import { SqsConsumerCheck } from './transports/sqs/sqs-consumer.check.js';
+import { SqsConsumers } from './transports/sqs/sqs-consumers.js';
+import { SqsTransport } from './transports/sqs/sqs.transport.js';
 import { IdempotencyTracing } from './tracing/idempotency-tracing.js';
 import { StoreSampler } from './metrics/store.sampler.js';
 
@@ -103,6 +106,9 @@ import { StoreSampler } from './metrics/store.sampler.js';
     },
     MessageDelivery,
     ProviderCallEntries,
+    BullmqProcessorCheck,
+    SqsConsumers,
+    SqsTransport,
     SqsConsumerCheck,
     IdempotencyMetricsService,
     PrometheusExporter,

@@ -154,8 +154,9 @@ export interface IdempotentHandlerOptions {
    * queue's dead-letter exchange takes it. Counted by the queue's `x-delivery-count` header where
    * it has one (quorum queues), else by this process. NATS JetStream: the delivery at which a
    * failing message is terminated (`term`), counted by the broker. SQS: not used; the queue's
-   * redrive policy (`maxReceiveCount`) dead-letters a message. BullMQ: the job's own `attempts` apply
-   * instead.
+   * redrive policy (`maxReceiveCount`) dead-letters a message, and the module warns at start-up of
+   * a queue without one. BullMQ: the job's own `attempts` apply instead (the module warns at
+   * start-up of a queue whose `defaultJobOptions` give one attempt).
    * @default 5
    */
   maxAttempts?: number;
@@ -163,9 +164,12 @@ export interface IdempotentHandlerOptions {
    * RabbitMQ: how long after a failed delivery the message is requeued; the delay doubles with
    * each further failure, up to 64 times this. The message stays unacknowledged (and counts
    * against the consumer's prefetch) meanwhile. NATS JetStream: the delay of the `nak` after the
-   * first failed delivery, doubling with each further delivery, up to 64 times this. SQS: not
-   * used; a failed message reappears after its visibility timeout. BullMQ: the job's own `backoff`
-   * applies instead.
+   * first failed delivery, doubling with each further delivery, up to 64 times this. SQS: a failed
+   * message is hidden (`ChangeMessageVisibility`) for this or the queue's visibility timeout,
+   * whichever is longer, doubled with each receive of it (its `ApproximateReceiveCount`, which the
+   * consumer must receive), up to 64 times that and at most 12 hours; so the redrive policy's
+   * `maxReceiveCount` receives span that much longer. Not with sqs-consumer's
+   * `terminateVisibilityTimeout`, which then applies. BullMQ: the job's own `backoff` applies instead.
    * @default '1s'
    */
   retryDelay?: Duration;

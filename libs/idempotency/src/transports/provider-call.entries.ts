@@ -1,4 +1,5 @@
 import { type ExecutionContext, Injectable, type OnModuleDestroy, type Type } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host.js';
 import { type DiscoveredHandler, IdempotencyExplorer } from '../discovery/idempotency.explorer.js';
 import { MessageDelivery } from './message-delivery.js';
@@ -17,6 +18,7 @@ export class ProviderCallEntries implements OnModuleDestroy {
   constructor(
     private readonly explorer: IdempotencyExplorer,
     private readonly delivery: MessageDelivery,
+    private readonly moduleRef: ModuleRef,
   ) {
     this.unregister = registerEnlister(() => this.enlist());
   }
@@ -39,7 +41,7 @@ export class ProviderCallEntries implements OnModuleDestroy {
 
   private entryFor(found: DiscoveredHandler, instance: object): ProviderCallEntry {
     const { kind, methodName } = found.provider!;
-    const transport = kind.calls;
+    const transport = typeof kind.calls === 'function' ? this.moduleRef.get(kind.calls) : kind.calls;
     if (!transport) {
       return (_args, run) => run();
     }

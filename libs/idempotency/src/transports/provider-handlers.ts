@@ -22,9 +22,10 @@ export interface ProviderHandlerKind {
    * For a framework that calls its handlers itself, without Nest's interceptors (BullMQ's
    * `WorkerHost.process`): the adapter that reads each call, given as an execution context of
    * this transport's type whose arguments are the call's. Absent where calls go through Nest's
-   * interceptors (`@RabbitSubscribe`).
+   * interceptors (`@RabbitSubscribe`). A class is a provider of the module, resolved in each
+   * application (the adapter then reads that application's providers: SQS's consumers).
    */
-  readonly calls?: MessageTransport;
+  readonly calls?: MessageTransport | Type<MessageTransport>;
   /**
    * For a framework that reads a call's answer as the messages' settlement (sqs-consumer deletes
    * the messages a handler returns): the call's messages, each delivered by its own claim, one

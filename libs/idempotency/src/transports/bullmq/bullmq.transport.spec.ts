@@ -41,6 +41,12 @@ describe('BullmqTransport', () => {
     expect(transport.read(callContext('rpc', job))).toBeUndefined();
   });
 
+  it("qualifies BullMQ's own numbered id by the time the job was added; a custom jobId is the key as it is", () => {
+    const numbered = { ...job, id: '42', timestamp: 1_764_633_600_000 };
+    expect(transport.read(callContext('bullmq', numbered))!.messageId).toBe('42@1764633600000');
+    expect(transport.read(callContext('bullmq', { ...numbered, id: '0042' }))!.messageId).toBe('0042');
+  });
+
   it("leaves a retry to the job's attempts, and answers a dead-letter with an error BullMQ does not retry", () => {
     const message = transport.read(callContext('bullmq', job))!;
     expect(message.settle!({ kind: 'ack' }, 'bullmq orders')).toBeUndefined();

@@ -3,8 +3,8 @@ import { bullmqMessages } from './bullmq.messages.js';
 import type { FailureAnswer, InboundMessage, MessageTransport, Verdict } from '../message-transport.js';
 import type { ProviderHandlerKind } from '../provider-handlers.js';
 
-/** The metadata `@Processor()` of `@nestjs/bullmq` sets on a processor class (its queue's name). */
-const PROCESSOR_METADATA = 'bullmq:processor_metadata';
+/** The metadata `@Processor()` of `@nestjs/bullmq` sets on a processor class (its queue's name). @internal */
+export const PROCESSOR_METADATA = 'bullmq:processor_metadata';
 
 /** What the module reads of a BullMQ `Job`, the first argument of `WorkerHost.process`. */
 interface BullmqJob {
@@ -12,6 +12,8 @@ interface BullmqJob {
   readonly name: string;
   readonly queueName: string;
   readonly data: unknown;
+  /** When the job was added, in ms since the epoch; kept through its retries and stalls. */
+  readonly timestamp?: number;
 }
 
 /**
@@ -26,8 +28,9 @@ class JobFailedForGood extends Error {
 /**
  * BullMQ through `@nestjs/bullmq`: a processor's `WorkerHost.process(job)`, which BullMQ calls
  * without Nest's interceptors, so each call enters the claim core through the provider path.
- * The key is the job id (a producer's custom `jobId`, else BullMQ's id, unique per queue); the
- * payload is `job.data`. BullMQ settles the job by the handler's answer: a return (a duplicate's
+ * The key is the job id: a producer's custom `jobId` as it is, else BullMQ's own numbered id with
+ * the time the job was added (see `jobKey`); the payload is `job.data`. BullMQ settles the job by
+ * the handler's answer: a return (a duplicate's
  * recorded one included) completes it, a throw leaves it to the job's `attempts` and `backoff`;
  * a job that can never succeed (no usable key, a key reused with another payload) fails at once.
  * @internal
@@ -44,7 +47,7 @@ export class BullmqTransport implements MessageTransport {
     const job = context.getArgByIndex<BullmqJob>(0);
     return {
       payload: job.data,
-      messageId: job.id,
+      messageId: jobKey(job),
       header: () => undefined,
       settle: (verdict) => this.settle(job, verdict),
     };
@@ -57,6 +60,18 @@ export class BullmqTransport implements MessageTransport {
     this.logger.error(bullmqMessages.jobFailedForGood(job.queueName, job.id, verdict.reason));
     return { error: new JobFailedForGood(verdict.reason) };
   }
+}
+
+/**
+ * A job's default key. A producer's custom `jobId` is the key as it is. BullMQ's own id is a
+ * counter per queue that starts again at 1 when the queue is obliterated or Redis loses its
+ * data, so it is qualified by the time the job was added (`42@1764633600000`): a job numbered
+ * again is a new message, while the job's own retries and stalls keep its key. BullMQ refuses
+ * custom ids that are integers, so an integer id is always its own.
+ */
+function jobKey(job: BullmqJob): string | undefined {
+  const numbered = job.id !== undefined && job.timestamp !== undefined && String(Number.parseInt(job.id, 10)) === job.id;
+  return numbered ? `${job.id}@${job.timestamp}` : job.id;
 }
 
 /**

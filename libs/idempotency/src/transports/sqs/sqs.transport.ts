@@ -1,4 +1,5 @@
-import { type ExecutionContext, Logger } from '@nestjs/common';
+import { type ExecutionContext, Injectable, Logger } from '@nestjs/common';
+import { SqsConsumers } from './sqs-consumers.js';
 import { sqsMessages } from './sqs.messages.js';
 import type { InboundMessage, MessageTransport, Verdict } from '../message-transport.js';
 import type { ProviderCallSplit, ProviderHandlerKind } from '../provider-handlers.js';
@@ -16,6 +17,7 @@ export interface SqsHandlerMetadata {
 /** What the module reads of an SQS message as `@aws-sdk/client-sqs` receives it. */
 interface SqsMessage {
   readonly MessageId?: string;
+  readonly ReceiptHandle?: string;
   readonly Body?: string;
   readonly Attributes?: Record<string, string | undefined>;
   readonly MessageAttributes?: Record<string, { readonly StringValue?: string } | undefined>;
@@ -32,26 +34,38 @@ export function sqsHandlerOf(method: unknown): SqsHandlerMetadata | undefined {
  * context's first argument. The key is the message's `MessageDeduplicationId` system attribute
  * where the consumer receives it (FIFO queues), else its `MessageId`. sqs-consumer deletes what the
  * call answers: the message once its claim committed or found a duplicate; a failure is thrown,
- * so the message reappears after its visibility timeout, and the queue's redrive policy moves it
- * to the dead-letter queue after `maxReceiveCount` receives. Settlement only logs.
+ * so the message reappears later (a failure to be retried after its growing retry delay:
+ * `SqsConsumers.delayRedelivery`; one that can never succeed after its visibility timeout), and
+ * the queue's redrive policy moves it to the dead-letter queue after `maxReceiveCount` receives.
  * @internal
  */
+@Injectable()
 export class SqsTransport implements MessageTransport {
   readonly name = 'sqs';
   readonly messageIdSource = 'the SQS MessageDeduplicationId (FIFO) or MessageId';
   private readonly logger = new Logger('Idempotency');
+
+  constructor(private readonly consumers: SqsConsumers) {}
 
   read(context: ExecutionContext): InboundMessage | undefined {
     const message = context.getArgByIndex<SqsMessage | undefined>(0);
     if (context.getType<string>() !== this.name || typeof message?.MessageId !== 'string') {
       return undefined;
     }
-    const queue = `sqs ${sqsHandlerOf(context.getHandler())?.name ?? '(unknown)'}`;
+    const consumer = sqsHandlerOf(context.getHandler())?.name;
+    const queue = `sqs ${consumer ?? '(unknown)'}`;
     return {
       payload: parseBody(message.Body),
       messageId: message.Attributes?.MessageDeduplicationId ?? message.MessageId,
       header: (name) => message.MessageAttributes?.[name]?.StringValue,
-      settle: (verdict) => this.log(queue, message.MessageId!, verdict),
+      settle: (verdict) => {
+        this.log(queue, message.MessageId!, verdict);
+        if (verdict.kind === 'retry' && consumer !== undefined) {
+          this.consumers.delayRedelivery(consumer, message, verdict).catch((error: unknown) => {
+            this.logger.warn(sqsMessages.sqsRetryDelayNotSet(queue, message.MessageId!, error instanceof Error ? error.message : String(error)));
+          });
+        }
+      },
     };
   }
 
@@ -85,7 +99,7 @@ function parseBody(body: string | undefined): unknown {
  */
 export const SQS_HANDLERS: ProviderHandlerKind = {
   transport: 'sqs',
-  calls: new SqsTransport(),
+  calls: SqsTransport,
   contract(target, methodName) {
     const handler = sqsHandlerOf(target.prototype[methodName]);
     return handler && `sqs ${handler.name}`;
