@@ -139,3 +139,54 @@ describe('the documentation links', () => {
     expect(brokenLinks(file, markdown)).toEqual([]);
   });
 });
+
+/** The anchors of a document's `##` and `###` headings, in order, as GitHub makes them. */
+function sectionAnchors(markdown: string): string[] {
+  const sections = prose(markdown).filter((line) => /^#{2,3}\s/.test(line));
+  return [...anchors(sections.join('\n'))];
+}
+
+/** The anchors the contents list (the text before the first `##` heading) links to. */
+function contents(markdown: string): Set<string> {
+  const lines = prose(markdown);
+  const before = lines.slice(0, lines.findIndex((line) => /^##\s/.test(line)));
+  return new Set(before.flatMap((line) => [...line.matchAll(/\]\(#([^)]+)\)/g)].map((match) => match[1])));
+}
+
+/** The first cell of each row of the table that follows `heading`. */
+function optionRows(markdown: string, heading: string): string[] {
+  const lines = markdown.split('\n');
+  const start = lines.indexOf(heading);
+  const rows: string[] = [];
+  for (const line of lines.slice(start + 1)) {
+    if (line.startsWith('#')) {
+      break;
+    }
+    const cell = /^\|\s*(`[^`]+`)\s*\|/.exec(line);
+    if (cell) {
+      rows.push(cell[1]);
+    }
+  }
+  return rows;
+}
+
+describe('the guide as a reference', () => {
+  const guide = readFileSync(`${PACKAGE_DIR}/docs/guide.md`, 'utf8');
+
+  it('links every ## and ### heading of the guide from its contents list', () => {
+    expect(sectionAnchors('## Kept\n### Kept too\n## Left out').filter((anchor) => !contents('- [k](#kept)\n- [t](#kept-too)\n## Kept').has(anchor))).toEqual([
+      'left-out',
+    ]);
+    const listed = contents(guide);
+    expect(sectionAnchors(guide).filter((anchor) => !listed.has(anchor))).toEqual([]);
+  });
+
+  it.each(['### Module options (`IdempotencyModule.forRoot`)', '### Handler options (`@IdempotentHandler({ ... })`)'])(
+    'lists each option of "%s" once',
+    (heading) => {
+      const rows = optionRows(guide, heading);
+      expect(rows.length).toBeGreaterThan(5);
+      expect(rows.filter((row, index) => rows.indexOf(row) !== index)).toEqual([]);
+    },
+  );
+});
