@@ -190,3 +190,47 @@ describe('the guide as a reference', () => {
     },
   );
 });
+
+describe('the guide\'s supported versions', () => {
+  const guide = readFileSync(`${PACKAGE_DIR}/docs/guide.md`, 'utf8');
+  const { peerDependencies, peerDependenciesMeta } = JSON.parse(readFileSync(`${PACKAGE_DIR}/package.json`, 'utf8')) as {
+    peerDependencies: Record<string, string>;
+    peerDependenciesMeta: Record<string, { optional?: boolean }>;
+  };
+  const lock = JSON.parse(readFileSync('package-lock.json', 'utf8')) as { packages: Record<string, { version: string }> };
+  /** The table's rows by peer: range (unescaped), optional, tested. */
+  const table = new Map(
+    guide
+      .split('\n')
+      .slice(guide.split('\n').indexOf('### Supported versions'))
+      .map((line) => /^\| `([^`]+)` \| `(.+?)` \| (no|yes[^|]*) \| (.+) \|$/.exec(line))
+      .filter((row) => row !== null)
+      .map(([, peer, range, optional, tested]) => [peer, { range: range.replace(/\\\|/g, '|'), optional: optional !== 'no', tested }]),
+  );
+
+  it('lists every peer dependency of the package, with its range and whether it is optional, and nothing else', () => {
+    expect([...table.keys()].sort()).toEqual(Object.keys(peerDependencies).sort());
+    for (const [peer, range] of Object.entries(peerDependencies)) {
+      expect({ peer, range: table.get(peer)?.range, optional: table.get(peer)?.optional }).toEqual({
+        peer,
+        range,
+        optional: peerDependenciesMeta[peer]?.optional === true,
+      });
+    }
+  });
+
+  it('names, for each peer, the version the lock file installs for CI', () => {
+    for (const peer of Object.keys(peerDependencies)) {
+      const locked = lock.packages[`node_modules/${peer}`]?.version;
+      expect({ peer, tested: table.get(peer)?.tested.split(/[ ,(]/)[0] }).toEqual({ peer, tested: locked });
+    }
+  });
+
+  it('names every optional peer in an install line', () => {
+    const installLines = guide.split('\n').filter((line) => line.startsWith('npm install '));
+    const notInstalled = Object.keys(peerDependencies).filter(
+      (peer) => peerDependenciesMeta[peer]?.optional === true && !installLines.some((line) => line.split(/\s+/).includes(peer)),
+    );
+    expect(notInstalled).toEqual([]);
+  });
+});
