@@ -234,3 +234,27 @@ describe('the guide\'s supported versions', () => {
     expect(notInstalled).toEqual([]);
   });
 });
+
+describe('the shipped documents', () => {
+  /** Paths of the repository outside the package, which a reader of the tarball cannot open. */
+  const REPOSITORY_PATH = /(?:^|[\s`(])((?:test|bench|apps|\.ci|docs)\/[\w./-]*\w|[\w./-]+\.(?:e2e-)?spec\.ts)/g;
+  const repositoryPaths = (markdown: string) =>
+    [...markdown.matchAll(REPOSITORY_PATH)]
+      .map((match) => match[1])
+      .filter((path) => !(path.startsWith('docs/') && existsSync(join(PACKAGE_DIR, path))));
+
+  it('finds a path of the repository', () => {
+    expect(repositoryPaths('the `test/purge.e2e-spec.ts` and bench/sizing.main.ts, docs/benchmarks.md; docs/guide.md is fine')).toEqual([
+      'test/purge.e2e-spec.ts',
+      'bench/sizing.main.ts',
+      'docs/benchmarks.md',
+    ]);
+  });
+
+  it.each([`${PACKAGE_DIR}/README.md`, `${PACKAGE_DIR}/docs/guide.md`, `${PACKAGE_DIR}/docs/operations.md`])(
+    '%s cites no file of the repository that the package does not ship',
+    (file) => {
+      expect(repositoryPaths(readFileSync(file, 'utf8'))).toEqual([]);
+    },
+  );
+});
