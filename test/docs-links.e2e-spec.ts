@@ -239,7 +239,7 @@ describe('the shipped documents', () => {
   /** Paths of the repository outside the package, which a reader of the tarball cannot open. */
   const REPOSITORY_PATH = /(?:^|[\s`(])((?:test|bench|apps|\.ci|docs)\/[\w./-]*\w|[\w./-]+\.(?:e2e-)?spec\.ts)/g;
   const repositoryPaths = (markdown: string) =>
-    [...markdown.matchAll(REPOSITORY_PATH)]
+    [...markdown.replace(/<!--.*?-->/g, '').matchAll(REPOSITORY_PATH)]
       .map((match) => match[1])
       .filter((path) => !(path.startsWith('docs/') && existsSync(join(PACKAGE_DIR, path))));
 
