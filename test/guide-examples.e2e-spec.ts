@@ -16,7 +16,8 @@ import { installed, packLibrary, run } from './support/scratch-app.js';
 import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
 
 /*
- * Every TypeScript example of the guide, compiled and run as a user would: written into a scratch
+ * Every TypeScript example of the guide (and of operations.md and the package README), compiled and
+ * run as a user would: written into a scratch
  * service that installs the packed tarball, compiled with tsc (NodeNext, strict), and the runnable
  * ones started against the real PostgreSQL and brokers, each sent one message and its duplicate.
  *
@@ -40,7 +41,8 @@ import { createTestDatabase, type TestDatabase, until } from './support/test-dat
  * that start with `credits`, `payments` or `CREDITS` get a prefix unique to the run.
  */
 
-const GUIDE = 'libs/idempotency/docs/guide.md';
+/** The documents whose examples are compiled: the guide, its operator's part and the package README. */
+const DOCUMENTS = ['libs/idempotency/docs/guide.md', 'libs/idempotency/docs/operations.md', 'libs/idempotency/README.md'];
 const PREFIX = `guide-e2e-${process.pid}-${Date.now()}-`;
 
 type Wrapper = 'class' | 'decorators' | 'statements' | 'file';
@@ -96,7 +98,13 @@ const PRELUDE: Record<string, string> = {
     ),
   ),
   ...Object.fromEntries(['EventPattern', 'MessagePattern', 'Payload', 'RmqOptions', 'Transport'].map((name) => [name, '@nestjs/microservices'])),
+  Header: '@nestjs/common',
   TypeOrmModule: '@nestjs/typeorm',
+  HealthCheck: '@nestjs/terminus',
+  HealthCheckService: '@nestjs/terminus',
+  TypeOrmHealthIndicator: '@nestjs/terminus',
+  register: 'prom-client',
+  IdempotencyHealthIndicator: 'nestjs-idempotent-consumer',
   Test: '@nestjs/testing',
   Processor: '@nestjs/bullmq',
   WorkerHost: '@nestjs/bullmq',
@@ -447,8 +455,9 @@ function locate(output: string, files: Map<string, ScratchFile>): string {
 }
 
 describe('the guide\'s examples, compiled and run from the packed tarball', () => {
-  const markdown = readFileSync(GUIDE, 'utf8');
-  const { examples, unmarked } = examplesOf(GUIDE, markdown);
+  const parsed = DOCUMENTS.map((document) => examplesOf(document, readFileSync(document, 'utf8')));
+  const examples = parsed.flatMap((found) => found.examples);
+  const unmarked = parsed.flatMap((found, at) => found.unmarked.map((line) => `${DOCUMENTS[at]}:${line}`));
   const byFile = new Map<string, Example[]>();
   for (const example of examples) {
     byFile.set(example.file, [...(byFile.get(example.file) ?? []), example]);
@@ -506,6 +515,8 @@ describe('the guide\'s examples, compiled and run from the packed tarball', () =
             '@nestjs/microservices',
             '@nestjs/typeorm',
             '@nestjs/testing',
+            '@nestjs/terminus',
+            'prom-client',
             '@nestjs/bullmq',
             'bullmq',
             '@golevelup/nestjs-rabbitmq',
@@ -571,10 +582,10 @@ describe('the guide\'s examples, compiled and run from the packed tarball', () =
     }
   });
 
-  it('marks every ```ts block of the guide with the scratch file it belongs to', () => {
+  it('marks every ```ts block of the guide, operations.md and the README with the scratch file it belongs to', () => {
     expect(examplesOf('x.md', '<!-- example: a.ts -->\n```ts\nconst a = 1;\n```\n\n```ts\nb\n```\n<!-- example: c.ts in class -->\n\n```ts\nc() {}\n```').unmarked).toEqual([6]);
-    expect(unmarked.map((line) => `${GUIDE}:${line}`)).toEqual([]);
-    expect(examples.length).toBeGreaterThan(30);
+    expect(unmarked).toEqual([]);
+    expect(examples.length).toBeGreaterThan(35);
   });
 
   it('compiles every example with tsc (NodeNext, strict) against the packed tarball', () => {
