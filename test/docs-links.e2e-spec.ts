@@ -258,3 +258,16 @@ describe('the shipped documents', () => {
     },
   );
 });
+
+describe('the redelivery horizons of operations.md', () => {
+  it('say, for each broker the package consumes from, what horizon a handler\'s sender should declare', () => {
+    const operations = readFileSync(`${PACKAGE_DIR}/docs/operations.md`, 'utf8').split('\n');
+    const table = operations.slice(operations.findIndex((line) => line.startsWith('| transport | what redelivers')));
+    const rows = table.slice(2, table.findIndex((line) => line.trim() === ''));
+    const transports = rows.map((row) => row.split('|')[1].trim());
+    expect(transports).toEqual([expect.stringMatching(/^RabbitMQ/), 'BullMQ', 'Amazon SQS', 'NATS JetStream', 'webhooks']);
+    for (const row of rows) {
+      expect(row.split('|').filter((cell) => cell.trim() !== '')).toHaveLength(3);
+    }
+  });
+});
