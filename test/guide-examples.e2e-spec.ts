@@ -58,7 +58,7 @@ interface Example {
 }
 
 /** The marked examples of a document, and the lines of the ```ts blocks without a marker. */
-export function examplesOf(document: string, markdown: string): { examples: Example[]; unmarked: number[] } {
+function examplesOf(document: string, markdown: string): { examples: Example[]; unmarked: number[] } {
   const examples: Example[] = [];
   const unmarked: number[] = [];
   const lines = markdown.split('\n');
@@ -283,7 +283,7 @@ export class PaymentsService {
 import { type CanActivate, type INestApplication, Injectable, SetMetadata, type Type } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import type { LeaseStore } from 'nestjs-idempotent-consumer';
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource, EntityManager, MigrationInterface } from 'typeorm';
 
 export interface GrantCredit { account: string; cents: number }
 export interface PaymentEvent { id: string; cents: number }
@@ -317,10 +317,8 @@ export class RolesGuard implements CanActivate {
 }
 export const Roles = (...roles: string[]) => SetMetadata('roles', roles);
 
-// eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
-export const yourMigrations: Function[] = [];
-// eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
-export const yourEntities: Function[] = [];
+export const yourMigrations: (new () => MigrationInterface)[] = [];
+export const yourEntities: (new () => object)[] = [];
 export let dataSource!: DataSource;
 export let messageId!: string;
 export let fakeManager!: EntityManager;
@@ -649,6 +647,7 @@ describe('the guide\'s examples, compiled and run from the packed tarball', () =
       }
       await scenario(['rmq.bootstrap.ts', 'credits.rmq.controller.ts'], async () => {
         await startRunner('rmq', { RABBITMQ_URL });
+        expect(await ready(queues.creditsDead)).toBe(0); // declared by the example, before any message
         const packet = Buffer.from(JSON.stringify({ pattern: 'credit.grant', data: { account: 'acc-rmq', cents: 500 } }));
         channel.sendToQueue(queues.credits, packet, { messageId: 'guide-rmq-1', persistent: true });
         channel.sendToQueue(queues.credits, packet, { messageId: 'guide-rmq-1', persistent: true });
@@ -667,6 +666,7 @@ describe('the guide\'s examples, compiled and run from the packed tarball', () =
       }
       await scenario(['payments.consumer.ts'], async () => {
         await startRunner('golevelup', { RABBITMQ_URL });
+        expect(await ready(queues.paymentsDead)).toBe(0); // declared by the example, before any message
         const payment = Buffer.from(JSON.stringify({ id: 'guide-pay-1', cents: 700 }));
         channel.sendToQueue(queues.payments, payment, { messageId: 'guide-golevelup-1', persistent: true });
         channel.sendToQueue(queues.payments, payment, { messageId: 'guide-golevelup-1', persistent: true });
