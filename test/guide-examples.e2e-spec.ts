@@ -353,7 +353,7 @@ export async function start(
     {
       module: RunModule,
       imports: [
-        TypeOrmModule.forRoot({ ...dataSource.options, entities: [ProcessedMessage, Payment], migrationsRun: true } as never),
+        TypeOrmModule.forRoot({ ...dataSource.options, entities: [ProcessedMessage, Payment], migrationsRun: true }),
         IdempotencyModule.forRoot({ retention: '7d', purge: { interval: false } }),
         ...(parts.imports ?? []),
       ],
@@ -369,10 +369,11 @@ export async function start(
 }
 `,
   'run/http.main.ts': `
-import { Example } from '../examples/credits.controller.js';
+import { Example as CreditsController } from '../examples/credits.controller.js';
+import { Example as OrdersController } from '../examples/orders.controller.js';
 import { start } from './app.js';
 
-await start({ controllers: [Example] });
+await start({ controllers: [CreditsController, OrdersController] });
 `,
   'run/rmq.main.ts': `
 import type { Queue } from 'bullmq';
@@ -609,8 +610,8 @@ describe('the guide\'s examples, compiled and run from the packed tarball', () =
     });
   });
 
-  it('"A controller": a request and its retry with one Idempotency-Key grant once, the retry replayed', async () => {
-    await scenario(['credits.controller.ts'], async () => {
+  it('"A controller" and "Lease mode": a request and its retry with one Idempotency-Key run once, the retry replayed', async () => {
+    await scenario(['credits.controller.ts', 'orders.controller.ts'], async () => {
       const app = await startRunner('http');
       const send = () => postJson(`${app.baseUrl}/credits`, { account: 'acc-http', cents: 500 }, { 'Idempotency-Key': 'guide-http-1' });
       const first = await send();
@@ -619,6 +620,14 @@ describe('the guide\'s examples, compiled and run from the packed tarball', () =
       expect(retry.json).toEqual({ balance: 500 });
       expect(retry.bytes).toEqual(first.bytes);
       expect(await count(`SELECT count(*) AS n FROM credits WHERE account = 'acc-http'`)).toBe(1);
+
+      const charge = () => postJson(`${app.baseUrl}/orders/o-7/charge`, {}, { 'Idempotency-Key': 'guide-lease-1' });
+      const charged = await charge();
+      const again = await charge();
+      expect([charged.status, again.status, again.headers.get('idempotent-replayed')]).toEqual([201, 201, 'true']);
+      expect(again.bytes).toEqual(charged.bytes);
+      expect(charged.json).toEqual({ chargeId: expect.stringMatching(/^ch_o-7_[0-9a-f]{64}$/) });
+      expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE consumer = 'POST /orders/:id/charge'`)).toBe(1);
     });
   });
 
