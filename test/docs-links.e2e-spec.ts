@@ -139,3 +139,135 @@ describe('the documentation links', () => {
     expect(brokenLinks(file, markdown)).toEqual([]);
   });
 });
+
+/** The anchors of a document's `##` and `###` headings, in order, as GitHub makes them. */
+function sectionAnchors(markdown: string): string[] {
+  const sections = prose(markdown).filter((line) => /^#{2,3}\s/.test(line));
+  return [...anchors(sections.join('\n'))];
+}
+
+/** The anchors the contents list (the text before the first `##` heading) links to. */
+function contents(markdown: string): Set<string> {
+  const lines = prose(markdown);
+  const before = lines.slice(0, lines.findIndex((line) => /^##\s/.test(line)));
+  return new Set(before.flatMap((line) => [...line.matchAll(/\]\(#([^)]+)\)/g)].map((match) => match[1])));
+}
+
+/** The first cell of each row of the table that follows `heading`. */
+function optionRows(markdown: string, heading: string): string[] {
+  const lines = markdown.split('\n');
+  const start = lines.indexOf(heading);
+  const rows: string[] = [];
+  for (const line of lines.slice(start + 1)) {
+    if (line.startsWith('#')) {
+      break;
+    }
+    const cell = /^\|\s*(`[^`]+`)\s*\|/.exec(line);
+    if (cell) {
+      rows.push(cell[1]);
+    }
+  }
+  return rows;
+}
+
+describe('the guide as a reference', () => {
+  const guide = readFileSync(`${PACKAGE_DIR}/docs/guide.md`, 'utf8');
+
+  it('links every ## and ### heading of the guide from its contents list', () => {
+    expect(sectionAnchors('## Kept\n### Kept too\n## Left out').filter((anchor) => !contents('- [k](#kept)\n- [t](#kept-too)\n## Kept').has(anchor))).toEqual([
+      'left-out',
+    ]);
+    const listed = contents(guide);
+    expect(sectionAnchors(guide).filter((anchor) => !listed.has(anchor))).toEqual([]);
+  });
+
+  it.each(['### Module options (`IdempotencyModule.forRoot`)', '### Handler options (`@IdempotentHandler({ ... })`)'])(
+    'lists each option of "%s" once',
+    (heading) => {
+      const rows = optionRows(guide, heading);
+      expect(rows.length).toBeGreaterThan(5);
+      expect(rows.filter((row, index) => rows.indexOf(row) !== index)).toEqual([]);
+    },
+  );
+});
+
+describe('the guide\'s supported versions', () => {
+  const guide = readFileSync(`${PACKAGE_DIR}/docs/guide.md`, 'utf8');
+  const { peerDependencies, peerDependenciesMeta } = JSON.parse(readFileSync(`${PACKAGE_DIR}/package.json`, 'utf8')) as {
+    peerDependencies: Record<string, string>;
+    peerDependenciesMeta: Record<string, { optional?: boolean }>;
+  };
+  const lock = JSON.parse(readFileSync('package-lock.json', 'utf8')) as { packages: Record<string, { version: string }> };
+  /** The table's rows by peer: range (unescaped), optional, tested. */
+  const table = new Map(
+    guide
+      .split('\n')
+      .slice(guide.split('\n').indexOf('### Supported versions'))
+      .map((line) => /^\| `([^`]+)` \| `(.+?)` \| (no|yes[^|]*) \| (.+) \|$/.exec(line))
+      .filter((row) => row !== null)
+      .map(([, peer, range, optional, tested]) => [peer, { range: range.replace(/\\\|/g, '|'), optional: optional !== 'no', tested }]),
+  );
+
+  it('lists every peer dependency of the package, with its range and whether it is optional, and nothing else', () => {
+    expect([...table.keys()].sort()).toEqual(Object.keys(peerDependencies).sort());
+    for (const [peer, range] of Object.entries(peerDependencies)) {
+      expect({ peer, range: table.get(peer)?.range, optional: table.get(peer)?.optional }).toEqual({
+        peer,
+        range,
+        optional: peerDependenciesMeta[peer]?.optional === true,
+      });
+    }
+  });
+
+  it('names, for each peer, the version the lock file installs for CI', () => {
+    for (const peer of Object.keys(peerDependencies)) {
+      const locked = lock.packages[`node_modules/${peer}`]?.version;
+      expect({ peer, tested: table.get(peer)?.tested.split(/[ ,(]/)[0] }).toEqual({ peer, tested: locked });
+    }
+  });
+
+  it('names every optional peer in an install line', () => {
+    const installLines = guide.split('\n').filter((line) => line.startsWith('npm install '));
+    const notInstalled = Object.keys(peerDependencies).filter(
+      (peer) => peerDependenciesMeta[peer]?.optional === true && !installLines.some((line) => line.split(/\s+/).includes(peer)),
+    );
+    expect(notInstalled).toEqual([]);
+  });
+});
+
+describe('the shipped documents', () => {
+  /** Paths of the repository outside the package, which a reader of the tarball cannot open. */
+  const REPOSITORY_PATH = /(?:^|[\s`(])((?:test|bench|apps|\.ci|docs)\/[\w./-]*\w|[\w./-]+\.(?:e2e-)?spec\.ts)/g;
+  const repositoryPaths = (markdown: string) =>
+    [...markdown.replace(/<!--.*?-->/g, '').matchAll(REPOSITORY_PATH)]
+      .map((match) => match[1])
+      .filter((path) => !(path.startsWith('docs/') && existsSync(join(PACKAGE_DIR, path))));
+
+  it('finds a path of the repository', () => {
+    expect(repositoryPaths('the `test/purge.e2e-spec.ts` and bench/sizing.main.ts, docs/benchmarks.md; docs/guide.md is fine')).toEqual([
+      'test/purge.e2e-spec.ts',
+      'bench/sizing.main.ts',
+      'docs/benchmarks.md',
+    ]);
+  });
+
+  it.each([`${PACKAGE_DIR}/README.md`, `${PACKAGE_DIR}/docs/guide.md`, `${PACKAGE_DIR}/docs/operations.md`])(
+    '%s cites no file of the repository that the package does not ship',
+    (file) => {
+      expect(repositoryPaths(readFileSync(file, 'utf8'))).toEqual([]);
+    },
+  );
+});
+
+describe('the redelivery horizons of operations.md', () => {
+  it('say, for each broker the package consumes from, what horizon a handler\'s sender should declare', () => {
+    const operations = readFileSync(`${PACKAGE_DIR}/docs/operations.md`, 'utf8').split('\n');
+    const table = operations.slice(operations.findIndex((line) => line.startsWith('| transport | what redelivers')));
+    const rows = table.slice(2, table.findIndex((line) => line.trim() === ''));
+    const transports = rows.map((row) => row.split('|')[1].trim());
+    expect(transports).toEqual([expect.stringMatching(/^RabbitMQ/), 'BullMQ', 'Amazon SQS', 'NATS JetStream', 'webhooks']);
+    for (const row of rows) {
+      expect(row.split('|').filter((cell) => cell.trim() !== '')).toHaveLength(3);
+    }
+  });
+});
