@@ -58,7 +58,9 @@ export type {
   AdminListOptions,
   AdminLookupOptions,
   AdminReleaseOptions,
+  AdminUnreadableResponse,
 } from './admin/idempotency-admin.service.js';
+export type { UnreadableReason } from './recording/response-seal.js';
 export { IdempotencyAdminError } from './errors/idempotency-admin.error.js';
 export { IdempotencyPurgeService } from './purge/idempotency-purge.service.js';
 export type { PurgeOutcome, PurgeRun } from './purge/purge-run.js';
