@@ -1,14 +1,17 @@
-import type { INestApplication, Type } from '@nestjs/common';
+import type { INestApplication, LoggerService, Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import {
   CreateProcessedMessagesFunctions1796256000000,
   CreateProcessedMessagesTable1764633600000,
   IdempotencyHealthIndicator,
+  type IdempotencyModuleOptions,
   IdempotencySchemaError,
   UpgradeProcessedMessagesTable1796342400000,
 } from 'nestjs-idempotent-consumer';
+import { Registry } from 'prom-client';
 import { DataSource, type MigrationInterface } from 'typeorm';
 import { LeasedNotesController, LeasedNotesModule, NotesController, NotesModule, UnmigratedAppModule } from './fixtures/store-schema.module.js';
+import { CapturingLogger } from './support/capturing-logger.js';
 import { postJson } from './support/post-json.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 
@@ -23,9 +26,14 @@ async function databaseWith(migrations: (new () => MigrationInterface)[]): Promi
 }
 
 /** A service with `handlers` on `db`, which runs no migrations; starts listening, or rejects. */
-async function start(db: TestDatabase, handlers: Type[]): Promise<{ app: INestApplication; baseUrl: string }> {
-  const moduleRef = await Test.createTestingModule({ imports: [UnmigratedAppModule.register(db.url, handlers)] }).compile();
-  const app = moduleRef.createNestApplication({ logger: false });
+async function start(
+  db: TestDatabase,
+  handlers: Type[],
+  logger: LoggerService | false = false,
+  idempotency: IdempotencyModuleOptions = {},
+): Promise<{ app: INestApplication; baseUrl: string }> {
+  const moduleRef = await Test.createTestingModule({ imports: [UnmigratedAppModule.register(db.url, handlers, idempotency)] }).compile();
+  const app = moduleRef.createNestApplication({ logger });
   try {
     await app.listen(0, '127.0.0.1');
   } catch (error) {
@@ -61,6 +69,14 @@ describe('the store schema, checked when the service starts', () => {
       /the table processed_messages does not exist; .*Add CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000 and UpgradeProcessedMessagesTable1796342400000 to/,
     );
     await expect(start(db, [LeasedNotesModule])).rejects.toThrow('the table processed_messages does not exist.');
+  });
+
+  it('on a fresh database, with the store gauges sampled, says only what the schema lacks: the sampler takes no sample of a missing table', async () => {
+    const db = track(await createTestDatabase());
+    const logger = new CapturingLogger();
+    await expect(start(db, [NotesModule], logger, { metrics: { registry: new Registry() } })).rejects.toThrow(IdempotencySchemaError);
+    // Closed: every query the start issued has come back, and each failed sample would have been logged.
+    expect(logger.lines.filter((line) => line.startsWith('WARN') || line.startsWith('ERROR'))).toEqual([]);
   });
 
   it('refuses to start on a table of an earlier shape, naming each lack and the upgrade migration', async () => {
