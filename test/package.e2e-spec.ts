@@ -98,7 +98,7 @@ const PUBLIC_NAMES = {
     'AdminActionCounts', 'AdminForgetOptions', 'AdminForgetResult', 'AdminKeyQuery', 'AdminKeyRecord', 'AdminKeyState', 'AdminListOptions',
     'AdminLookupOptions', 'AdminReleaseOptions', 'AdminUnreadableResponse', 'CreateProcessedMessagesFunctions1796256000000', 'CreateProcessedMessagesTable1764633600000',
     'DEFAULT_TABLE_NAME', 'DeliveryCounts', 'DeliveryOutcome', 'Duration', 'EncryptionOptions', 'HealthOptions', 'IDEMPOTENCY_CHANNELS',
-    'IDEMPOTENCY_KEY_HEADER', 'IDEMPOTENT_REPLAYED_HEADER', 'IdempotencyAdmin', 'IdempotencyAdminError', 'IdempotencyClaimTransactionError',
+    'IDEMPOTENCY_KEY_HEADER', 'IDEMPOTENT_REPLAYED_HEADER', 'IdempotencyAdmin', 'IdempotencyAdminError', 'IdempotencyAdminModule', 'IdempotencyAdminModuleOptions', 'IdempotencyClaimTransactionError',
     'IdempotencyConsumerConflictError', 'IdempotencyContext', 'IdempotencyContextError', 'IdempotencyError', 'IdempotencyHealthIndicator',
     'IdempotencyHealthResult', 'IdempotencyInFlightError', 'IdempotencyInterceptor', 'IdempotencyKeyError', 'IdempotencyKeyReusedError',
     'IdempotencyLeaseLostError', 'IdempotencyMetricsService', 'IdempotencyMetricsSnapshot', 'IdempotencyMode', 'IdempotencyModule',

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 const execute = promisify(execFile);
 
 /** Runs a command; a failure says what it printed. */
-export async function run(command: string, args: string[], options: { cwd: string; timeout?: number }): Promise<{ stdout: string }> {
+export async function run(command: string, args: string[], options: { cwd: string; timeout?: number; env?: NodeJS.ProcessEnv }): Promise<{ stdout: string }> {
   try {
     return await execute(command, args, options);
   } catch (error) {

@@ -132,8 +132,9 @@ interface StoredRow {
 /**
  * For operators, on stuck and wrong work: look up a key, forget a processed key so that its next
  * delivery runs again, release a held lease, and list a consumer's newest records. It has no HTTP
- * routes: expose it behind the application's own authentication, or call it from a script
- * (`NestFactory.createApplicationContext`). Every call is logged (context `Idempotency`) with its
+ * routes: expose it behind the application's own authentication, or call it from a script through
+ * `IdempotencyAdminModule`, which starts no consumer (never an application context of the service's
+ * `AppModule`, which does). Every call is logged (context `Idempotency`) with its
  * actor and reason; forgets and releases are counted (`IdempotencyMetricsService.adminActions()`).
  *
  * The processed-messages table serves every action. A lease store of the module's `stores` serves
