@@ -1,5 +1,8 @@
 import type { INestApplication } from '@nestjs/common';
-import { IdempotencyAdmin, IdempotencyAdminError, IdempotencyMetricsService, RedisLeaseStore } from 'nestjs-idempotent-consumer';
+import { Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { IdempotencyAdmin, IdempotencyAdminError, IdempotencyAdminModule, IdempotencyMetricsService, RedisLeaseStore } from 'nestjs-idempotent-consumer';
 import { randomUUID } from 'node:crypto';
 import { createClient } from 'redis';
 import { ADMIN_TABLES_SQL, AdminFixtureModule } from './fixtures/admin.module.js';
@@ -134,6 +137,34 @@ describeWithRedis('IdempotencyAdmin, on PostgreSQL and on the Redis lease store'
     expect(older.map((record) => record.messageId)).toEqual(['l-1', 'c-1']);
     await expect(admin.list({ consumer: CHARGES, limit: 1001 })).rejects.toThrow(IdempotencyAdminError);
     expect(audits()).toContainEqual(`LOG Admin list for ${CHARGES} by ops: 2 records.`);
+  });
+
+  it('from a script context of IdempotencyAdminModule.forRootAsync() beside its own data source: reads and forgets on PostgreSQL and on Redis', async () => {
+    await charge('s-1');
+    await redisCharge('s-2');
+    @Module({
+      imports: [
+        TypeOrmModule.forRoot({ type: 'postgres', url: db.url, extra: { max: 2 } }),
+        IdempotencyAdminModule.forRootAsync({ useFactory: () => ({ stores: { redis: redisStore } }) }),
+      ],
+    })
+    class AdminScriptModule {}
+    const script = await NestFactory.createApplicationContext(AdminScriptModule, { logger: false });
+    try {
+      const scriptAdmin = script.get(IdempotencyAdmin);
+      expect(scriptAdmin).not.toBe(admin);
+      expect(await scriptAdmin.lookup({ consumer: CHARGES, key: 's-1' })).toMatchObject({ state: 'processed', responseStatus: 201 });
+      expect(await scriptAdmin.lookup({ consumer: REDIS_CHARGES, key: 's-2', store: 'redis' })).toMatchObject({ state: 'processed', responseStatus: 201 });
+      expect(await scriptAdmin.forget({ consumer: CHARGES, key: 's-1', reason: 'rerun from a script' })).toEqual({ state: 'processed', forgotten: true });
+    } finally {
+      await script.close();
+    }
+    expect((await admin.lookup({ consumer: CHARGES, key: 's-1' })).state).toBe('not-found');
+    // The script's forget dropped nothing from the service's replay cache: the service evicts it, as the guide says.
+    expect((await charge('s-1')).headers.get('idempotent-replayed')).toBe('true');
+    expect(admin.evictCached({ consumer: CHARGES, key: 's-1' })).toBe(true);
+    expect((await charge('s-1')).headers.get('idempotent-replayed')).toBeNull();
+    expect(await effects('charge', 's-1')).toBe(2);
   });
 
   it('on the Redis lease store: looks up, forgets so the next delivery runs again, and releases a held lease', async () => {

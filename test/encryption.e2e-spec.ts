@@ -1,5 +1,5 @@
 import { Body, Controller, Header, HttpCode, type INestApplication, Module, Post, Res } from '@nestjs/common';
-import { IdempotencyAdmin, type IdempotencyModuleOptions, IdempotencyContext, IdempotentHandler, RedisLeaseStore } from 'nestjs-idempotent-consumer';
+import { type AdminKeyRecord, IdempotencyAdmin, type IdempotencyModuleOptions, IdempotencyContext, IdempotentHandler, RedisLeaseStore } from 'nestjs-idempotent-consumer';
 import { randomBytes } from 'node:crypto';
 import { createClient } from 'redis';
 import { REDIS_URL, redisAvailable } from './support/brokers.js';
@@ -193,6 +193,50 @@ describeWithRedis('recorded responses encrypted at rest', () => {
     expect(off.status).toBe(500);
     expect(off.json?.detail).toEqual(expect.stringContaining("sealed with the key 'k2', and the module has no encryption option"));
     expect([runsOf('payments', 'pay-k2'), await effects('pay-k2')]).toEqual([1, 1]);
+  });
+
+  it('IdempotencyAdmin.lookup({ includeBody }) opens sealed records with the configured keys, names the sealing key, and reports one it cannot open', async () => {
+    const PAYMENTS = 'POST /sealed/payments';
+    const lookup = (key: string, store?: string) =>
+      app!.get(IdempotencyAdmin).lookup({ consumer: store ? 'POST /sealed/lease-redis' : PAYMENTS, key, store, includeBody: true, actor: 'ops' });
+    const expectOpened = (record: AdminKeyRecord, first: Awaited<ReturnType<typeof postJson>>, sealedWith: string | null) => {
+      expect(record.responseBody?.toString('utf8')).toBe(first.bytes.toString('utf8'));
+      expect(record.responseHeaders?.['x-receipt']).toBe(HEADER_MARKER);
+      expect(record).toMatchObject({ state: 'processed', responseStatus: first.status, sealedWith, unreadable: null });
+    };
+
+    await restart({});
+    const plain = await send('payments', 'admin-plain');
+    await restart({ encryption: { keys: { k1, k2 }, current: 'k1' } });
+    const byK1 = await send('payments', 'admin-k1');
+    const redisByK1 = await send('lease-redis', 'admin-redis-k1');
+    await restart({ encryption: { keys: { k1, k2 }, current: 'k2' } });
+    const byK2 = await send('payments', 'admin-k2');
+    expect(keyIdOf((await stored('admin-k1')).response_body as Buffer)).toBe('k1');
+
+    // Both keys configured: each record opened to what the client received, with the key that sealed it; plaintext as it is.
+    expectOpened(await lookup('admin-k1'), byK1, 'k1');
+    expectOpened(await lookup('admin-k2'), byK2, 'k2');
+    expectOpened(await lookup('admin-plain'), plain, null);
+    expectOpened(await lookup('admin-redis-k1', 'redis'), redisByK1, 'k1');
+    // Without includeBody nothing is opened, and the stored size is the sealed one.
+    const bare = await app!.get(IdempotencyAdmin).lookup({ consumer: PAYMENTS, key: 'admin-k1' });
+    expect(bare).not.toHaveProperty('responseBody');
+    expect(bare.responseBytes).toBe(((await stored('admin-k1')).response_body as Buffer).length);
+
+    // k1 gone: its records are reported as unreadable, never returned as sealed bytes; k2's still open.
+    await restart({ encryption: { keys: { k2 }, current: 'k2' } });
+    for (const lost of [await lookup('admin-k1'), await lookup('admin-redis-k1', 'redis')]) {
+      expect(lost).toMatchObject({ state: 'processed', responseStatus: 201, responseHeaders: null, responseBody: null, sealedWith: 'k1' });
+      expect(lost.unreadable).toEqual({ reason: 'unknown-key', message: expect.stringContaining("sealed with the key 'k1', which is not in encryption.keys ('k2')") });
+    }
+    expectOpened(await lookup('admin-k2'), byK2, 'k2');
+    // Encryption off: a sealed record cannot be opened, and says with which key it was sealed.
+    await restart({});
+    const off = await lookup('admin-k2');
+    expect(off).toMatchObject({ responseBody: null, responseHeaders: null, sealedWith: 'k2', unreadable: { reason: 'no-encryption' } });
+    expect(off.unreadable?.message).toContain('the module has no encryption option');
+    expectOpened(await lookup('admin-plain'), plain, null);
   });
 
   it('refuses a sealed record moved to another key (the key is authenticated): 500, not the other answer', async () => {

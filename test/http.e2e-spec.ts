@@ -315,8 +315,8 @@ describe.each(PLATFORMS)('exactly-once HTTP handlers on %s', (platform) => {
   });
 });
 
-describe('a service that has not run the claim functions migration', () => {
-  it('is answered 500 with nothing committed, and the error it logs names the function and the migrations', async () => {
+describe('a service whose claim function was dropped while it runs', () => {
+  it('is answered 500 problem+json with nothing committed, and the error it logs names the function and the migration that recreates it', async () => {
     const db = await createTestDatabase();
     const errors: string[] = [];
     const ignore = () => undefined;
@@ -326,9 +326,13 @@ describe('a service that has not run the claim functions migration', () => {
       await db.query('DROP FUNCTION processed_messages_claim(text, text, text, text, bigint)');
       const answer = await post(`${baseUrl}/credits`, { account: 'acc-no-functions', cents: 5 }, { 'Idempotency-Key': 'no-functions' });
       expect(answer.status).toBe(500);
+      expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(answer.body?.type).toBe('urn:idempotency:store-schema');
+      // Its migrations are recorded as run: the log says how to recreate it, not to add them.
       expect(errors.join('\n')).toContain(
         'the function processed_messages_claim(text, text, text, text, bigint) does not exist. ' +
-          'Add CreateProcessedMessagesFunctions1796256000000 and UpgradeProcessedMessagesTable1796342400000',
+          "It was there when the application started, so it was dropped since, and TypeORM will not run the migrations it has recorded again: " +
+          "recreate the claim's functions by running UpgradeProcessedMessagesTable1796342400000's up() once more",
       );
       const [{ ledger, claims }] = await db.query<{ ledger: string; claims: string }>(
         'SELECT (SELECT count(*) FROM ledger_entries) AS ledger, (SELECT count(*) FROM processed_messages) AS claims',

@@ -66,13 +66,39 @@ const module = IdempotencyTestingModule.forRoot({ key: 'k-1' });
 console.log(JSON.stringify({ module: module.module.name, global: module.global, providers: module.providers?.length, contract: typeof leaseStoreContract }));
 `;
 
+/** Both entry points, as a service still on `moduleResolution: node10` imports them (it reads no `exports` map). */
+const BOTH_ENTRIES_SOURCE = `
+import { IdempotencyModule, type IdempotencyModuleOptions } from 'nestjs-idempotent-consumer';
+import { IdempotencyTestingModule, type IdempotencyTestingOptions } from 'nestjs-idempotent-consumer/testing';
+
+const options: IdempotencyModuleOptions = { retention: '7d' };
+const testing: IdempotencyTestingOptions = { key: 'k-1' };
+export const modules = [IdempotencyModule.forRoot(options), IdempotencyTestingModule.forRoot(testing)];
+`;
+
+/** What tsc says of `file` under `moduleResolution: node10` (CommonJS), the package installed beside it. */
+function node10Diagnostics(directory: string, file: string): string[] {
+  const program = ts.createProgram([join(directory, 'src', file)], {
+    module: ts.ModuleKind.CommonJS,
+    moduleResolution: ts.ModuleResolutionKind.Node10,
+    ignoreDeprecations: '6.0',
+    target: ts.ScriptTarget.ES2022,
+    strict: true,
+    skipLibCheck: true,
+    noEmit: true,
+    types: ['node'],
+    typeRoots: [join(directory, 'node_modules', '@types')],
+  });
+  return ts.getPreEmitDiagnostics(program).map((diagnostic) => ts.flattenDiagnosticMessageText(diagnostic.messageText, ' '));
+}
+
 /** The public API: every name the package's entry points export, as the guide and the API reference document them. */
 const PUBLIC_NAMES = {
   'nestjs-idempotent-consumer': [
     'AdminActionCounts', 'AdminForgetOptions', 'AdminForgetResult', 'AdminKeyQuery', 'AdminKeyRecord', 'AdminKeyState', 'AdminListOptions',
-    'AdminLookupOptions', 'AdminReleaseOptions', 'CreateProcessedMessagesFunctions1796256000000', 'CreateProcessedMessagesTable1764633600000',
+    'AdminLookupOptions', 'AdminReleaseOptions', 'AdminUnreadableResponse', 'CreateProcessedMessagesFunctions1796256000000', 'CreateProcessedMessagesTable1764633600000',
     'DEFAULT_TABLE_NAME', 'DeliveryCounts', 'DeliveryOutcome', 'Duration', 'EncryptionOptions', 'HealthOptions', 'IDEMPOTENCY_CHANNELS',
-    'IDEMPOTENCY_KEY_HEADER', 'IDEMPOTENT_REPLAYED_HEADER', 'IdempotencyAdmin', 'IdempotencyAdminError', 'IdempotencyClaimTransactionError',
+    'IDEMPOTENCY_KEY_HEADER', 'IDEMPOTENT_REPLAYED_HEADER', 'IdempotencyAdmin', 'IdempotencyAdminError', 'IdempotencyAdminModule', 'IdempotencyAdminModuleOptions', 'IdempotencyClaimTransactionError',
     'IdempotencyConsumerConflictError', 'IdempotencyContext', 'IdempotencyContextError', 'IdempotencyError', 'IdempotencyHealthIndicator',
     'IdempotencyHealthResult', 'IdempotencyInFlightError', 'IdempotencyInterceptor', 'IdempotencyKeyError', 'IdempotencyKeyReusedError',
     'IdempotencyLeaseLostError', 'IdempotencyMetricsService', 'IdempotencyMetricsSnapshot', 'IdempotencyMode', 'IdempotencyModule',
@@ -83,7 +109,7 @@ const PUBLIC_NAMES = {
     'LeaseRenewalOutcome', 'LeaseRequest', 'LeaseStore', 'MAX_KEY_LENGTH', 'MetricsOptions', 'MetricsRegistry', 'ProcessedMessage', 'PurgeFigures',
     'PurgeOptions', 'PurgeOutcome', 'PurgeRun', 'RecordPolicy', 'RecordedResponse', 'RedisEvalClient', 'RedisLeaseStore', 'RefusalCounts',
     'RemovableEntry', 'ReplayCacheOptions', 'ReplayOptions', 'ScopeSource', 'SenderDuplicateRate', 'SenderOptions', 'StoreSample', 'StoredLeaseEntry', 'TracingOptions',
-    'UpgradeProcessedMessagesTable1796342400000',
+    'UnreadableReason', 'UpgradeProcessedMessagesTable1796342400000',
   ],
   'nestjs-idempotent-consumer/testing': ['ContractCheck', 'IdempotencyTestingModule', 'IdempotencyTestingOptions', 'leaseStoreContract'],
 };
@@ -123,12 +149,13 @@ describe('the package, installed from its tarball into a new Nest 12 service', (
 
   /** Makes a scratch app with `dependencies`, installs it from the npm registry (or its cache), and compiles it. */
   const scratchApp = (name: string, dependencies: Record<string, string>) =>
-    makeScratchApp(folder, name, tarball, dependencies, { 'main.ts': APP_SOURCE, 'testing-entry.ts': TESTING_ENTRY_SOURCE });
+    makeScratchApp(folder, name, tarball, dependencies, { 'main.ts': APP_SOURCE, 'testing-entry.ts': TESTING_ENTRY_SOURCE, 'both-entries.ts': BOTH_ENTRIES_SOURCE });
 
-  /** `nestjs-idempotent-consumer/testing` resolves, for tsc (it compiled) and for Node. */
+  /** `nestjs-idempotent-consumer/testing` resolves, for tsc (it compiled; and under `moduleResolution: node10`) and for Node. */
   async function provesTestingEntry(directory: string): Promise<void> {
     const { stdout } = await run(process.execPath, [join(directory, 'dist', 'testing-entry.js')], { cwd: directory });
     expect(JSON.parse(stdout)).toEqual({ module: 'IdempotencyTestingModule', global: true, providers: 4, contract: 'function' });
+    expect(node10Diagnostics(directory, 'both-entries.ts')).toEqual([]);
   }
 
   async function provesReplay(directory: string): Promise<void> {

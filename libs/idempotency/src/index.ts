@@ -49,6 +49,8 @@ export { IdempotencyConsumerConflictError } from './errors/idempotency-consumer-
 export { IdempotencyPurgeError } from './errors/idempotency-purge.error.js';
 export { IdempotencySchemaError } from './errors/idempotency-schema.error.js';
 export { IdempotencyAdmin } from './admin/idempotency-admin.service.js';
+export { IdempotencyAdminModule } from './admin/idempotency-admin.module.js';
+export type { IdempotencyAdminModuleOptions } from './admin/idempotency-admin.options.js';
 export type {
   AdminForgetOptions,
   AdminForgetResult,
@@ -58,7 +60,9 @@ export type {
   AdminListOptions,
   AdminLookupOptions,
   AdminReleaseOptions,
+  AdminUnreadableResponse,
 } from './admin/idempotency-admin.service.js';
+export type { UnreadableReason } from './recording/response-seal.js';
 export { IdempotencyAdminError } from './errors/idempotency-admin.error.js';
 export { IdempotencyPurgeService } from './purge/idempotency-purge.service.js';
 export type { PurgeOutcome, PurgeRun } from './purge/purge-run.js';

@@ -12,5 +12,7 @@ export const adminMessages = {
   adminStoreCannot: (store: string, action: string) =>
     `The lease store '${store}' has no ${action}: IdempotencyAdmin needs the store's optional inspect() and remove() ` +
     `(RedisLeaseStore has them), or a lease token to release with.`,
+  adminResponseUnreadable: (consumer: string, key: string, cause: string) =>
+    `The recorded response of ${consumer} to ${shownKey(key)} cannot be opened, so lookup() returns no headers and no body: ${cause}`,
   adminUnknownStore: (store: string, known: readonly string[]) => `No lease store '${store}'; the module has ${known.join(', ')}.`,
 };

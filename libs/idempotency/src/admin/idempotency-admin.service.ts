@@ -8,6 +8,8 @@ import { scopedMessageId } from '../keys/scoped-key.js';
 import type { LeaseKey, LeaseStore } from '../leasing/lease-store.js';
 import { LeaseStores, POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
+import { recordingMessages } from '../recording/recording.messages.js';
+import { openResponse, sealingKeyId, UnreadableRecord, type UnreadableReason } from '../recording/response-seal.js';
 import { ReplayCache } from '../replay-cache/replay-cache.js';
 import { adminForgetSql, adminListSql, adminLookupSql, adminReleaseSql } from './idempotency-admin.queries.js';
 
@@ -34,8 +36,20 @@ export interface AdminKeyQuery {
 
 /** `lookup()`'s options. */
 export interface AdminLookupOptions extends AdminKeyQuery {
-  /** Also return the recorded headers and body (they may hold personal data). @default false */
+  /**
+   * Also return the recorded headers and body (they may hold personal data), opened with the
+   * module's `encryption.keys` when they were sealed.
+   * @default false
+   */
   readonly includeBody?: boolean;
+}
+
+/** Why `lookup({ includeBody: true })` could not open a sealed record; its headers and body are then returned as null. */
+export interface AdminUnreadableResponse {
+  /** As `IdempotencyRecordUnreadableError.reason`: `'unknown-key'`, `'no-encryption'`, `'not-authentic'` or `'unknown-format'`. */
+  readonly reason: UnreadableReason;
+  /** What happened and what to do, for the operator. */
+  readonly message: string;
 }
 
 /** `forget()`'s options. */
@@ -77,12 +91,16 @@ export interface AdminKeyRecord {
   readonly leaseToken: string | null;
   readonly leaseExpiresAt: Date | null;
   readonly responseStatus: number | null;
-  /** Size of the recorded body in bytes; null when none was recorded. */
+  /** Size of the recorded body in bytes as stored (sealed, with the headers inside, when encryption sealed it); null when none was recorded. */
   readonly responseBytes: number | null;
-  /** Only with `includeBody`. */
+  /** Only with `includeBody`: the recorded headers, opened when sealed; null when none were recorded or the record cannot be opened. */
   readonly responseHeaders?: Readonly<Record<string, string | string[]>> | null;
-  /** Only with `includeBody`. */
+  /** Only with `includeBody`: the recorded body, opened when sealed; null when none was recorded or the record cannot be opened. */
   readonly responseBody?: Buffer | null;
+  /** Only with `includeBody`: the id (in `encryption.keys`) of the key that sealed the record; null when it is stored in plaintext. */
+  readonly sealedWith?: string | null;
+  /** Only with `includeBody`: why the sealed record cannot be opened; null when its headers and body are returned. */
+  readonly unreadable?: AdminUnreadableResponse | null;
 }
 
 /** What `forget()` did. */
@@ -114,8 +132,9 @@ interface StoredRow {
 /**
  * For operators, on stuck and wrong work: look up a key, forget a processed key so that its next
  * delivery runs again, release a held lease, and list a consumer's newest records. It has no HTTP
- * routes: expose it behind the application's own authentication, or call it from a script
- * (`NestFactory.createApplicationContext`). Every call is logged (context `Idempotency`) with its
+ * routes: expose it behind the application's own authentication, or call it from a script through
+ * `IdempotencyAdminModule`, which starts no consumer (never an application context of the service's
+ * `AppModule`, which does). Every call is logged (context `Idempotency`) with its
  * actor and reason; forgets and releases are counted (`IdempotencyMetricsService.adminActions()`).
  *
  * The processed-messages table serves every action. A lease store of the module's `stores` serves
@@ -140,11 +159,19 @@ export class IdempotencyAdmin {
     private readonly cache: ReplayCache,
   ) {}
 
-  /** What the store holds of a key; the recorded body and headers only with `includeBody`. */
+  /**
+   * What the store holds of a key; the recorded body and headers only with `includeBody`, opened
+   * with the module's `encryption.keys` when they were sealed (`sealedWith` names the key). A
+   * sealed record that no configured key opens is returned without headers and body, and
+   * `unreadable` says why: never its sealed bytes.
+   */
   async lookup(query: AdminLookupOptions): Promise<AdminKeyRecord> {
     const id = messageIdOf(query);
-    const record = await this.read(query, id, query.includeBody === true);
-    this.audit('lookup', query.consumer, id, query.actor, undefined, record.state);
+    const includeBody = query.includeBody === true;
+    const stored = await this.read(query, id, includeBody);
+    const record = includeBody ? this.opened(stored) : stored;
+    const sealing = record.unreadable ? `, its response unreadable (${record.unreadable.reason})` : record.sealedWith ? `, its response sealed with '${record.sealedWith}'` : '';
+    this.audit('lookup', query.consumer, id, query.actor, undefined, `${record.state}${sealing}`);
     return record;
   }
 
@@ -276,6 +303,19 @@ export class IdempotencyAdmin {
       return { state: 'not-found', consumer: query.consumer, messageId: id, ...none };
     }
     return fromRow(row, includeBody);
+  }
+
+  /** A record read with its body, its headers and body opened when they were sealed. */
+  private opened(record: AdminKeyRecord): AdminKeyRecord {
+    const stored = { status: record.responseStatus, headers: record.responseHeaders ?? null, body: record.responseBody ?? null };
+    const { keyring } = this.options;
+    const opened = openResponse(keyring, { consumer: record.consumer, key: record.messageId }, stored);
+    if (opened instanceof UnreadableRecord) {
+      const cause = recordingMessages.unreadableCause(opened.reason, opened.keyId, opened.formatVersion, [...(keyring?.keys.keys() ?? [])]);
+      const message = adminMessages.adminResponseUnreadable(record.consumer, record.messageId, cause);
+      return { ...record, responseHeaders: null, responseBody: null, sealedWith: opened.keyId, unreadable: { reason: opened.reason, message } };
+    }
+    return { ...record, responseHeaders: opened.headers, responseBody: opened.body, sealedWith: sealingKeyId(stored), unreadable: null };
   }
 
   /** The lease store named by `query`; undefined for the processed-messages table. */

@@ -2,15 +2,13 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import { type ActiveClaim, CLAIM_STORAGE } from '../context/idempotency.context.js';
 import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.js';
-import { IdempotencySchemaError } from '../errors/idempotency-schema.error.js';
 import { IdempotencyTransientError } from '../errors/idempotency-transient.error.js';
-import { PG_LOCK_NOT_AVAILABLE, PG_UNDEFINED_FUNCTION, REJECT_LOCK_TIMEOUT_MS } from './claim.constants.js';
+import { PG_LOCK_NOT_AVAILABLE, REJECT_LOCK_TIMEOUT_MS } from './claim.constants.js';
 import { claimMessages } from './claim.messages.js';
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
-import { claimFunctionMissing } from '../schema/store-schema.js';
-import { postgresErrorCode, translateDatabaseError } from './claim-errors.js';
+import { functionDroppedError, postgresErrorCode, translateDatabaseError } from './claim-errors.js';
 import type { ClaimRequest, OpenDelivery, RecordedResponse } from './claim.js';
 import { type ClaimSql, claimStatement, claimWon, type StoredClaim, twinStatement } from './claim.queries.js';
 import { ClaimTransaction } from './claim-transaction.js';
@@ -62,7 +60,7 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
    * waited for first.
    * @throws IdempotencyUnavailableError when no pooled connection came within `connectionTimeout`.
    * @throws IdempotencyTransientError on a serialization failure or deadlock.
-   * @throws IdempotencySchemaError when the claim's function is missing (its migration has not run).
+   * @throws IdempotencySchemaError when the claim's function is missing (dropped since the start).
    */
   protected tryOnce(request: ClaimRequest, deadline: number): Promise<ClaimOutcome | undefined> {
     const entered = this.twins.enter(`${request.consumer}\u0000${request.key}`);
@@ -127,11 +125,7 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
         ending = 'held';
         return undefined;
       }
-      if (code === PG_UNDEFINED_FUNCTION) {
-        const { missing, migrations } = claimFunctionMissing(this.options.tableName);
-        throw new IdempotencySchemaError(this.options.tableName, missing, migrations, { cause: error });
-      }
-      throw translateDatabaseError(error, request);
+      throw functionDroppedError(error, this.options.tableName, 'claim') ?? translateDatabaseError(error, request);
     } finally {
       if (!claimed) {
         await transaction?.close();

@@ -1,7 +1,7 @@
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { ActiveClaim } from '../context/idempotency.context.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
-import { translateDatabaseError } from './claim-errors.js';
+import { functionDroppedError, translateDatabaseError } from './claim-errors.js';
 import type { ClaimRequest, RecordedResponse } from './claim.js';
 import { type ClaimSql, recordStatements } from './claim.queries.js';
 import type { ClaimTransaction } from './claim-transaction.js';
@@ -45,9 +45,12 @@ export class OpenClaim extends SettlingDelivery {
     return this.transaction.commit(recordStatements(this.sql, this.request, response));
   }
 
-  /** A serialization failure or deadlock is an IdempotencyTransientError, a statement of an aborted transaction an IdempotencyTransactionAbortedError. */
+  /**
+   * A serialization failure or deadlock is an IdempotencyTransientError, a statement of an aborted
+   * transaction an IdempotencyTransactionAbortedError, the record function gone an IdempotencySchemaError.
+   */
   protected override failure(error: unknown): unknown {
-    return translateDatabaseError(error, this.request);
+    return functionDroppedError(error, this.sql.table, 'record') ?? translateDatabaseError(error, this.request);
   }
 
   /** Rolls back the claim with the handler's work. */

@@ -8,6 +8,7 @@ import { IdempotencyKeyError } from './idempotency-key.error.js';
 import { IdempotencyLeaseLostError } from './idempotency-lease-lost.error.js';
 import { IdempotencyRecordUnreadableError } from './idempotency-record-unreadable.error.js';
 import { IdempotencyResponseTooLargeError } from './idempotency-response-too-large.error.js';
+import { IdempotencySchemaError } from './idempotency-schema.error.js';
 import { IdempotencyTransactionAbortedError } from './idempotency-transaction-aborted.error.js';
 import { IdempotencyTransientError } from './idempotency-transient.error.js';
 import { IdempotencyUnavailableError } from './idempotency-unavailable.error.js';
@@ -54,6 +55,7 @@ const CLASSES = new Map<ErrorClass, DeliveryErrorClass>([
   [IdempotencyClaimTransactionError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'claim-transaction', "The claim's transaction was ended by the handler", false)],
   [IdempotencyResponseTooLargeError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'response-too-large', 'Response too large to record', false)],
   [IdempotencyRecordUnreadableError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'record-unreadable', 'Recorded response unreadable', false)],
+  [IdempotencySchemaError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'store-schema', 'Idempotency store incomplete', false)],
 ]);
 
 /** The error classes the module answers itself (the error filter's `@Catch` list). */

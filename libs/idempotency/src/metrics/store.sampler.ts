@@ -4,13 +4,16 @@ import { metricsMessages } from './metrics.messages.js';
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { RepeatingTimer } from '../scheduling/repeating-timer.js';
+import { StoreSchemaCheck } from '../schema/store-schema.check.js';
 import { IdempotencyMetricsService } from './idempotency-metrics.service.js';
 import { PrometheusExporter } from './prometheus.exporter.js';
 
 /**
  * Samples the store for its gauges every `metrics.storeSampleInterval`, with the health
  * indicator's query (catalog statistics and two probes of the expiry index), from application
- * bootstrap to shutdown, while the module's metrics are registered in a prom-client registry.
+ * bootstrap to shutdown, while the module's metrics are registered in a prom-client registry. The
+ * first sample waits for the start-up schema check, and none is taken when it fails: the schema
+ * error, not a failed sample, says what the store lacks.
  * Each sample starts one interval after the previous one ended; the timer does not keep the
  * process alive. A failed sample is logged and the gauges keep the last one (their timestamp says how old).
  * @internal
@@ -19,22 +22,26 @@ import { PrometheusExporter } from './prometheus.exporter.js';
 export class StoreSampler implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Idempotency');
   private timer: RepeatingTimer | undefined;
+  private stopped = false;
 
   constructor(
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly metrics: IdempotencyMetricsService,
     private readonly exporter: PrometheusExporter,
     private readonly join: DataSourceJoin,
+    private readonly schema: StoreSchemaCheck,
   ) {}
 
-  onApplicationBootstrap(): void {
-    if (this.options.storeSampleIntervalMs !== null && this.exporter.isRegistered) {
-      this.timer = new RepeatingTimer(this.options.storeSampleIntervalMs, () => this.sample());
-      this.timer.start({ now: true });
+  async onApplicationBootstrap(): Promise<void> {
+    if (this.options.storeSampleIntervalMs === null || !this.exporter.isRegistered || !(await this.schema.passed()) || this.stopped) {
+      return;
     }
+    this.timer = new RepeatingTimer(this.options.storeSampleIntervalMs, () => this.sample());
+    this.timer.start({ now: true });
   }
 
   beforeApplicationShutdown(): void {
+    this.stopped = true;
     this.timer?.stop();
   }
 

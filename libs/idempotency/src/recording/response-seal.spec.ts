@@ -1,6 +1,6 @@
 import { createSecretKey, randomBytes } from 'node:crypto';
 import type { RecordedResponse } from '../claiming/claim.js';
-import { isSealed, type Keyring, openResponse, sealResponse, UnreadableRecord } from './response-seal.js';
+import { isSealed, type Keyring, openResponse, sealingKeyId, sealResponse, UnreadableRecord } from './response-seal.js';
 
 const owner = { consumer: 'POST /payments', key: 'key-1' };
 const keyA = createSecretKey(randomBytes(32));
@@ -32,6 +32,15 @@ describe('sealResponse / openResponse', () => {
     // Marker 0, format 1, the key id's length and the key id, in the clear.
     expect([...(sealed.body as Buffer).subarray(0, 4)]).toEqual([0, 1, 1, 'a'.charCodeAt(0)]);
     expect(openResponse(ringA, owner, sealed)).toEqual(httpResponse);
+  });
+
+  it('names the key that sealed a record, and none for a plaintext record or an unknown format', () => {
+    expect(sealingKeyId(sealResponse(ringA, owner, httpResponse))).toBe('a');
+    expect(sealingKeyId(sealResponse(ringAB, owner, httpResponse))).toBe('b');
+    expect(sealingKeyId(httpResponse)).toBeNull();
+    const future = Buffer.from(sealResponse(ringA, owner, httpResponse).body as Buffer);
+    future[1] = 2;
+    expect(sealingKeyId({ status: 201, headers: null, body: future })).toBeNull();
   });
 
   it('tells an empty body from none, and empty headers from none, after the round trip', () => {

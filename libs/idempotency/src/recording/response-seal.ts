@@ -102,9 +102,8 @@ export function openResponse(keyring: Keyring | null, owner: RecordOwner, stored
   }
   const sealed = stored.body as Buffer;
   const version = sealed[1];
-  const keyIdLength = sealed.length > 2 ? sealed[2] : 0;
-  const ivStart = PREFIX_BYTES + keyIdLength;
-  if (version !== FORMAT_VERSION || keyIdLength === 0 || sealed.length < ivStart + IV_BYTES + TAG_BYTES) {
+  const ivStart = ivStartOf(sealed);
+  if (ivStart === null) {
     return new UnreadableRecord('unknown-format', null, version);
   }
   const keyIdBytes = sealed.subarray(PREFIX_BYTES, ivStart);
@@ -127,6 +126,27 @@ export function openResponse(keyring: Keyring | null, owner: RecordOwner, stored
     return new UnreadableRecord('not-authentic', keyId, version);
   }
   return responseOf(stored.status, plaintext);
+}
+
+/**
+ * The id of the key that sealed `stored`, as the record names it; null for a plaintext record or
+ * one in a format this version does not read. It says nothing of whether that key opens it.
+ * @internal
+ */
+export function sealingKeyId(stored: RecordedResponse): string | null {
+  if (!isSealed(stored)) {
+    return null;
+  }
+  const sealed = stored.body as Buffer;
+  const ivStart = ivStartOf(sealed);
+  return ivStart === null ? null : sealed.subarray(PREFIX_BYTES, ivStart).toString('utf8');
+}
+
+/** Where a sealed body's IV starts, after its prefix and key id; null when the format is not this version's or the body is cut short. */
+function ivStartOf(sealed: Buffer): number | null {
+  const keyIdLength = sealed.length > 2 ? sealed[2] : 0;
+  const ivStart = PREFIX_BYTES + keyIdLength;
+  return sealed[1] !== FORMAT_VERSION || keyIdLength === 0 || sealed.length < ivStart + IV_BYTES + TAG_BYTES ? null : ivStart;
 }
 
 /** Flags, the headers' JSON length (32 bits), the headers' JSON, the body. */

@@ -23,8 +23,8 @@ import { catalogueParameters, catalogueStatement } from './store-schema.queries.
 @Injectable()
 export class StoreSchemaCheck implements OnApplicationBootstrap {
   private needs: SchemaNeeds = { table: false, functions: false };
-  private reportOutcome!: (passed: boolean) => void;
-  private readonly outcome = new Promise<boolean>((resolve) => (this.reportOutcome = resolve));
+  private settle!: (passed: boolean) => void;
+  private readonly settled = new Promise<boolean>((resolve) => (this.settle = resolve));
 
   constructor(
     private readonly explorer: IdempotencyExplorer,
@@ -37,24 +37,23 @@ export class StoreSchemaCheck implements OnApplicationBootstrap {
       this.explorer.discovered().map(({ handler }) => handler),
       POSTGRES_STORE,
     );
-    let problem: Error | undefined;
-    try {
-      problem = await this.inspect();
-    } catch (error) {
-      problem = error as Error;
-    }
-    this.reportOutcome(problem === undefined);
+    const problem = await this.inspect().catch((error: unknown) => {
+      this.settle(false);
+      throw error;
+    });
+    this.settle(problem === undefined);
     if (problem) {
       throw problem;
     }
   }
 
   /**
-   * Resolves once the start-up check has run: true when the store has what the handlers use.
-   * Other bootstrap hooks that read the store wait for it, since Nest runs a module's hooks at once.
+   * Settles once the start-up check has run: true when the store has what the handlers use, false
+   * when the application refuses to start. What reads the store on a timer waits for it, so that
+   * the schema error is the first word on a store that lacks something.
    */
   passed(): Promise<boolean> {
-    return this.outcome;
+    return this.settled;
   }
 
   /** What the store lacks of what the handlers use, as the error to report; undefined when nothing lacks. Throws when the catalogue cannot be read. */

@@ -98,7 +98,8 @@ export function findMissing(table: string, catalogue: StoreCatalogue, needs: Sch
   return { missing, migrations: [CREATE_TABLE, CREATE_FUNCTIONS, UPGRADE].filter((name) => migrations.has(name)) };
 }
 
-/** What a claim that found its function missing (PostgreSQL 42883) reports. */
-export function claimFunctionMissing(table: string): { missing: string[]; migrations: string[] } {
-  return findMissing(table, { tableFound: true, columns: [], claimFound: false, recordFound: true }, { table: false, functions: true });
+/** What a delivery that found the function `which` missing (PostgreSQL 42883) reports. */
+export function functionMissing(table: string, which: 'claim' | 'record'): { missing: string[]; migrations: string[] } {
+  const catalogue = { tableFound: true, columns: [], claimFound: which !== 'claim', recordFound: which !== 'record' };
+  return findMissing(table, catalogue, { table: false, functions: true });
 }

@@ -10,6 +10,7 @@ import { IdempotencyMetadataAccessor, type ResolvedHandler } from '../../decorat
 import { IdempotencyClaimTransactionError } from '../../errors/idempotency-claim-transaction.error.js';
 import { IdempotencyError } from '../../errors/idempotency.error.js';
 import { IdempotencyResponseTooLargeError } from '../../errors/idempotency-response-too-large.error.js';
+import { IdempotencySchemaError } from '../../errors/idempotency-schema.error.js';
 import { IdempotencyTransientError } from '../../errors/idempotency-transient.error.js';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from '../../idempotency.constants.js';
 import { keyMessages } from '../../keys/key.messages.js';
@@ -99,7 +100,13 @@ export class HttpDelivery {
       trace.fail(error);
       throw error;
     }
-    const outcome = await trace.claim(claimRequest, () => claimByMode(handler, claimRequest, this.claims, this.leases, this.recording));
+    const outcome = await trace.claim(claimRequest, () => claimByMode(handler, claimRequest, this.claims, this.leases, this.recording)).catch((error: unknown) => {
+      // The operator's to fix, like a failed commit: logged, besides the problem answer.
+      if (error instanceof IdempotencySchemaError) {
+        this.logger.error(error.message);
+      }
+      throw error;
+    });
     if (outcome.kind === 'duplicate') {
       return this.replay(claimRequest, handler, raw, before, outcome.response);
     }

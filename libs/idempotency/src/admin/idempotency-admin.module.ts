@@ -1,0 +1,60 @@
+import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { CLAIM_STORAGE } from '../context/idempotency.context.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions, resolveModuleOptions } from '../idempotency.options.js';
+import { DataSourceJoin } from '../joining/data-source-join.js';
+import { LeaseStores } from '../leasing/lease-stores.js';
+import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
+import { ReplayCache } from '../replay-cache/replay-cache.js';
+import { ADMIN_MODULE_OPTIONS_TOKEN, ConfigurableAdminModuleClass } from './idempotency-admin.module-definition.js';
+import { adminModuleOptions, type IdempotencyAdminModuleOptions } from './idempotency-admin.options.js';
+import { IdempotencyAdmin } from './idempotency-admin.service.js';
+
+/**
+ * `IdempotencyAdmin` alone, for a script run during an incident: it opens the store through the
+ * script's own TypeORM data source and starts nothing else. Import it beside a
+ * `TypeOrmModule.forRoot()` of the script's own, never beside the service's `AppModule`, whose
+ * modules start what they start in any application context: broker consumers (BullMQ workers,
+ * golevelup subscriptions, SQS pollers), the purge timer, the store sampler, migrations with
+ * `migrationsRun`. It discovers no handler and checks no schema. Give it the options of the
+ * service's `IdempotencyModule` that say where the store is (`dataSource`, `tableName`,
+ * `encryption` to open sealed records, `stores` for a lease store): the service's own options
+ * object will do.
+ *
+ * @example
+ * ```ts
+ * @Module({
+ *   imports: [
+ *     TypeOrmModule.forRoot({ type: 'postgres', url: process.env.DATABASE_URL }),
+ *     IdempotencyAdminModule.forRoot({ encryption: { keys, current } }),
+ *   ],
+ * })
+ * class AdminScriptModule {}
+ *
+ * const context = await NestFactory.createApplicationContext(AdminScriptModule);
+ * const admin = context.get(IdempotencyAdmin);
+ * ```
+ */
+@Module({
+  imports: [DiscoveryModule],
+  providers: [
+    {
+      provide: RESOLVED_OPTIONS,
+      inject: [ADMIN_MODULE_OPTIONS_TOKEN],
+      useFactory: (options: IdempotencyAdminModuleOptions) => resolveModuleOptions(adminModuleOptions(options)),
+    },
+    { provide: CLAIM_STORAGE, useFactory: () => new AsyncLocalStorage() },
+    DataSourceJoin,
+    LeaseStores,
+    IdempotencyMetricsService,
+    {
+      provide: ReplayCache,
+      inject: [RESOLVED_OPTIONS],
+      useFactory: (options: ResolvedIdempotencyOptions) => new ReplayCache(options.replayCache),
+    },
+    IdempotencyAdmin,
+  ],
+  exports: [IdempotencyAdmin],
+})
+export class IdempotencyAdminModule extends ConfigurableAdminModuleClass {}
