@@ -20,6 +20,7 @@ import { classify, failureOutcome, statusOutcome } from '../../errors/delivery-e
 import { IdempotencyMetricsService } from '../../metrics/idempotency-metrics.service.js';
 import { ResponseRecording } from '../../recording/response-recording.js';
 import { claimByMode, claimRequestFor } from '../claim-request.js';
+import { headerText } from './header-text.js';
 import { problemAnswer } from './problem-details.js';
 import { type CapturedResponse, findHeaderName, headersAsSent, type HeaderValues, mergeHeaders, ResponseCapture } from './response-capture.js';
 import { IdempotencyKeyError } from '../../errors/idempotency-key.error.js';
@@ -230,15 +231,15 @@ function readKey(handler: ResolvedHandler, context: ExecutionContext, request: H
   if ('header' in source) {
     const name = source.header.toLowerCase();
     const value = request.headers[name];
+    const where = `the ${source.header} header`;
     // Node joins a header sent twice into one value with ', ': count its lines only then.
     if (typeof value === 'string' && value.includes(',')) {
       const lines = headerLines(request.rawHeaders ?? request.raw?.rawHeaders ?? [], name);
       if (lines > 1) {
-        const where = `the ${source.header} header`;
         throw new IdempotencyKeyError(keyMessages.textRepeated('idempotency key', where, lines), where);
       }
     }
-    return toMessageKey(value, `the ${source.header} header`);
+    return toMessageKey(headerText(value, where), where);
   }
   return toMessageKey(readPath(request.body, source.body), `'${source.body}' in the request body`);
 }
