@@ -45,8 +45,9 @@ export interface IdempotencyModuleOptions {
   /**
    * The caller's identity that scopes the keys of every handler keyed by the client's
    * `Idempotency-Key` header (HTTP) and setting no `scope` of its own: a function of the execution
-   * context, run after guards. A handler opts out with `scope: false`. Handlers keyed by a webhook
-   * body, a message header or a function are not scoped by it.
+   * context, run after guards; `undefined` or `null` means a caller who is not signed in, whose
+   * keys share the anonymous callers' namespace. A handler opts out with `scope: false`. Handlers
+   * keyed by a webhook body, a message header or a function are not scoped by it.
    * @default none: keys are shared by every caller of a handler
    * @example `scope: (context) => context.switchToHttp().getRequest().user?.id`
    */

@@ -1,6 +1,6 @@
 import { Inject, Injectable, type ExecutionContext, type Type } from '@nestjs/common';
 import { RequestMethod } from '@nestjs/common';
-import { HTTP_CODE_METADATA, METHOD_METADATA, PATH_METADATA, RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA, SSE_METADATA } from '@nestjs/common/constants.js';
+import { GUARDS_METADATA, HTTP_CODE_METADATA, METHOD_METADATA, PATH_METADATA, RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA, SSE_METADATA } from '@nestjs/common/constants.js';
 import { Reflector } from '@nestjs/core';
 import { MAX_RETENTION_MS, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
@@ -57,7 +57,8 @@ export interface ResolvedHandler {
   /**
    * The function answering the caller a key is scoped to (the handler's `scope`, else the module's
    * for a key from the client's `Idempotency-Key` header); `false`: shared on purpose; undefined:
-   * shared, and warned about at the first request with an authenticated caller.
+   * shared, and warned about at start-up when the route is guarded (else at its first request
+   * with an authenticated caller). Over HTTP the function's nullish answer is an anonymous caller.
    */
   readonly scope: ((context: ExecutionContext) => string | number | undefined) | false | undefined;
   /** HTTP: the key is the one the client chose, in the `Idempotency-Key` header. */
@@ -141,6 +142,13 @@ export class IdempotencyMetadataAccessor {
       byMethod.set(methodName, handler);
     }
     return handler;
+  }
+
+  /** The names of the guards of a handler's method and of its class (`@UseGuards()`), the class's first. */
+  getGuards(target: Type, methodName: string): string[] {
+    const method = target.prototype[methodName] as object;
+    const guards = [target, method].flatMap((host) => (this.reflector.get<unknown[] | undefined>(GUARDS_METADATA, host as never) ?? []) as unknown[]);
+    return guards.map((guard) => (typeof guard === 'function' ? guard.name : (guard as object).constructor.name));
   }
 
   /** True for an `@Sse()` handler, whose stream cannot be recorded. */

@@ -1,3 +1,9 @@
+/** What a handler keyed by the client's key without a scope is told to do. */
+export const UNSCOPED_CLIENT_KEY_ADVICE =
+  "two callers who send the same key share one record, and the second is answered the first one's response. Set " +
+  "`scope: (context) => context.switchToHttp().getRequest().user?.id` on the handler (or the module's `scope`; a caller " +
+  'who is not signed in is then an anonymous one), or `scope: false` if one namespace for every caller is meant.';
+
 /** The message texts of the start-up checks of the handlers. */
 export const discoveryMessages = {
   invalidSenders: (value: unknown) =>
@@ -38,6 +44,9 @@ export const discoveryMessages = {
   legacyLeaseConsumer: (handler: string, consumer: string, legacy: string) =>
     `${handler} is a lease-mode handler whose ids are stored under its name before 0.3.0, '${legacy}', while it now claims '${consumer}'. ` +
     `Set @IdempotentHandler({ consumer: '${legacy}' }) on it so that its redeliveries are recognised.`,
+  unscopedGuardedClientKey: (handler: string, consumer: string, guards: readonly string[]) =>
+    `${handler} (${consumer}) is keyed by the client's Idempotency-Key header and guarded by ${guards.join(', ')}, but has no scope: ` +
+    UNSCOPED_CLIENT_KEY_ADVICE,
   serverSentEventsUnsupported: (handler: string) =>
     `${handler} is an @Sse() stream, which cannot be recorded and replayed to duplicates: remove @IdempotentHandler() from it.`,
   notInController: (handler: string) =>

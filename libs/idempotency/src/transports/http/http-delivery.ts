@@ -93,6 +93,7 @@ export class HttpDelivery {
           key: () => readKey(handler, context, request),
           request: () => ({ method: request.method, url: request.originalUrl ?? request.url, body: request.body }),
           defaultInFlight: 'reject',
+          onAnonymousCaller: (key) => this.logger.debug(httpMessages.anonymousCaller(handler.name, handler.consumer, key)),
         },
         this.metrics,
       );
@@ -196,14 +197,18 @@ export class HttpDelivery {
 
   /**
    * Warns once per handler when a client's `Idempotency-Key` reaches it from an authenticated
-   * caller (`request.user`, as guards set it) and the handler has no `scope`: the callers share
-   * one namespace of keys. Known only once a request shows a user, hence at the first such request.
+   * caller (`request.user`) and the handler has no `scope`: the callers share one namespace of
+   * keys. A route behind a guard was warned about at start-up; this catches the callers the
+   * start-up could not see (a user set by middleware, a guard given to `app.useGlobalGuards()`).
    */
   private warnIfUnscoped(handler: ResolvedHandler, request: HttpRequestLike): void {
     if (handler.scope !== undefined || !handler.clientKey || !request.user || this.warnedUnscoped.has(handler)) {
       return;
     }
     this.warnedUnscoped.add(handler);
+    if (this.explorer.isWarnedUnscoped(handler)) {
+      return;
+    }
     this.logger.warn(httpMessages.unscopedClientKey(handler.name, handler.consumer));
   }
 
