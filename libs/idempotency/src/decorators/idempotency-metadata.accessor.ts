@@ -21,13 +21,15 @@ import {
   TRANSPORT_METADATA,
 } from './idempotency-metadata.constants.js';
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
-import { toRecordPolicy } from '../recording/recording.options.js';
+import { toRecordedErrors, toRecordPolicy } from '../recording/recording.options.js';
+import { recordingMessages } from '../recording/recording.messages.js';
 import type { IdempotencyMode, IdempotentHandlerOptions, InFlightPolicy, IsolationLevel, KeySource, RecordPolicy } from './idempotent-handler.options.js';
 
 /** How long a lease is renewed while its handler runs, unless the handler says otherwise. */
 const DEFAULT_RENEW_LEASE_FOR = '10m';
 
 const MODES: readonly IdempotencyMode[] = ['transaction', 'lease'];
+const NO_STATUSES: ReadonlySet<number> = new Set();
 const ISOLATION_LEVELS: readonly IsolationLevel[] = ['READ UNCOMMITTED', 'READ COMMITTED', 'REPEATABLE READ', 'SERIALIZABLE'];
 
 /**
@@ -87,6 +89,8 @@ export interface ResolvedHandler {
   readonly store: string;
   /** What of its answer is recorded for its duplicates. */
   readonly record: RecordPolicy;
+  /** HTTP, transactional mode: the 4xx statuses whose answer is recorded, the handler's writes undone; empty: none. */
+  readonly recordErrors: ReadonlySet<number>;
 }
 
 /**
@@ -182,6 +186,7 @@ export class IdempotencyMetadataAccessor {
         : providerHandlerOf(target, methodName)?.contract;
     const consumer = options.consumer ?? contract ?? name;
     const clientKey = !patterns && isClientKey(options.key);
+    const mode = oneOf(`mode of ${name}`, options.mode, MODES) ?? 'transaction';
     return {
       name,
       consumer,
@@ -202,12 +207,31 @@ export class IdempotencyMetadataAccessor {
       maxAttempts: toAttemptLimit(`maxAttempts of ${name}`, options.maxAttempts ?? 5),
       retryDelayMs: toMilliseconds(`retryDelay of ${name}`, options.retryDelay ?? '1s', MAX_TIMER_MS),
       respondsItself: respondsItself(target, methodName),
-      mode: oneOf(`mode of ${name}`, options.mode, MODES) ?? 'transaction',
+      mode,
       leaseMs: toMilliseconds(`lease of ${name}`, options.lease ?? '30s', MAX_TIMER_MS),
       renewLeaseForMs: options.renewLeaseFor === false ? 0 : toMilliseconds(`renewLeaseFor of ${name}`, options.renewLeaseFor ?? DEFAULT_RENEW_LEASE_FOR, MAX_TIMER_MS),
       store: options.store ?? this.moduleOptions.store,
       record: options.record === undefined ? this.moduleOptions.record : toRecordPolicy(`record of ${name}`, options.record),
+      recordErrors: this.recordErrorsOf(name, options.recordErrors, mode, requestMethod !== undefined),
     };
+  }
+
+  /**
+   * The error statuses a handler records: its own (refused on a lease-mode or message handler),
+   * else the module's for an HTTP handler in the transactional mode, else none.
+   */
+  private recordErrorsOf(name: string, value: unknown, mode: IdempotencyMode, http: boolean): ReadonlySet<number> {
+    if (value === undefined) {
+      return http && mode === 'transaction' ? this.moduleOptions.recordErrors : NO_STATUSES;
+    }
+    const statuses = toRecordedErrors(`recordErrors of ${name}`, value);
+    if (!http) {
+      throw new IdempotencyOptionsError(recordingMessages.recordErrorsNotHttp(name));
+    }
+    if (mode === 'lease') {
+      throw new IdempotencyOptionsError(recordingMessages.recordErrorsInLeaseMode(name));
+    }
+    return statuses;
   }
 }
 

@@ -153,6 +153,20 @@ export interface IdempotentHandlerOptions {
    */
   record?: RecordPolicy;
   /**
+   * HTTP, transactional mode: the client-error statuses (4xx) whose answer is recorded and replayed
+   * to duplicates, as a success is: a business refusal such as `402 Payment Required`, thrown
+   * as an `HttpException` or answered, is then given once and replayed with
+   * `Idempotent-Replayed: true`, the handler not run again. The handler's writes are rolled back to
+   * a savepoint taken right after the claim; the claim commits with the answer as the client
+   * received it (after exception filters: its status, recorded headers and body). A status not
+   * listed rolls everything back, as by default. A 5xx is never recorded (the server failed, and a
+   * retry may succeed), so it is refused at start-up, as is this option on a lease-mode or message
+   * handler.
+   * @default the module's `recordErrors` for HTTP handlers in the transactional mode (`[]`: no error is recorded)
+   * @example `recordErrors: [402, 403]`
+   */
+  recordErrors?: number[];
+  /**
    * RabbitMQ: how many failed deliveries of a message before it is nacked without requeue, so the
    * queue's dead-letter exchange takes it. Counted by the queue's `x-delivery-count` header where
    * it has one (quorum queues), else by this process. NATS JetStream: the delivery at which a

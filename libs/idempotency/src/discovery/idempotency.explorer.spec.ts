@@ -321,6 +321,23 @@ describe('IdempotencyExplorer', () => {
     expect((error as Error).message).toMatch(/use their former names \('LedgerEventsController.record', 'MailEventsController.notify'\)/);
   });
 
+  it("refuses to start with a 5xx in recordErrors, the module's or a handler's, saying why", async () => {
+    @Controller('charges')
+    class ChargesController {
+      @Post()
+      @IdempotentHandler({ recordErrors: [402, 502] })
+      charge() {}
+    }
+    @Module({ controllers: [ChargesController] })
+    class ChargesModule {}
+    const handlerError = await start({}, [ChargesModule]).catch((caught: unknown) => caught);
+    expect(handlerError).toBeInstanceOf(IdempotencyOptionsError);
+    expect((handlerError as Error).message).toMatch(/^recordErrors of ChargesController.charge lists 502, a server error: .* so it is never recorded/);
+    const moduleError = await start({ recordErrors: [500] }, [OpenOrdersModule]).catch((caught: unknown) => caught);
+    expect(moduleError).toBeInstanceOf(IdempotencyOptionsError);
+    expect((moduleError as Error).message).toMatch(/^recordErrors lists 500, a server error/);
+  });
+
   describe('routes keyed by the client without a scope, behind a guard', () => {
     const unscopedWarnings = async (options: IdempotencyModuleOptions, imports: Type[]) => {
       const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);

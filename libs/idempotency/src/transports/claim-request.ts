@@ -54,6 +54,7 @@ export function claimRequestFor(
       retentionMs: handler.retentionMs,
       waitForTwin: (handler.inFlight ?? reading.defaultInFlight) === 'wait',
       isolationLevel: handler.isolationLevel,
+      savepoint: handler.recordErrors.size > 0,
       leaseMs: handler.leaseMs,
       renewLeaseForMs: handler.renewLeaseForMs,
       store: handler.store,
