@@ -1,6 +1,12 @@
 import type { INestApplication } from '@nestjs/common';
 import type { IdempotencyModuleOptions } from 'nestjs-idempotent-consumer';
-import { type ChargeRequest, RECORDED_ERRORS_TABLES_SQL, RecordedErrorsController, RecordedErrorsFixtureModule } from './fixtures/recorded-errors.module.js';
+import {
+  type ChargeRequest,
+  RECORDED_ERRORS_TABLES_SQL,
+  RecordedErrorsController,
+  RecordedErrorsFixtureModule,
+  SwallowedErrorsController,
+} from './fixtures/recorded-errors.module.js';
 import { PLATFORMS, startDemoApp } from './support/demo-app.js';
 import { TcpProxy } from './support/tcp-proxy.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
@@ -76,6 +82,30 @@ describe.each(PLATFORMS)('recorded error answers, on %s', (platform) => {
     expect(record.response_status).toBe(402);
     // Named as the platform sent it (Fastify lower-cases).
     expect(Object.entries(record.response_headers).find(([name]) => name.toLowerCase() === 'x-refusal')?.[1]).toBe('refused-402');
+  });
+
+  it('records a listed 402 of a handler that carried on after a failed statement: the savepoint undoes the aborted work', async () => {
+    const first = await charge(baseUrl, 'c-aborted', 'refused-after-failed-statement');
+    const again = await charge(baseUrl, 'c-aborted', 'refused-after-failed-statement');
+    expect(first.status).toBe(402);
+    expect(again.status).toBe(402);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body.equals(first.body)).toBe(true);
+    expect(runs('c-aborted')).toBe(1);
+    expect(await effects('c-aborted')).toEqual([]);
+    expect((await stored('c-aborted')).map(({ response_status }) => response_status)).toEqual([402]);
+  });
+
+  it('commits nothing of a handler that threw when an interceptor around it answers a success instead, and records nothing', async () => {
+    const swallowedRuns = (id: string) => app.get(SwallowedErrorsController).runs.get(id) ?? 0;
+    const first = await charge(baseUrl, 's-402', 'refused', 'swallowed');
+    const again = await charge(baseUrl, 's-402', 'refused', 'swallowed');
+    expect([first.status, again.status]).toEqual([201, 201]);
+    expect(JSON.parse(again.body.toString())).toEqual({ swallowed: 'Insufficient funds' });
+    expect(again.headers.get('idempotent-replayed')).toBeNull();
+    expect(swallowedRuns('s-402')).toBe(2);
+    expect(await effects('s-402')).toEqual([]);
+    expect(await db.query('SELECT 1 FROM processed_messages WHERE message_id = $1', ['s-402'])).toEqual([]);
   });
 
   it("records the answer of Nest's own exception filter as it was sent", async () => {

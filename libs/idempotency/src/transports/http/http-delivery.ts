@@ -160,9 +160,9 @@ export class HttpDelivery {
 
   /**
    * Once the response ended and the handler returned (or threw, under `recordErrors`): commit and
-   * send, or roll back and send. A success commits with the handler's work; an error answer whose
-   * status the handler's `recordErrors` lists commits without it, rolled back to the savepoint
-   * taken after the claim; any other answer rolls the claim back with the work.
+   * send, or roll back and send. A success of a handler that returned commits with its work; an
+   * error answer whose status the handler's `recordErrors` lists commits without it, rolled back to
+   * the savepoint taken after the claim; any other answer rolls the claim back with the work.
    */
   private async finish(
     request: ClaimRequest,
@@ -178,7 +178,8 @@ export class HttpDelivery {
       return;
     }
     const recordedError = !isSuccess(captured.status) && handler.recordErrors.has(captured.status);
-    if (!isSuccess(captured.status) && !recordedError) {
+    // A handler that threw never commits its work, even where an interceptor turned its error into a success.
+    if (!recordedError && ('error' in ending || !isSuccess(captured.status))) {
       await claim.rollback(statusOutcome(captured.status), ending.error);
       capture.flush();
       return;
