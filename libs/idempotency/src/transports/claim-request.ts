@@ -21,10 +21,10 @@ export interface DeliveryReading {
   readonly defaultInFlight: InFlightPolicy;
   /**
    * HTTP: a scope function that answers nothing (`undefined` or `null`) means a caller who is not
-   * signed in, whose key is claimed in the anonymous callers' namespace; this is told the key.
-   * Unset (messages): such a delivery is refused, since it cannot say whose message it is.
+   * signed in, whose key is claimed in the anonymous callers' namespace; this is told the handler
+   * and the key. Unset (messages): such a delivery is refused, since it cannot say whose message it is.
    */
-  readonly onAnonymousCaller?: (key: string) => void;
+  readonly onAnonymousCaller?: (handler: ResolvedHandler, key: string) => void;
 }
 
 /**
@@ -44,7 +44,7 @@ export function claimRequestFor(
     sender = typeof handler.sender === 'function' ? toSenderName(handler.sender(context), 'the sender function') : handler.sender;
     const { fingerprint: covers } = handler;
     const key = reading.key();
-    const scope = handler.scope ? scopeOf(handler.scope(context), key, reading) : undefined;
+    const scope = handler.scope ? scopeOf(handler, handler.scope(context), key, reading) : undefined;
     return {
       consumer: handler.consumer,
       key: scope === undefined ? key : scopedMessageId(key, scope),
@@ -66,14 +66,14 @@ export function claimRequestFor(
 }
 
 /** The scope of a delivery whose scope function answered `answer`: the caller's identity, checked, or the anonymous callers' scope. */
-function scopeOf(answer: string | number | undefined | null, key: string, reading: DeliveryReading): string {
+function scopeOf(handler: ResolvedHandler, answer: string | number | undefined | null, key: string, reading: DeliveryReading): string {
   if (answer !== undefined && answer !== null) {
     return toScope(answer, 'the scope function');
   }
   if (!reading.onAnonymousCaller) {
     throw new IdempotencyKeyError(keyMessages.scopeUnanswered(answer), 'the scope function');
   }
-  reading.onAnonymousCaller(key);
+  reading.onAnonymousCaller(handler, key);
   return ANONYMOUS_SCOPE;
 }
 

@@ -70,6 +70,9 @@ interface HttpResponseLike {
 @Injectable()
 export class HttpDelivery {
   private readonly logger = new Logger('Idempotency');
+  /** Notes at debug level a key claimed in the anonymous callers' namespace. */
+  private readonly noteAnonymousCaller = (handler: ResolvedHandler, key: string): void =>
+    this.logger.debug(httpMessages.anonymousCaller(handler.name, handler.consumer, key));
   /** Handlers already warned about a client key shared by authenticated callers. */
   private readonly warnedUnscoped = new WeakSet<ResolvedHandler>();
 
@@ -103,7 +106,7 @@ export class HttpDelivery {
           key: () => readKey(handler, context, request),
           request: () => ({ method: request.method, url: request.originalUrl ?? request.url, body: request.body }),
           defaultInFlight: 'reject',
-          onAnonymousCaller: (key) => this.logger.debug(httpMessages.anonymousCaller(handler.name, handler.consumer, key)),
+          onAnonymousCaller: this.noteAnonymousCaller,
         },
         this.metrics,
       );
