@@ -1,4 +1,5 @@
 import type { INestApplication } from '@nestjs/common';
+import { hash } from 'node:crypto';
 import type pg from 'pg';
 import { FIXTURE_TABLES_SQL, FixtureController, FixtureModule } from './fixtures/fixture.module.js';
 import { PLATFORMS, post, startDemoApp } from './support/demo-app.js';
@@ -297,6 +298,75 @@ describe.each(PLATFORMS)('exactly-once HTTP handlers on %s', (platform) => {
       expect((await post(`${baseUrl}/credits`, { account: 'acc-x', cents: -5 }, { 'Idempotency-Key': key })).status).toBe(400);
       expect(await storeSnapshot()).toEqual(before);
       expect((await post(`${baseUrl}/credits`, { account: 'acc-x', cents: 5 }, { 'Idempotency-Key': key })).status).toBe(201);
+    });
+  });
+
+  describe('keys in non-ASCII text are the text the client sent', () => {
+    /** A header value as a client puts it on the wire: the text's UTF-8 bytes (fetch sends one byte per character). */
+    const utf8Header = (text: string) => Buffer.from(text, 'utf8').toString('latin1');
+    const storedIds = (consumer: string) =>
+      db.query<{ message_id: string }>('SELECT message_id FROM processed_messages WHERE consumer = $1 ORDER BY processed_at', [consumer]);
+    const effectsOf = (handler: string, key: string) =>
+      db.query<{ key: string }>('SELECT key FROM effects WHERE handler = $1 AND key = $2', [handler, key]);
+
+    it('an Idempotency-Key header in UTF-8 is stored, handed to the handler and replayed as the client wrote it', async () => {
+      const key = `café-€-${newKey()}`;
+      const first = await post(`${baseUrl}/fixture/keys`, {}, { 'Idempotency-Key': utf8Header(key) });
+      const again = await post(`${baseUrl}/fixture/keys`, {}, { 'Idempotency-Key': utf8Header(key) });
+      expect(first).toMatchObject({
+        status: 201,
+        body: { key, downstreamKey: hash('sha256', `nestjs-idempotent-consumer\u0000POST /fixture/keys\u0000${key}`, 'hex') },
+      });
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(again.body).toEqual(first.body);
+      expect((await storedIds('POST /fixture/keys')).filter(({ message_id }) => message_id.startsWith('caf'))).toEqual([{ message_id: key }]);
+      expect(await effectsOf('keys', key)).toHaveLength(1);
+    });
+
+    it('counts a header key in characters: 255 × é are accepted and stored, 256 → 400 naming 256 characters', async () => {
+      const longest = 'é'.repeat(254) + String.fromCharCode(0xe0 + (keyCounter++ % 16));
+      const accepted = await post(`${baseUrl}/fixture/keys`, {}, { 'Idempotency-Key': utf8Header(longest) });
+      expect(accepted).toMatchObject({ status: 201, body: { key: longest } });
+      expect(await db.query('SELECT char_length(message_id) AS n FROM processed_messages WHERE message_id = $1', [longest])).toEqual([{ n: 255 }]);
+      const replayed = await post(`${baseUrl}/fixture/keys`, {}, { 'Idempotency-Key': utf8Header(longest) });
+      expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+      const before = await storeSnapshot();
+      const refused = await post(`${baseUrl}/fixture/keys`, {}, { 'Idempotency-Key': utf8Header('é'.repeat(256)) });
+      expect(refused).toMatchObject({
+        status: 400,
+        body: { type: 'urn:idempotency:invalid-key', detail: 'The idempotency key (the Idempotency-Key header) is 256 characters long; at most 255 are accepted.' },
+      });
+      expect(await storeSnapshot()).toEqual(before);
+    });
+
+    it('a header key that is not UTF-8 → 400 problem+json saying so, and nothing claimed', async () => {
+      const before = await storeSnapshot();
+      // 'caf' and the single byte 0xE9 (é in Latin-1), which is no UTF-8.
+      const refused = await post(`${baseUrl}/fixture/keys`, {}, { 'Idempotency-Key': `caf\u00e9-${newKey()}` });
+      expect(refused).toMatchObject({
+        status: 400,
+        body: { type: 'urn:idempotency:invalid-key', detail: expect.stringContaining('(the Idempotency-Key header) is not UTF-8 text') },
+      });
+      expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(await storeSnapshot()).toEqual(before);
+    });
+
+    it('a key in the body is the same text: stored, replayed, 255 × é accepted and 256 refused', async () => {
+      const key = `café-${newKey()}`;
+      const first = await post(`${baseUrl}/fixture/first`, { id: key });
+      const again = await post(`${baseUrl}/fixture/first`, { id: key });
+      expect(first).toMatchObject({ status: 200, body: { key } });
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(await storedIds('POST /fixture/first').then((rows) => rows.filter(({ message_id }) => message_id === key))).toHaveLength(1);
+      expect(await effectsOf('first', key)).toHaveLength(1);
+
+      const longest = 'é'.repeat(254) + String.fromCharCode(0xe0 + (keyCounter++ % 16));
+      expect(await post(`${baseUrl}/fixture/first`, { id: longest })).toMatchObject({ status: 200, body: { key: longest } });
+      expect(await effectsOf('first', longest)).toHaveLength(1);
+      const before = await storeSnapshot();
+      const refused = await post(`${baseUrl}/fixture/first`, { id: 'é'.repeat(256) });
+      expect(refused).toMatchObject({ status: 400, body: { detail: expect.stringContaining('is 256 characters long; at most 255') } });
+      expect(await storeSnapshot()).toEqual(before);
     });
   });
 

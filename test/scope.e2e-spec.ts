@@ -8,6 +8,15 @@ import { PLATFORMS, post, startDemoApp } from './support/demo-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 
 const UNSCOPED_WARNING = 'is keyed by the client\'s Idempotency-Key header and has an authenticated caller, but no scope';
+const UNSCOPED_GUARDED_WARNING = "is keyed by the client's Idempotency-Key header and guarded by HeaderUserGuard, but has no scope";
+const SCOPE_SEPARATOR = '\u001f';
+/** The stored id of an anonymous caller's key: the SHA-256 of the empty text, U+001F, the key. */
+const anonymousId = (key: string) => `47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU${SCOPE_SEPARATOR}${key}`;
+
+/** Keeps debug lines too, where the module notes an anonymous caller. */
+class DebugCapturingLogger extends CapturingLogger {
+  debug = (message: unknown) => void this.lines.push(`DEBUG ${String(message)}`);
+}
 
 /**
  * Keys scoped to the caller: two users who send the same Idempotency-Key to one route each get
@@ -18,18 +27,18 @@ describe.each(PLATFORMS)('keys scoped to the caller, on %s', (platform) => {
   let db: TestDatabase;
   let app: INestApplication;
   let baseUrl: string;
-  let logger: CapturingLogger;
+  let logger: DebugCapturingLogger;
 
   const effects = async (handler: string) =>
     db.query<{ id: number; key: string; caller: string | null }>('SELECT id, key, caller FROM scope_effects WHERE handler = $1 ORDER BY id', [handler]);
   const stored = (consumer: string) =>
     db.query<{ message_id: string }>('SELECT message_id FROM processed_messages WHERE consumer = $1 ORDER BY processed_at', [consumer]);
   const as = (user: string | undefined, key: string) => ({ 'Idempotency-Key': key, ...(user ? { 'x-user': user } : {}) });
-  const warnings = () => logger.lines.filter((line) => line.startsWith('WARN') && line.includes(UNSCOPED_WARNING));
+  const warnings = () => logger.lines.filter((line) => line.startsWith('WARN') && (line.includes(UNSCOPED_WARNING) || line.includes(UNSCOPED_GUARDED_WARNING)));
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    logger = new CapturingLogger();
+    logger = new DebugCapturingLogger();
     ({ app, baseUrl } = await startDemoApp(platform, db.url, [ScopeModule], logger, { purge: { interval: false } }));
     await db.query(SCOPE_TABLES_SQL);
   });
@@ -86,21 +95,34 @@ describe.each(PLATFORMS)('keys scoped to the caller, on %s', (platform) => {
     expect(tooLong.body).toMatchObject({ type: 'urn:idempotency:invalid-key', detail: expect.stringContaining('256 characters long') });
   });
 
-  it('refuses a delivery whose scope function answers nothing (no authenticated user) with 400, and runs nothing', async () => {
-    const before = (await effects('orders')).length;
-    const anonymous = await post(`${baseUrl}/scope/orders`, {}, as(undefined, 'order-anonymous'));
-    expect(anonymous.status).toBe(400);
-    expect(anonymous.body).toMatchObject({ type: 'urn:idempotency:invalid-key', detail: 'The message has no scope: the scope function is missing.' });
-    expect(await effects('orders')).toHaveLength(before);
+  it('an anonymous caller (the scope function answers nothing) gets its own run and replay, apart from every signed-in caller', async () => {
+    const anonymous = await post(`${baseUrl}/scope/orders`, { item: 'tuna' }, as(undefined, 'order-anonymous'));
+    const anonymousAgain = await post(`${baseUrl}/scope/orders`, { item: 'tuna' }, as(undefined, 'order-anonymous'));
+    const alice = await post(`${baseUrl}/scope/orders`, { item: 'tuna' }, as('alice', 'order-anonymous'));
+    const aliceAgain = await post(`${baseUrl}/scope/orders`, { item: 'tuna' }, as('alice', 'order-anonymous'));
+    expect(anonymous).toMatchObject({ status: 201, body: { caller: null, key: 'order-anonymous' } });
+    expect(anonymous.headers.get('idempotent-replayed')).toBeNull();
+    expect(anonymousAgain.headers.get('idempotent-replayed')).toBe('true');
+    expect(anonymousAgain.body).toEqual(anonymous.body);
+    expect(alice).toMatchObject({ status: 201, body: { caller: 'alice', key: 'order-anonymous' } });
+    expect(alice.headers.get('idempotent-replayed')).toBeNull();
+    expect(aliceAgain.body).toEqual(alice.body);
+    expect((await effects('orders')).filter(({ key }) => key === 'order-anonymous').map(({ caller }) => caller)).toEqual([null, 'alice']);
+    const ids = (await stored('POST /scope/orders')).map(({ message_id }) => message_id).filter((id) => id.endsWith('order-anonymous'));
+    expect(ids).toHaveLength(2);
+    expect(ids[0]).toBe(anonymousId('order-anonymous'));
+    expect(logger.lines).toContain(
+      "DEBUG ScopeController.orders (POST /scope/orders): the scope function answered nothing (no signed-in caller), so the key 'order-anonymous' " +
+        'is claimed in the namespace of anonymous callers.',
+    );
   });
 
-  it('warns once about an unscoped Idempotency-Key route, at its first request with an authenticated caller', async () => {
+  it('warns once, at start-up, about an unscoped Idempotency-Key route behind a guard, naming it and its guard, and not again at its requests', async () => {
+    expect(warnings()).toEqual([expect.stringContaining(`ScopeController.unscoped (POST /scope/unscoped) ${UNSCOPED_GUARDED_WARNING}`)]);
     await post(`${baseUrl}/scope/unscoped`, {}, as(undefined, 'u-1'));
-    expect(warnings()).toEqual([]);
     await post(`${baseUrl}/scope/unscoped`, {}, as('alice', 'u-2'));
     await post(`${baseUrl}/scope/unscoped`, {}, as('bob', 'u-3'));
     expect(warnings()).toHaveLength(1);
-    expect(warnings()[0]).toContain('ScopeController.unscoped (POST /scope/unscoped)');
     // Unscoped, the second user with the first one's key is answered the first one's record.
     const bob = await post(`${baseUrl}/scope/unscoped`, {}, as('bob', 'u-2'));
     expect(bob.headers.get('idempotent-replayed')).toBe('true');
@@ -152,7 +174,53 @@ describe('the module-level scope', () => {
       { caller: 'alice' },
       { caller: 'alice' },
     ]);
-    expect(logger.lines.filter((line) => line.includes(UNSCOPED_WARNING))).toEqual([]);
+    expect(logger.lines.filter((line) => line.includes(UNSCOPED_WARNING) || line.includes(UNSCOPED_GUARDED_WARNING))).toEqual([]);
+  });
+
+  it("claims an anonymous caller's key in the anonymous namespace, apart from signed-in callers and from the key unscoped", async () => {
+    const anonymous = await post(`${baseUrl}/scope/unscoped`, {}, { 'Idempotency-Key': 'm-3' });
+    const anonymousAgain = await post(`${baseUrl}/scope/unscoped`, {}, { 'Idempotency-Key': 'm-3' });
+    const alice = await post(`${baseUrl}/scope/unscoped`, {}, { 'Idempotency-Key': 'm-3', 'x-user': 'alice' });
+    expect([anonymous.status, anonymousAgain.status, alice.status]).toEqual([201, 201, 201]);
+    expect(anonymousAgain.headers.get('idempotent-replayed')).toBe('true');
+    expect(anonymousAgain.body).toEqual(anonymous.body);
+    expect(alice.headers.get('idempotent-replayed')).toBeNull();
+    expect([anonymous.body!.caller, alice.body!.caller]).toEqual([null, 'alice']);
+    expect(await db.query("SELECT caller FROM scope_effects WHERE handler = 'unscoped' AND key = 'm-3' ORDER BY id")).toEqual([{ caller: null }, { caller: 'alice' }]);
+    const ids = await db.query<{ message_id: string }>(
+      "SELECT message_id FROM processed_messages WHERE consumer = 'POST /scope/unscoped' AND message_id LIKE '%m-3' ORDER BY processed_at",
+    );
+    expect(ids.map(({ message_id }) => message_id)).toEqual([anonymousId('m-3'), expect.stringMatching(new RegExp(`^[A-Za-z0-9_-]{43}${SCOPE_SEPARATOR}m-3$`))]);
+    expect(ids[1].message_id).not.toBe(anonymousId('m-3'));
+  });
+});
+
+describe('an unscoped route whose caller middleware sets (Express), with no guard', () => {
+  let db: TestDatabase;
+  let app: INestApplication;
+  let baseUrl: string;
+  let logger: CapturingLogger;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    logger = new CapturingLogger();
+    ({ app, baseUrl } = await startDemoApp('express', db.url, [ScopeModule], logger, { purge: { interval: false } }));
+    await db.query(SCOPE_TABLES_SQL);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  it('is warned about once, at its first request with an authenticated caller, since no guard showed it at start-up', async () => {
+    const sessionWarnings = () => logger.lines.filter((line) => line.startsWith('WARN') && line.includes('SessionController.orders'));
+    expect(sessionWarnings()).toEqual([]);
+    await post(`${baseUrl}/session/orders`, {}, { 'Idempotency-Key': 's-1' });
+    expect(sessionWarnings()).toEqual([]);
+    await post(`${baseUrl}/session/orders`, {}, { 'Idempotency-Key': 's-2', 'x-user': 'alice' });
+    await post(`${baseUrl}/session/orders`, {}, { 'Idempotency-Key': 's-3', 'x-user': 'bob' });
+    expect(sessionWarnings()).toEqual([expect.stringContaining(`SessionController.orders (POST /session/orders) ${UNSCOPED_WARNING}`)]);
   });
 });
 
@@ -202,7 +270,7 @@ describeWithNats('message handlers scoped by their payload (NATS)', () => {
 
   it('refuses a message whose scope is missing, and runs nothing', async () => {
     const reply = await request('msg-2', { cents: 5 });
-    expect(JSON.stringify(reply)).toContain('The message has no scope: the scope function is missing.');
+    expect(JSON.stringify(reply)).toContain('The scope function answered undefined for this message, so whose message it is cannot be told, and it is refused.');
     expect(await db.query("SELECT caller FROM scope_effects WHERE handler = 'credit' AND caller IS NULL")).toEqual([]);
   });
 });

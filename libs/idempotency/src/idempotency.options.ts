@@ -12,7 +12,7 @@ import type { LeaseStore } from './leasing/lease-store.js';
 import { type MetricsOptions, type MetricsRegistry, resolveMetricsRegistry, resolveSampleInterval } from './metrics/metrics.options.js';
 import { toFlag } from './options/option-values.js';
 import { type PurgeOptions, type ResolvedPurgeOptions, resolvePurge } from './purge/purge.options.js';
-import { type EncryptionOptions, resolveKeyring, toRecordPolicy } from './recording/recording.options.js';
+import { type EncryptionOptions, resolveKeyring, toRecordedErrors, toRecordPolicy } from './recording/recording.options.js';
 import type { Keyring } from './recording/response-seal.js';
 import { type ReplayCacheOptions, resolveReplayCache, type ResolvedReplayCacheOptions } from './replay-cache/replay-cache.options.js';
 import { schemaMessages } from './schema/schema.messages.js';
@@ -45,8 +45,9 @@ export interface IdempotencyModuleOptions {
   /**
    * The caller's identity that scopes the keys of every handler keyed by the client's
    * `Idempotency-Key` header (HTTP) and setting no `scope` of its own: a function of the execution
-   * context, run after guards. A handler opts out with `scope: false`. Handlers keyed by a webhook
-   * body, a message header or a function are not scoped by it.
+   * context, run after guards; `undefined` or `null` means a caller who is not signed in, whose
+   * keys share the anonymous callers' namespace. A handler opts out with `scope: false`. Handlers
+   * keyed by a webhook body, a message header or a function are not scoped by it.
    * @default none: keys are shared by every caller of a handler
    * @example `scope: (context) => context.switchToHttp().getRequest().user?.id`
    */
@@ -83,6 +84,15 @@ export interface IdempotencyModuleOptions {
    * @default 'response'
    */
   record?: RecordPolicy;
+  /**
+   * The client-error statuses (4xx) whose answer is recorded and replayed, for HTTP handlers in the
+   * transactional mode that set no `recordErrors`: the handler's writes are rolled back to a
+   * savepoint taken right after the claim, and the claim commits with the answer. A 5xx is never
+   * recorded (refused at start-up). Lease-mode and message handlers record no error.
+   * @default [] (an error answer rolls the claim back with the work: a retry runs the handler again)
+   * @example `recordErrors: [402]`
+   */
+  recordErrors?: number[];
   /**
    * Encrypts the recorded responses at rest (AES-256-GCM): each one's headers and body are sealed
    * together, with a random IV, under `keys[current]`, and the key id is stored with the record.
@@ -168,6 +178,8 @@ export interface ResolvedIdempotencyOptions {
   warnOnUnusedConsumers: boolean;
   /** The default of handlers that set no `record`. */
   record: RecordPolicy;
+  /** The default of HTTP handlers in the transactional mode that set no `recordErrors`. */
+  recordErrors: ReadonlySet<number>;
   /** null: responses are recorded in plaintext. */
   keyring: Keyring | null;
   /** null: off. */
@@ -209,6 +221,7 @@ export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): Re
     store: options.store ?? 'postgres',
     warnOnUnusedConsumers: toFlag('warnOnUnusedConsumers', options.warnOnUnusedConsumers ?? true),
     record: toRecordPolicy('record', options.record ?? 'response'),
+    recordErrors: toRecordedErrors('recordErrors', options.recordErrors ?? []),
     keyring: options.encryption === undefined ? null : resolveKeyring(options.encryption),
     replayCache: resolveReplayCache(options.replayCache ?? {}),
   };

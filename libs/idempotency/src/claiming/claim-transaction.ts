@@ -5,6 +5,7 @@ import { IdempotencyTransactionAbortedError } from '../errors/idempotency-transa
 import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
 import { within } from '../duration/within.js';
 import { claimMessages } from './claim.messages.js';
+import { UNDO_WORK } from './claim.queries.js';
 import {
   connectClient,
   createPrimaryQueryRunner,
@@ -149,22 +150,24 @@ export class ClaimTransaction {
 
   /**
    * `statements`, then COMMIT, in one round trip, after checking that the transaction is still
-   * the claim's and still alive.
+   * the claim's and still alive. With `undoWork`, the handler's writes are first rolled back to the
+   * savepoint taken after the claim (`WORK_SAVEPOINT`), which also revives a transaction a failed
+   * statement aborted.
    * @throws IdempotencyTransactionAbortedError when PostgreSQL aborted it (a failed statement the
    * handler carried on after); nothing is committed.
    * @throws IdempotencyClaimTransactionError when the handler ended it with a bare COMMIT or ROLLBACK.
    */
-  async commit(statements: string[]): Promise<void> {
+  async commit(statements: string[], undoWork = false): Promise<void> {
     // The status can lag a statement that just failed (pg rejects it before PostgreSQL's
     // ReadyForQuery arrives), so COMMIT's command tag below is the check that always holds.
     const status = this.client.getTransactionStatus();
-    if (status === 'E') {
+    if (status === 'E' && !undoWork) {
       throw new IdempotencyTransactionAbortedError(this.claimant.consumer, this.claimant.key);
     }
-    if (status !== 'T') {
+    if (status !== 'T' && status !== 'E') {
       throw this.claimError(claimMessages.claimTransactionEnded(this.claimant.consumer));
     }
-    const results = await this.send([...statements, 'COMMIT']);
+    const results = await this.send([...(undoWork ? [UNDO_WORK] : []), ...statements, 'COMMIT']);
     this.markTransaction(false);
     if (results[results.length - 1].command !== 'COMMIT') {
       throw new IdempotencyTransactionAbortedError(this.claimant.consumer, this.claimant.key);

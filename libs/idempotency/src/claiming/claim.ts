@@ -19,6 +19,11 @@ export interface ClaimRequest {
   readonly waitForTwin: boolean;
   /** Unset: the data source's default, else READ COMMITTED. */
   readonly isolationLevel: IsolationLevel | undefined;
+  /**
+   * Transactional mode: take a savepoint right after the claim, so that an error answer can be
+   * committed with the claim and without the handler's writes (`recordErrors`).
+   */
+  readonly savepoint: boolean;
 }
 
 /** The response recorded with a processed claim and replayed to its duplicates. */
@@ -29,6 +34,15 @@ export interface RecordedResponse {
   readonly headers: Readonly<Record<string, string | string[]>> | null;
   /** The body's bytes as sent (HTTP), or the reply as JSON (messages); null for none. */
   readonly body: Buffer | null;
+}
+
+/**
+ * How a delivery commits.
+ * @internal
+ */
+export interface CommitOptions {
+  /** Roll the handler's writes back to the savepoint taken after the claim, and commit the claim and its record alone. */
+  readonly undoWork?: boolean;
 }
 
 /**
@@ -47,8 +61,13 @@ export interface OpenDelivery {
   readonly rollbackUndoesWork: boolean;
   /** Runs `handle` with the claim reachable through `IdempotencyContext`. */
   run<T>(handle: () => Promise<T>): Promise<T>;
-  /** Records `response` and completes the message; throws when it cannot (nothing is then recorded). */
-  commit(response: RecordedResponse): Promise<void>;
+  /**
+   * Records `response` and completes the message; throws when it cannot (nothing is then recorded).
+   * With `undoWork` (an error answer under `recordErrors`; transactional mode, whose claim took a
+   * savepoint), the handler's writes are rolled back to that savepoint first, and only the claim
+   * and its record commit.
+   */
+  commit(response: RecordedResponse, options?: CommitOptions): Promise<void>;
   /**
    * Undoes the claim, so the next delivery processes; `outcome` is how this delivery ended, for the
    * metrics, and `cause` the error that ended it, if one did, for its trace.

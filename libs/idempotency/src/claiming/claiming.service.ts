@@ -10,7 +10,7 @@ import { DataSourceJoin } from '../joining/data-source-join.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { functionDroppedError, postgresErrorCode, translateDatabaseError } from './claim-errors.js';
 import type { ClaimRequest, OpenDelivery, RecordedResponse } from './claim.js';
-import { type ClaimSql, claimStatement, claimWon, type StoredClaim, twinStatement } from './claim.queries.js';
+import { type ClaimSql, claimStatement, claimWon, type StoredClaim, twinStatement, WORK_SAVEPOINT } from './claim.queries.js';
 import { ClaimTransaction } from './claim-transaction.js';
 import { within } from '../duration/within.js';
 import { type InFlightTwin, InFlightTwins, type TwinEnding } from './in-flight-twins.js';
@@ -103,7 +103,11 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
       transaction = await ClaimTransaction.connect(dataSource, this.options.connectionTimeoutMs, request);
       const sql = this.sql(transaction);
       const formerConsumer = this.consumers.formerNameOf(request.consumer);
-      const [claim] = await transaction.begin(request.isolationLevel, [claimStatement(sql, request, formerConsumer)]);
+      const statements = [claimStatement(sql, request, formerConsumer)];
+      if (request.savepoint) {
+        statements.push(WORK_SAVEPOINT);
+      }
+      const [claim] = await transaction.begin(request.isolationLevel, statements);
       if (claimWon(claim)) {
         claimed = true;
         won();

@@ -68,6 +68,7 @@ describe('DeliveryClaiming, the twin wait both modes share', () => {
     retentionMs: 60_000,
     waitForTwin: false,
     isolationLevel: undefined,
+    savepoint: false,
   };
   let counted: DeliveryOutcome[];
   let logged: string[];

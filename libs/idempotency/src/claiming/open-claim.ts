@@ -2,7 +2,7 @@ import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { ActiveClaim } from '../context/idempotency.context.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
 import { functionDroppedError, translateDatabaseError } from './claim-errors.js';
-import type { ClaimRequest, RecordedResponse } from './claim.js';
+import type { ClaimRequest, CommitOptions, RecordedResponse } from './claim.js';
 import { type ClaimSql, recordStatements } from './claim.queries.js';
 import type { ClaimTransaction } from './claim-transaction.js';
 import { SettlingDelivery } from './settling-delivery.js';
@@ -37,12 +37,12 @@ export class OpenClaim extends SettlingDelivery {
   }
 
   /**
-   * Records `response` and commits the claim with the handler's work.
+   * Records `response` and commits the claim with the handler's work (`undoWork`: without it).
    * @throws IdempotencyTransactionAbortedError, IdempotencyClaimTransactionError or the database's
    * error: nothing was committed.
    */
-  protected complete(response: RecordedResponse): Promise<void> {
-    return this.transaction.commit(recordStatements(this.sql, this.request, response));
+  protected complete(response: RecordedResponse, options: CommitOptions): Promise<void> {
+    return this.transaction.commit(recordStatements(this.sql, this.request, response), options.undoWork);
   }
 
   /**

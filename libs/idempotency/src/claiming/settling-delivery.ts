@@ -2,7 +2,7 @@ import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { ActiveClaim } from '../context/idempotency.context.js';
 import { failureOutcome } from '../errors/delivery-error-classes.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
-import type { OpenDelivery, RecordedResponse } from './claim.js';
+import type { CommitOptions, OpenDelivery, RecordedResponse } from './claim.js';
 
 /**
  * What both modes' open deliveries share: the handler runs with the claim reachable through
@@ -27,13 +27,13 @@ export abstract class SettlingDelivery implements OpenDelivery {
     return this.storage.run(this.active, handle);
   }
 
-  async commit(response: RecordedResponse): Promise<void> {
+  async commit(response: RecordedResponse, options: CommitOptions = {}): Promise<void> {
     if (this.settled) {
       return;
     }
     this.settle();
     try {
-      await this.complete(response);
+      await this.complete(response, options);
       this.onSettled('processed', response);
     } catch (error) {
       const failure = this.failure(error);
@@ -60,8 +60,8 @@ export abstract class SettlingDelivery implements OpenDelivery {
     this.settled = true;
   }
 
-  /** Records `response` and completes the message; throws when it cannot. */
-  protected abstract complete(response: RecordedResponse): Promise<void>;
+  /** Records `response` and completes the message (`undoWork`: without the handler's writes); throws when it cannot. */
+  protected abstract complete(response: RecordedResponse, options: CommitOptions): Promise<void>;
 
   /** The error to answer for `error`, which ended the commit: by default, itself. */
   protected failure(error: unknown): unknown {

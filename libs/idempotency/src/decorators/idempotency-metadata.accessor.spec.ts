@@ -69,6 +69,28 @@ class PaymentsController {
 
   @IdempotentHandler({ record: 'headers' as never })
   badRecord() {}
+
+  @Post('charge')
+  @IdempotentHandler({ recordErrors: [402] })
+  charge() {}
+
+  @Post('lease-charge')
+  @IdempotentHandler({ mode: 'lease', recordErrors: [402] })
+  leaseCharge() {}
+
+  @Post('leased')
+  @IdempotentHandler({ mode: 'lease' })
+  leased() {}
+
+  @Post('server-error')
+  @IdempotentHandler({ recordErrors: [402, 500] })
+  recordsServerError() {}
+
+  @EventPattern('payment.refused')
+  @IdempotentHandler({ recordErrors: [402] })
+  refusedEvent(event: unknown) {
+    return event;
+  }
 }
 
 abstract class WebhookBase {
@@ -125,6 +147,7 @@ describe('IdempotencyMetadataAccessor', () => {
       renewLeaseForMs: 600_000,
       store: 'postgres',
       record: 'response',
+      recordErrors: new Set(),
     });
   });
 
@@ -151,6 +174,7 @@ describe('IdempotencyMetadataAccessor', () => {
       renewLeaseForMs: 120_000,
       store: 'redis',
       record: 'status',
+      recordErrors: new Set(),
     });
   });
 
@@ -210,6 +234,30 @@ describe('IdempotencyMetadataAccessor', () => {
     expect(scoped.resolveFor(PaymentsController, 'settled').scope).toBeUndefined();
     expect(() => resolve('badScope')).toThrow(/scope of PaymentsController.badScope must be a function/);
     expect(() => resolveModuleOptions({ scope: 'alice' as never })).toThrow(IdempotencyOptionsError);
+  });
+
+  it('records the error statuses a handler lists, else the module\'s for HTTP handlers in the transactional mode only', () => {
+    expect(resolve('charge').recordErrors).toEqual(new Set([402]));
+    expect(resolve('plain').recordErrors).toEqual(new Set());
+    const byDefault = new IdempotencyMetadataAccessor(new Reflector(), resolveModuleOptions({ recordErrors: [402, 409] }));
+    expect(byDefault.resolveFor(PaymentsController, 'plain').recordErrors).toEqual(new Set([402, 409]));
+    expect(byDefault.resolveFor(PaymentsController, 'charge').recordErrors).toEqual(new Set([402]));
+    expect(byDefault.resolveFor(PaymentsController, 'leased').recordErrors).toEqual(new Set());
+    expect(byDefault.resolveFor(PaymentsController, 'settled').recordErrors).toEqual(new Set());
+  });
+
+  it('refuses recordErrors with a 5xx, in lease mode, or on a message handler, saying why', () => {
+    expect(() => resolve('recordsServerError')).toThrow(IdempotencyOptionsError);
+    expect(() => resolve('recordsServerError')).toThrow(
+      'recordErrors of PaymentsController.recordsServerError lists 500, a server error: a 5xx says the server failed, not that the request was ' +
+        'refused, and a retry may succeed, so it is never recorded (a recorded 5xx would be replayed for the whole retention). Remove it; ' +
+        'list only the 4xx refusals that must be answered once, e.g. [402].',
+    );
+    expect(() => resolve('leaseCharge')).toThrow(
+      "PaymentsController.leaseCharge sets recordErrors in lease mode: a refusal is recorded with the handler's work rolled back to a " +
+        "savepoint of the claim's transaction, and a lease-mode handler's work is outside it. Remove recordErrors, or use mode: 'transaction'.",
+    );
+    expect(() => resolve('refusedEvent')).toThrow('PaymentsController.refusedEvent sets recordErrors, which records HTTP error answers, but it is not an HTTP route.');
   });
 
   it('knows which handlers write their response themselves', () => {

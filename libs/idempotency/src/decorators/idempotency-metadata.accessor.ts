@@ -1,6 +1,6 @@
 import { Inject, Injectable, type ExecutionContext, type Type } from '@nestjs/common';
 import { RequestMethod } from '@nestjs/common';
-import { HTTP_CODE_METADATA, METHOD_METADATA, PATH_METADATA, RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA, SSE_METADATA } from '@nestjs/common/constants.js';
+import { GUARDS_METADATA, HTTP_CODE_METADATA, METHOD_METADATA, PATH_METADATA, RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA, SSE_METADATA } from '@nestjs/common/constants.js';
 import { Reflector } from '@nestjs/core';
 import { MAX_RETENTION_MS, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
@@ -21,13 +21,15 @@ import {
   TRANSPORT_METADATA,
 } from './idempotency-metadata.constants.js';
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
-import { toRecordPolicy } from '../recording/recording.options.js';
+import { toRecordedErrors, toRecordPolicy } from '../recording/recording.options.js';
+import { recordingMessages } from '../recording/recording.messages.js';
 import type { IdempotencyMode, IdempotentHandlerOptions, InFlightPolicy, IsolationLevel, KeySource, RecordPolicy } from './idempotent-handler.options.js';
 
 /** How long a lease is renewed while its handler runs, unless the handler says otherwise. */
 const DEFAULT_RENEW_LEASE_FOR = '10m';
 
 const MODES: readonly IdempotencyMode[] = ['transaction', 'lease'];
+const NO_STATUSES: ReadonlySet<number> = new Set();
 const ISOLATION_LEVELS: readonly IsolationLevel[] = ['READ UNCOMMITTED', 'READ COMMITTED', 'REPEATABLE READ', 'SERIALIZABLE'];
 
 /**
@@ -57,7 +59,8 @@ export interface ResolvedHandler {
   /**
    * The function answering the caller a key is scoped to (the handler's `scope`, else the module's
    * for a key from the client's `Idempotency-Key` header); `false`: shared on purpose; undefined:
-   * shared, and warned about at the first request with an authenticated caller.
+   * shared, and warned about at start-up when the route is guarded (else at its first request
+   * with an authenticated caller). Over HTTP the function's nullish answer is an anonymous caller.
    */
   readonly scope: ((context: ExecutionContext) => string | number | undefined) | false | undefined;
   /** HTTP: the key is the one the client chose, in the `Idempotency-Key` header. */
@@ -86,6 +89,8 @@ export interface ResolvedHandler {
   readonly store: string;
   /** What of its answer is recorded for its duplicates. */
   readonly record: RecordPolicy;
+  /** HTTP, transactional mode: the 4xx statuses whose answer is recorded, the handler's writes undone; empty: none. */
+  readonly recordErrors: ReadonlySet<number>;
 }
 
 /**
@@ -143,6 +148,13 @@ export class IdempotencyMetadataAccessor {
     return handler;
   }
 
+  /** The names of the guards of a handler's method and of its class (`@UseGuards()`), the class's first. */
+  getGuards(target: Type, methodName: string): string[] {
+    const method = target.prototype[methodName] as object;
+    const guards = [target, method].flatMap((host) => (this.reflector.get<unknown[] | undefined>(GUARDS_METADATA, host as never) ?? []) as unknown[]);
+    return guards.map((guard) => (typeof guard === 'function' ? guard.name : (guard as object).constructor.name));
+  }
+
   /** True for an `@Sse()` handler, whose stream cannot be recorded. */
   isServerSentEvents(handler: object): boolean {
     return this.reflector.get(SSE_METADATA, handler as never) !== undefined;
@@ -174,6 +186,7 @@ export class IdempotencyMetadataAccessor {
         : providerHandlerOf(target, methodName)?.contract;
     const consumer = options.consumer ?? contract ?? name;
     const clientKey = !patterns && isClientKey(options.key);
+    const mode = oneOf(`mode of ${name}`, options.mode, MODES) ?? 'transaction';
     return {
       name,
       consumer,
@@ -194,12 +207,31 @@ export class IdempotencyMetadataAccessor {
       maxAttempts: toAttemptLimit(`maxAttempts of ${name}`, options.maxAttempts ?? 5),
       retryDelayMs: toMilliseconds(`retryDelay of ${name}`, options.retryDelay ?? '1s', MAX_TIMER_MS),
       respondsItself: respondsItself(target, methodName),
-      mode: oneOf(`mode of ${name}`, options.mode, MODES) ?? 'transaction',
+      mode,
       leaseMs: toMilliseconds(`lease of ${name}`, options.lease ?? '30s', MAX_TIMER_MS),
       renewLeaseForMs: options.renewLeaseFor === false ? 0 : toMilliseconds(`renewLeaseFor of ${name}`, options.renewLeaseFor ?? DEFAULT_RENEW_LEASE_FOR, MAX_TIMER_MS),
       store: options.store ?? this.moduleOptions.store,
       record: options.record === undefined ? this.moduleOptions.record : toRecordPolicy(`record of ${name}`, options.record),
+      recordErrors: this.recordErrorsOf(name, options.recordErrors, mode, requestMethod !== undefined),
     };
+  }
+
+  /**
+   * The error statuses a handler records: its own (refused on a lease-mode or message handler),
+   * else the module's for an HTTP handler in the transactional mode, else none.
+   */
+  private recordErrorsOf(name: string, value: unknown, mode: IdempotencyMode, http: boolean): ReadonlySet<number> {
+    if (value === undefined) {
+      return http && mode === 'transaction' ? this.moduleOptions.recordErrors : NO_STATUSES;
+    }
+    const statuses = toRecordedErrors(`recordErrors of ${name}`, value);
+    if (!http) {
+      throw new IdempotencyOptionsError(recordingMessages.recordErrorsNotHttp(name));
+    }
+    if (mode === 'lease') {
+      throw new IdempotencyOptionsError(recordingMessages.recordErrorsInLeaseMode(name));
+    }
+    return statuses;
   }
 }
 

@@ -88,15 +88,18 @@ export interface IdempotentHandlerOptions {
    * Scopes the key to the caller: two callers who send the same key each get their own claim,
    * their own handler run and their own recorded answer. A function of the execution context
    * (run in the interceptor, after guards: `request.user` is set) returning the caller's identity,
-   * checked like a key (1 to 255 printable characters; a missing or bad answer is refused as bad
-   * input: HTTP 400, a message is dead-lettered); `false` declares one namespace shared by every
-   * caller, on purpose (webhooks keyed by a provider's event ids). Ids are stored as the scope's
-   * SHA-256 and the key, in the same column: no schema change, the 255-character limit of the
-   * key stays.
+   * checked like a key (1 to 255 printable characters; a bad answer is refused as bad input: HTTP
+   * 400, a message is dead-lettered). Over HTTP, `undefined` or `null` means a caller who is not
+   * signed in: such callers' keys share one anonymous namespace, apart from every signed-in
+   * caller's and from unscoped keys; a message whose scope function answers nothing is refused.
+   * `false` declares one namespace shared by every caller, on purpose (webhooks keyed by a
+   * provider's event ids). Ids are stored as the scope's SHA-256 and the key, in the same column:
+   * no schema change, the 255-character limit of the key stays.
    * @default the module's `scope` for a handler keyed by the client's `Idempotency-Key` header;
-   * none otherwise (and then a warning at the first request with an authenticated caller,
-   * `request.user`, when the key is the client's `Idempotency-Key` header)
-   * @example `scope: (context) => context.switchToHttp().getRequest().user.id`
+   * none otherwise (and then, for a key from the client's `Idempotency-Key` header, a warning at
+   * start-up when the route is guarded, else at its first request with an authenticated caller,
+   * `request.user`)
+   * @example `scope: (context) => context.switchToHttp().getRequest().user?.id`
    */
   scope?: ScopeSource;
   /**
@@ -149,6 +152,20 @@ export interface IdempotentHandlerOptions {
    * @default the module's `record` (`'response'`)
    */
   record?: RecordPolicy;
+  /**
+   * HTTP, transactional mode: the client-error statuses (4xx) whose answer is recorded and replayed
+   * to duplicates, as a success is: a business refusal such as `402 Payment Required`, thrown
+   * as an `HttpException` or answered, is then given once and replayed with
+   * `Idempotent-Replayed: true`, the handler not run again. The handler's writes are rolled back to
+   * a savepoint taken right after the claim; the claim commits with the answer as the client
+   * received it (after exception filters: its status, recorded headers and body). A status not
+   * listed rolls everything back, as by default. A 5xx is never recorded (the server failed, and a
+   * retry may succeed), so it is refused at start-up, as is this option on a lease-mode or message
+   * handler.
+   * @default the module's `recordErrors` for HTTP handlers in the transactional mode (`[]`: no error is recorded)
+   * @example `recordErrors: [402, 403]`
+   */
+  recordErrors?: number[];
   /**
    * RabbitMQ: how many failed deliveries of a message before it is nacked without requeue, so the
    * queue's dead-letter exchange takes it. Counted by the queue's `x-delivery-count` header where

@@ -1,3 +1,9 @@
+/** What a handler keyed by the client's key without a scope is told to do. */
+export const UNSCOPED_CLIENT_KEY_ADVICE =
+  "two callers who send the same key share one record, and the second is answered the first one's response. Set " +
+  "`scope: (context) => context.switchToHttp().getRequest().user?.id` on the handler (or the module's `scope`; a caller " +
+  'who is not signed in is then an anonymous one), or `scope: false` if one namespace for every caller is meant.';
+
 /** The message texts of the start-up checks of the handlers. */
 export const discoveryMessages = {
   invalidSenders: (value: unknown) =>
@@ -43,6 +49,9 @@ export const discoveryMessages = {
     `${handler} is a lease-mode handler with ids stored under its name before 0.3.0, '${legacy}'. They were moved to '${consumer}', ` +
     'except those an instance of an earlier version holds under a live lease right now, which a lease claim under the new name ' +
     'would not see. Start again once those deliveries have ended (at most their lease), or stop the instances of the earlier version first.',
+  unscopedGuardedClientKey: (handler: string, consumer: string, guards: readonly string[]) =>
+    `${handler} (${consumer}) is keyed by the client's Idempotency-Key header and guarded by ${guards.join(', ')}, but has no scope: ` +
+    UNSCOPED_CLIENT_KEY_ADVICE,
   serverSentEventsUnsupported: (handler: string) =>
     `${handler} is an @Sse() stream, which cannot be recorded and replayed to duplicates: remove @IdempotentHandler() from it.`,
   notInController: (handler: string) =>

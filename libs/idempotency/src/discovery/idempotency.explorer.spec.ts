@@ -1,4 +1,6 @@
-import { All, Controller, Get, Head, Injectable, Module, Options, Post, Sse, type Type } from '@nestjs/common';
+import { All, type CanActivate, Controller, Get, Head, Injectable, Logger, Module, Options, Post, Scope, Sse, type Type, UseGuards } from '@nestjs/common';
+import { jest } from '@jest/globals';
+import { APP_GUARD } from '@nestjs/core';
 import { EventPattern } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { getDataSourceToken } from '@nestjs/typeorm';
@@ -141,6 +143,59 @@ class FanOutModule {}
 
 const redisStore = { claim: async () => ({ kind: 'claimed' as const, tookOver: false }), complete: async () => true, release: async () => true, extend: async () => true };
 
+@Injectable()
+class SessionGuard implements CanActivate {
+  canActivate() {
+    return true;
+  }
+}
+@Injectable()
+class AdminGuard implements CanActivate {
+  canActivate() {
+    return true;
+  }
+}
+
+@Controller('orders')
+@UseGuards(SessionGuard)
+class GuardedOrdersController {
+  @Post()
+  @IdempotentHandler()
+  place() {}
+
+  @Post('admin')
+  @UseGuards(AdminGuard)
+  @IdempotentHandler()
+  placeAsAdmin() {}
+
+  @Post('scoped')
+  @IdempotentHandler({ scope: () => 'caller' })
+  placeScoped() {}
+
+  @Post('shared')
+  @IdempotentHandler({ scope: false })
+  placeShared() {}
+
+  @Post('webhook')
+  @IdempotentHandler({ key: { body: 'id' } })
+  receive() {}
+}
+@Module({ controllers: [GuardedOrdersController] })
+class GuardedOrdersModule {}
+
+@Controller('open-orders')
+class OpenOrdersController {
+  @Post()
+  @IdempotentHandler()
+  place() {}
+}
+@Module({ controllers: [OpenOrdersController] })
+class OpenOrdersModule {}
+@Module({ controllers: [OpenOrdersController], providers: [{ provide: APP_GUARD, useClass: SessionGuard }] })
+class GloballyGuardedOrdersModule {}
+@Module({ controllers: [OpenOrdersController], providers: [{ provide: APP_GUARD, useClass: AdminGuard, scope: Scope.REQUEST }] })
+class RequestGuardedOrdersModule {}
+
 /** The catalogue of a store in the current shape, the one query the start-up makes. */
 const currentStore = {
   tableFound: true,
@@ -264,6 +319,56 @@ describe('IdempotencyExplorer', () => {
     expect(error).toBeInstanceOf(IdempotencyConsumerConflictError);
     expect(error).toMatchObject({ consumer: 'credit.granted' });
     expect((error as Error).message).toMatch(/use their former names \('LedgerEventsController.record', 'MailEventsController.notify'\)/);
+  });
+
+  it("refuses to start with a 5xx in recordErrors, the module's or a handler's, saying why", async () => {
+    @Controller('charges')
+    class ChargesController {
+      @Post()
+      @IdempotentHandler({ recordErrors: [402, 502] })
+      charge() {}
+    }
+    @Module({ controllers: [ChargesController] })
+    class ChargesModule {}
+    const handlerError = await start({}, [ChargesModule]).catch((caught: unknown) => caught);
+    expect(handlerError).toBeInstanceOf(IdempotencyOptionsError);
+    expect((handlerError as Error).message).toMatch(/^recordErrors of ChargesController.charge lists 502, a server error: .* so it is never recorded/);
+    const moduleError = await start({ recordErrors: [500] }, [OpenOrdersModule]).catch((caught: unknown) => caught);
+    expect(moduleError).toBeInstanceOf(IdempotencyOptionsError);
+    expect((moduleError as Error).message).toMatch(/^recordErrors lists 500, a server error/);
+  });
+
+  describe('routes keyed by the client without a scope, behind a guard', () => {
+    const unscopedWarnings = async (options: IdempotencyModuleOptions, imports: Type[]) => {
+      const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      try {
+        await start(options, imports);
+        return warn.mock.calls.map(([message]) => String(message)).filter((message) => message.includes('but has no scope'));
+      } finally {
+        warn.mockRestore();
+      }
+    };
+    const advice =
+      "two callers who send the same key share one record, and the second is answered the first one's response. Set " +
+      "`scope: (context) => context.switchToHttp().getRequest().user?.id` on the handler (or the module's `scope`; a caller " +
+      'who is not signed in is then an anonymous one), or `scope: false` if one namespace for every caller is meant.';
+
+    it("are warned about at start-up, once each, naming the handler and its controller's and method's guards", async () => {
+      expect(await unscopedWarnings({}, [GuardedOrdersModule])).toEqual([
+        `GuardedOrdersController.place (POST /orders) is keyed by the client's Idempotency-Key header and guarded by SessionGuard, but has no scope: ${advice}`,
+        `GuardedOrdersController.placeAsAdmin (POST /orders/admin) is keyed by the client's Idempotency-Key header and guarded by SessionGuard, AdminGuard, but has no scope: ${advice}`,
+      ]);
+    });
+
+    it('are warned about behind a guard registered with APP_GUARD, static or request-scoped', async () => {
+      expect(await unscopedWarnings({}, [GloballyGuardedOrdersModule])).toEqual([expect.stringMatching(/^OpenOrdersController.place \(POST \/open-orders\) .* guarded by SessionGuard, but has no scope/)]);
+      expect(await unscopedWarnings({}, [RequestGuardedOrdersModule])).toEqual([expect.stringMatching(/^OpenOrdersController.place .* guarded by AdminGuard, but has no scope/)]);
+    });
+
+    it('are not warned about with a scope (their own or the module\'s), with scope: false, keyed by the body, or with no guard', async () => {
+      expect(await unscopedWarnings({}, [OpenOrdersModule])).toEqual([]);
+      expect(await unscopedWarnings({ scope: () => 'caller' }, [GuardedOrdersModule])).toEqual([]);
+    });
   });
 
   it.each([

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type OnModuleInit, type Type } from '@nestjs/common';
-import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { DiscoveryService, MetadataScanner, ModulesContainer } from '@nestjs/core';
 import { type HandlerPatterns, IdempotencyMetadataAccessor, type ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
 import { formatDuration } from '../duration/duration.js';
 import { IdempotencyConsumerConflictError } from '../errors/idempotency-consumer-conflict.error.js';
@@ -12,6 +12,7 @@ import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotenc
 import { LeaseStores, POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { type ProviderHandlerKind, providerHandlerOf } from '../transports/provider-handlers.js';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
+import { globalGuardNames } from './nest-global-guards.js';
 import { patternKey } from './pattern-key.js';
 
 /**
@@ -26,6 +27,8 @@ export interface DiscoveredHandler {
   readonly patterns: HandlerPatterns | undefined;
   /** A handler that is a provider's method: its instance's wrapper, method, and transport. */
   readonly provider?: ProviderHandler;
+  /** The guards of its method and its controller (`@UseGuards()`). */
+  readonly guards: readonly string[];
 }
 
 /** An idempotent handler that is a method of a provider, with the transport that delivers to it. */
@@ -50,6 +53,7 @@ export class IdempotencyExplorer implements OnModuleInit {
   private handlers: DiscoveredHandler[] | undefined;
   private readonly eventHandlers = new Map<string, number>();
   private readonly sharedConsumers = new Set<string>();
+  private readonly warnedUnscoped = new WeakSet<ResolvedHandler>();
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -57,6 +61,7 @@ export class IdempotencyExplorer implements OnModuleInit {
     private readonly accessor: IdempotencyMetadataAccessor,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly stores: LeaseStores,
+    private readonly modules: ModulesContainer,
   ) {}
 
   onModuleInit(): void {
@@ -67,6 +72,7 @@ export class IdempotencyExplorer implements OnModuleInit {
       this.checkStore(found.handler);
     });
     this.warnOfUndeclaredSenders(handlers);
+    this.warnOfUnscopedGuardedRoutes(handlers);
     for (const { patterns } of handlers) {
       for (const pattern of patterns?.isEvent ? patterns.patterns : []) {
         this.eventHandlers.set(patternKey(pattern), (this.eventHandlers.get(patternKey(pattern)) ?? 0) + 1);
@@ -119,6 +125,7 @@ export class IdempotencyExplorer implements OnModuleInit {
           handler,
           patterns: this.accessor.getPatterns(methodRef),
           provider: provider && { wrapper, methodName: method, kind: provider.kind },
+          guards: this.accessor.getGuards(target, method),
         });
       }
     }
@@ -169,6 +176,31 @@ export class IdempotencyExplorer implements OnModuleInit {
     if (mode === 'transaction' && store !== POSTGRES_STORE) {
       throw new IdempotencyOptionsError(discoveryMessages.transactionalModeNeedsPostgres(name, store));
     }
+  }
+
+  /**
+   * Routes keyed by the client's `Idempotency-Key` with no scope, behind a guard of their own, of
+   * their controller or of the application (`APP_GUARD`): their callers are told apart, but their
+   * keys are not. Each is warned about once, here, and not again at its requests.
+   */
+  private warnOfUnscopedGuardedRoutes(handlers: readonly DiscoveredHandler[]): void {
+    let globalGuards: string[] | undefined;
+    for (const { handler, patterns, provider, guards } of handlers) {
+      if (patterns || provider || !handler.clientKey || handler.scope !== undefined) {
+        continue;
+      }
+      globalGuards ??= globalGuardNames(this.modules);
+      const all = [...new Set([...globalGuards, ...guards])];
+      if (all.length > 0) {
+        this.warnedUnscoped.add(handler);
+        this.logger.warn(discoveryMessages.unscopedGuardedClientKey(handler.name, handler.consumer, all));
+      }
+    }
+  }
+
+  /** Whether `handler` was warned about at start-up as keyed by the client without a scope, behind a guard. */
+  isWarnedUnscoped(handler: ResolvedHandler): boolean {
+    return this.warnedUnscoped.has(handler);
   }
 
   /** Senders that handlers name but `senders` does not declare: their retention goes unchecked. */

@@ -12,6 +12,12 @@ export const keyMessages = {
     `The ${what} (${source}) came ${count} times in one request; it takes exactly one value ` +
     '(as the IETF Idempotency-Key draft defines): send the header once.',
   textHasControlCharacters: (what: string, source: string) => `The ${what} (${source}) contains control characters.`,
+  textNotUtf8: (what: string, source: string) =>
+    `The ${what} (${source}) is not UTF-8 text: send its characters encoded as UTF-8 (ASCII is UTF-8 too).`,
+  scopeUnanswered: (answer: unknown) =>
+    `The scope function answered ${String(answer)} for this message, so whose message it is cannot be told, and it is refused. ` +
+    'A message handler\'s scope must name its owner (a tenant id in its payload, say): fix the sender, or set scope: false ' +
+    'on the handler for one namespace shared by every sender.',
   keyReused: (key: string) =>
     `The idempotency key ${shownKey(key)} was already used for a different payload; use a new key for a new operation.`,
   invalidScope: (name: string, value: unknown) =>

@@ -1,5 +1,5 @@
 /* eslint-disable no-control-regex -- the separators of a scoped id are control characters, on purpose */
-import { scopedMessageId, shownKey } from './scoped-key.js';
+import { ANONYMOUS_SCOPE, scopedMessageId, shownKey } from './scoped-key.js';
 
 describe('scopedMessageId', () => {
   it('stores the scope as its SHA-256 and the key as it is, apart by a control character no key can hold', () => {
@@ -27,5 +27,18 @@ describe('shownKey', () => {
     expect(shownKey('order-1')).toBe("'order-1'");
     expect(shownKey(scopedMessageId('order-1', 'alice'))).toBe("'order-1' (scoped to its caller)");
     expect(shownKey(scopedMessageId('k'.repeat(255), 'alice'))).toMatch(/^with SHA-256 '[A-Za-z0-9_-]{43}' \(scoped to its caller\)$/);
+  });
+
+  it('shows that a key is an anonymous caller\'s', () => {
+    expect(shownKey(scopedMessageId('order-1', ANONYMOUS_SCOPE))).toBe("'order-1' (of an anonymous caller)");
+  });
+});
+
+describe('the anonymous callers\' namespace', () => {
+  it('is the SHA-256 of the empty text: apart from every caller\'s ids and from the unscoped key', () => {
+    const anonymous = scopedMessageId('order-1', ANONYMOUS_SCOPE);
+    expect(anonymous).toBe('47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU\u001forder-1');
+    expect(anonymous).not.toBe(scopedMessageId('order-1', 'alice'));
+    expect(anonymous).not.toBe('order-1');
   });
 });

@@ -25,7 +25,7 @@ function digest(text: string): string {
  * characters, so no user or tenant id is stored or logged in clear), a separator, and the key;
  * a key too long to fit the 255 characters of the column beside the digest (over 211 characters)
  * is stored as its own SHA-256. At most 87 characters more than nothing, never over 255.
- * @param scope the caller's identity, validated (1 to 255 printable characters)
+ * @param scope the caller's identity, validated (1 to 255 printable characters), or `ANONYMOUS_SCOPE`
  * @internal
  */
 export function scopedMessageId(key: string, scope: string): string {
@@ -35,18 +35,34 @@ export function scopedMessageId(key: string, scope: string): string {
 }
 
 /**
+ * The scope of callers a scope function cannot name (an HTTP request with no signed-in user): the
+ * empty text, which no caller's identity can be (a scope function's answer is 1 to 255
+ * characters). Their ids are `scopedMessageId(key, ANONYMOUS_SCOPE)`: the SHA-256 of nothing,
+ * a separator and the key, apart from every caller's ids and from unscoped keys.
+ * @internal
+ */
+export const ANONYMOUS_SCOPE = '';
+
+/** The first 43 characters of an anonymous caller's id. */
+const ANONYMOUS_PREFIX = digest(ANONYMOUS_SCOPE);
+
+/**
  * A stored message id as a reader of a log or an error wants it: the client's key, quoted, and
- * that it is scoped to a caller (whose identity is not shown).
+ * that it is scoped to a caller (whose identity is not shown), or to the anonymous callers.
  * @internal
  */
 export function shownKey(id: string): string {
   const plain = id.indexOf(SCOPED_KEY_SEPARATOR);
   if (plain >= 0) {
-    return `'${id.slice(plain + 1)}' (scoped to its caller)`;
+    return `'${id.slice(plain + 1)}' ${scopeShown(id)}`;
   }
   const hashed = id.indexOf(SCOPED_DIGEST_SEPARATOR);
   if (hashed >= 0) {
-    return `with SHA-256 '${id.slice(hashed + 1)}' (scoped to its caller)`;
+    return `with SHA-256 '${id.slice(hashed + 1)}' ${scopeShown(id)}`;
   }
   return `'${id}'`;
+}
+
+function scopeShown(id: string): string {
+  return id.startsWith(ANONYMOUS_PREFIX) ? '(of an anonymous caller)' : '(scoped to its caller)';
 }

@@ -34,6 +34,7 @@ describe('OpenLease renews its lease while the handler runs', () => {
     retentionMs: 60_000,
     waitForTwin: false,
     isolationLevel: undefined,
+    savepoint: false,
     leaseMs: 300,
   };
   let warnings: string[];

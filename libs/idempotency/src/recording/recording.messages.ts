@@ -5,6 +5,17 @@ export const recordingMessages = {
   responseTooLarge: (consumer: string, key: string, maxBodyBytes: number) =>
     `The response of ${consumer} to ${shownKey(key)} is larger than replay.maxBodyBytes (${maxBodyBytes} bytes), so it cannot be ` +
     'recorded for its duplicates; nothing was committed. Raise replay.maxBodyBytes, or answer with less (an id and a link).',
+  invalidRecordedErrors: (name: string, value: unknown) =>
+    `${name} must be a list of client-error statuses, from 400 to 499, e.g. [402, 403]; got ${JSON.stringify(value)}.`,
+  serverErrorRecorded: (name: string, status: number) =>
+    `${name} lists ${status}, a server error: a 5xx says the server failed, not that the request was refused, and a retry ` +
+    'may succeed, so it is never recorded (a recorded 5xx would be replayed for the whole retention). Remove it; list only ' +
+    'the 4xx refusals that must be answered once, e.g. [402].',
+  recordErrorsInLeaseMode: (handler: string) =>
+    `${handler} sets recordErrors in lease mode: a refusal is recorded with the handler's work rolled back to a savepoint of ` +
+    "the claim's transaction, and a lease-mode handler's work is outside it. Remove recordErrors, or use mode: 'transaction'.",
+  recordErrorsNotHttp: (handler: string) =>
+    `${handler} sets recordErrors, which records HTTP error answers, but it is not an HTTP route. Remove recordErrors.`,
   invalidEncryption: () =>
     'encryption must be { keys: { <keyId>: <32-byte key> }, current: <keyId> }, e.g. ' +
     "{ keys: { k1: process.env.IDEMPOTENCY_KEY_K1 }, current: 'k1' } with a key made by `openssl rand -base64 32`.",

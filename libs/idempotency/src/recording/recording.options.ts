@@ -37,6 +37,25 @@ export function toRecordPolicy(name: string, value: unknown): RecordPolicy {
   return value as RecordPolicy;
 }
 
+/**
+ * `value` as the set of error statuses to record: whole numbers from 400 to 499.
+ * @throws IdempotencyOptionsError naming `name`, saying why a 5xx never is.
+ * @internal
+ */
+export function toRecordedErrors(name: string, value: unknown): ReadonlySet<number> {
+  if (!Array.isArray(value) || !value.every((status) => Number.isInteger(status))) {
+    throw new IdempotencyOptionsError(recordingMessages.invalidRecordedErrors(name, value));
+  }
+  const serverError = (value as number[]).find((status) => status >= 500 && status <= 599);
+  if (serverError !== undefined) {
+    throw new IdempotencyOptionsError(recordingMessages.serverErrorRecorded(name, serverError));
+  }
+  if (!(value as number[]).every((status) => status >= 400 && status <= 499)) {
+    throw new IdempotencyOptionsError(recordingMessages.invalidRecordedErrors(name, value));
+  }
+  return new Set(value as number[]);
+}
+
 const KEY_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 const BASE64 = /^[A-Za-z0-9+/_-]+={0,2}$/;
 const AES_256_KEY_BYTES = 32;

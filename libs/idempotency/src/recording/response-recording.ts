@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { ClaimRequest, OpenDelivery, RecordedResponse } from '../claiming/claim.js';
+import type { ClaimRequest, CommitOptions, OpenDelivery, RecordedResponse } from '../claiming/claim.js';
 import type { ClaimOutcome } from '../claiming/claiming.service.js';
 import type { RecordPolicy } from '../decorators/idempotent-handler.options.js';
 import { IdempotencyRecordUnreadableError } from '../errors/idempotency-record-unreadable.error.js';
@@ -76,7 +76,7 @@ class RecordingDelivery implements OpenDelivery {
     return this.delivery.run(handle);
   }
 
-  async commit(response: RecordedResponse): Promise<void> {
+  async commit(response: RecordedResponse, options?: CommitOptions): Promise<void> {
     let stored: RecordedResponse;
     try {
       stored = this.toStore(response);
@@ -84,7 +84,7 @@ class RecordingDelivery implements OpenDelivery {
       await this.delivery.rollback('failed');
       throw error;
     }
-    await this.delivery.commit(stored);
+    await this.delivery.commit(stored, options);
   }
 
   rollback(outcome: Exclude<DeliveryOutcome, 'processed' | 'duplicate'>, cause?: unknown): Promise<void> {

@@ -1,4 +1,4 @@
-import type { ClaimRequest, OpenDelivery, RecordedResponse } from '../claiming/claim.js';
+import type { ClaimRequest, CommitOptions, OpenDelivery, RecordedResponse } from '../claiming/claim.js';
 import type { ClaimOutcome } from '../claiming/claiming.service.js';
 import { classify, failureOutcome } from '../errors/delivery-error-classes.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
@@ -171,9 +171,9 @@ class TracedDelivery implements OpenDelivery {
     return this.inner.run(() => this.trace.runHandler(handle));
   }
 
-  async commit(response: RecordedResponse): Promise<void> {
+  async commit(response: RecordedResponse, options?: CommitOptions): Promise<void> {
     try {
-      await this.inner.commit(response);
+      await this.inner.commit(response, options);
     } catch (error) {
       this.trace.end(failureOutcome(error), error);
       throw error;

@@ -1,7 +1,7 @@
 import { type CallHandler, type ExecutionContext, Inject, Injectable, Logger } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
 import { lastValueFrom } from 'rxjs';
-import type { ClaimRequest, RecordedResponse } from '../../claiming/claim.js';
+import type { ClaimRequest, CommitOptions, RecordedResponse } from '../../claiming/claim.js';
 import { translateDatabaseError } from '../../claiming/claim-errors.js';
 import { ClaimingService } from '../../claiming/claiming.service.js';
 import { type LeaseClaimRequest, LeaseClaimingService } from '../../leasing/lease-claiming.service.js';
@@ -21,11 +21,21 @@ import { classify, failureOutcome, statusOutcome } from '../../errors/delivery-e
 import { IdempotencyMetricsService } from '../../metrics/idempotency-metrics.service.js';
 import { ResponseRecording } from '../../recording/response-recording.js';
 import { claimByMode, claimRequestFor } from '../claim-request.js';
+import { headerText } from './header-text.js';
 import { problemAnswer } from './problem-details.js';
 import { type CapturedResponse, findHeaderName, headersAsSent, type HeaderValues, mergeHeaders, ResponseCapture } from './response-capture.js';
 import { IdempotencyKeyError } from '../../errors/idempotency-key.error.js';
 import { IdempotencyTracing } from '../../tracing/idempotency-tracing.js';
 import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
+
+/**
+ * How the handler ended, for its answer to settle: `{}` it returned; `{ error }` it threw under
+ * `recordErrors`, and its answer decides; undefined it threw, and its claim was rolled back.
+ */
+type HandlerEnding = { readonly error?: unknown } | undefined;
+
+/** A commit of an error answer under `recordErrors`: the handler's writes are rolled back to the savepoint taken after the claim. */
+const UNDO_WORK: CommitOptions = { undoWork: true };
 
 /** The header of a replayed message reply. */
 const JSON_BODY = { 'Content-Type': 'application/json; charset=utf-8' };
@@ -54,12 +64,16 @@ interface HttpResponseLike {
 /**
  * Runs an idempotent controller method: claim, handle, and commit when the response is about to
  * leave, recording the status, headers and body the client is sent; or replay a recorded
- * response to a duplicate. Only a successful answer (2xx, 3xx but 304) commits: any other rolls
- * the claim back with the work, so the request can be retried with the same key.
+ * response to a duplicate. A successful answer (2xx, 3xx but 304) commits with the work; an error
+ * answer whose status the handler's `recordErrors` lists commits without it; any other rolls the
+ * claim back with the work, so the request can be retried with the same key.
  */
 @Injectable()
 export class HttpDelivery {
   private readonly logger = new Logger('Idempotency');
+  /** Notes at debug level a key claimed in the anonymous callers' namespace. */
+  private readonly noteAnonymousCaller = (handler: ResolvedHandler, key: string): void =>
+    this.logger.debug(httpMessages.anonymousCaller(handler.name, handler.consumer, key));
   /** Handlers already warned about a client key shared by authenticated callers. */
   private readonly warnedUnscoped = new WeakSet<ResolvedHandler>();
 
@@ -93,6 +107,7 @@ export class HttpDelivery {
           key: () => readKey(handler, context, request),
           request: () => ({ method: request.method, url: request.originalUrl ?? request.url, body: request.body }),
           defaultInFlight: 'reject',
+          onAnonymousCaller: this.noteAnonymousCaller,
         },
         this.metrics,
       );
@@ -110,51 +125,72 @@ export class HttpDelivery {
     if (outcome.kind === 'duplicate') {
       return this.replay(claimRequest, handler, raw, before, outcome.response);
     }
-    return this.process(claimRequest, outcome.claim, next, raw, before);
+    return this.process(claimRequest, handler, outcome.claim, next, raw, before);
   }
 
-  private async process(request: ClaimRequest, claim: OpenDelivery, next: CallHandler, raw: ServerResponse, before: HeaderValues): Promise<unknown> {
+  private async process(
+    request: ClaimRequest,
+    handler: ResolvedHandler,
+    claim: OpenDelivery,
+    next: CallHandler,
+    raw: ServerResponse,
+    before: HeaderValues,
+  ): Promise<unknown> {
     const capture = ResponseCapture.attach(raw, this.options.replay.maxBodyBytes);
-    let settleHandler!: (succeeded: boolean) => void;
-    const handled = new Promise<boolean>((resolve) => (settleHandler = resolve));
-    capture.whenEnded((captured) => void this.finish(request, claim, capture, captured, before, handled));
+    let settleHandler!: (ending: HandlerEnding) => void;
+    const handled = new Promise<HandlerEnding>((resolve) => (settleHandler = resolve));
+    capture.whenEnded((captured) => void this.finish(request, handler, claim, capture, captured, before, handled));
     // A client gone before its answer was written: nobody will see it, so in the transactional
     // mode nothing is kept (the rollback undoes the work). A lease-mode handler's effects are
     // elsewhere and stay: its success is completed all the same, for the redelivery to replay.
     raw.once('close', () => {
-      void handled.then(async (succeeded) => {
-        if (succeeded && claim.rollbackUndoesWork) {
+      void handled.then(async (ending) => {
+        if (ending && claim.rollbackUndoesWork) {
           await claim.rollback('failed');
         }
       });
     });
     try {
       const result = await claim.run(() => lastValueFrom(next.handle(), { defaultValue: undefined }));
-      settleHandler(true);
+      settleHandler({});
       return result;
     } catch (error) {
-      settleHandler(false);
       const failure = translateDatabaseError(error, request);
+      if (handler.recordErrors.size > 0 && !(failure instanceof IdempotencyError)) {
+        // The exception filters answer it into the capture; that answer's status says whether it is recorded.
+        settleHandler({ error: failure });
+        throw failure;
+      }
+      settleHandler(undefined);
       await claim.rollback(failureOutcome(failure), failure);
       capture.discard();
       throw failure;
     }
   }
 
-  /** Once the response ended and the handler returned: commit and send, or roll back and send. */
+  /**
+   * Once the response ended and the handler returned (or threw, under `recordErrors`): commit and
+   * send, or roll back and send. A success of a handler that returned commits with its work; an
+   * error answer whose status the handler's `recordErrors` lists commits without it, rolled back to
+   * the savepoint taken after the claim; any other answer rolls the claim back with the work.
+   */
   private async finish(
     request: ClaimRequest,
+    handler: ResolvedHandler,
     claim: OpenDelivery,
     capture: ResponseCapture,
     captured: CapturedResponse,
     before: HeaderValues,
-    handled: Promise<boolean>,
+    handled: Promise<HandlerEnding>,
   ): Promise<void> {
-    if (!(await handled)) {
+    const ending = await handled;
+    if (!ending) {
       return;
     }
-    if (!isSuccess(captured.status)) {
-      await claim.rollback(statusOutcome(captured.status));
+    const recordedError = !isSuccess(captured.status) && handler.recordErrors.has(captured.status);
+    // A handler that threw never commits its work, even where an interceptor turned its error into a success.
+    if (!recordedError && ('error' in ending || !isSuccess(captured.status))) {
+      await claim.rollback(statusOutcome(captured.status), ending.error);
       capture.flush();
       return;
     }
@@ -164,7 +200,7 @@ export class HttpDelivery {
         await claim.rollback('failed', tooLarge);
         throw tooLarge;
       }
-      await claim.commit(this.recorded(captured, before));
+      await claim.commit(this.recorded(captured, before), recordedError ? UNDO_WORK : undefined);
       capture.flush();
     } catch (error) {
       const failure = asAnswerable(error, request);
@@ -202,14 +238,18 @@ export class HttpDelivery {
 
   /**
    * Warns once per handler when a client's `Idempotency-Key` reaches it from an authenticated
-   * caller (`request.user`, as guards set it) and the handler has no `scope`: the callers share
-   * one namespace of keys. Known only once a request shows a user, hence at the first such request.
+   * caller (`request.user`) and the handler has no `scope`: the callers share one namespace of
+   * keys. A route behind a guard was warned about at start-up; this catches the callers the
+   * start-up could not see (a user set by middleware, a guard given to `app.useGlobalGuards()`).
    */
   private warnIfUnscoped(handler: ResolvedHandler, request: HttpRequestLike): void {
     if (handler.scope !== undefined || !handler.clientKey || !request.user || this.warnedUnscoped.has(handler)) {
       return;
     }
     this.warnedUnscoped.add(handler);
+    if (this.explorer.isWarnedUnscoped(handler)) {
+      return;
+    }
     this.logger.warn(httpMessages.unscopedClientKey(handler.name, handler.consumer));
   }
 
@@ -237,15 +277,15 @@ function readKey(handler: ResolvedHandler, context: ExecutionContext, request: H
   if ('header' in source) {
     const name = source.header.toLowerCase();
     const value = request.headers[name];
+    const where = `the ${source.header} header`;
     // Node joins a header sent twice into one value with ', ': count its lines only then.
     if (typeof value === 'string' && value.includes(',')) {
       const lines = headerLines(request.rawHeaders ?? request.raw?.rawHeaders ?? [], name);
       if (lines > 1) {
-        const where = `the ${source.header} header`;
         throw new IdempotencyKeyError(keyMessages.textRepeated('idempotency key', where, lines), where);
       }
     }
-    return toMessageKey(value, `the ${source.header} header`);
+    return toMessageKey(headerText(value, where), where);
   }
   return toMessageKey(readPath(request.body, source.body), `'${source.body}' in the request body`);
 }

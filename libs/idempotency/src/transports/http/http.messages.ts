@@ -1,3 +1,4 @@
+import { UNSCOPED_CLIENT_KEY_ADVICE } from '../../discovery/discovery.messages.js';
 import { shownKey } from '../../keys/scoped-key.js';
 
 /** The message texts of the HTTP transport and its replays. */
@@ -13,7 +14,8 @@ export const httpMessages = {
     `The commit of ${shownKey(key)} did not complete (${reason}). Retry: if it did commit, the retry is answered with its response.`,
   unscopedClientKey: (handler: string, consumer: string) =>
     `${handler} (${consumer}) is keyed by the client's Idempotency-Key header and has an authenticated caller, but no scope: ` +
-    `two callers who send the same key share one record, and the second is answered the first one's response. Set ` +
-    `\`scope: (context) => context.switchToHttp().getRequest().user.id\` on the handler (or the module's \`scope\`), or ` +
-    `\`scope: false\` if one namespace for every caller is meant.`,
+    UNSCOPED_CLIENT_KEY_ADVICE,
+  anonymousCaller: (handler: string, consumer: string, key: string) =>
+    `${handler} (${consumer}): the scope function answered nothing (no signed-in caller), so the key '${key}' is claimed ` +
+    'in the namespace of anonymous callers.',
 };

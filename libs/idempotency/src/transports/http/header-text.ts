@@ -1,0 +1,28 @@
+import { IdempotencyKeyError } from '../../errors/idempotency-key.error.js';
+import { keyMessages } from '../../keys/key.messages.js';
+
+// eslint-disable-next-line no-control-regex
+const NON_ASCII = /[^\u0000-\u007f]/;
+
+/** Refuses bytes that are not UTF-8 instead of replacing them; keeps a leading byte order mark as a character. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/**
+ * A request header's value as the text the client sent, read as UTF-8. Node hands header values
+ * over as Latin-1 (one character per byte), so a key the client wrote as `café-1` arrives as
+ * `cafÃ©-1`: its bytes are decoded again, as UTF-8. ASCII is the same in both and passes as it is;
+ * anything that is not a string (a missing header) too, for the key's own checks.
+ * @param source Where the value was read, for the error message (`the Idempotency-Key header`).
+ * @throws IdempotencyKeyError when the bytes are not UTF-8.
+ * @internal
+ */
+export function headerText(value: unknown, source: string): unknown {
+  if (typeof value !== 'string' || !NON_ASCII.test(value)) {
+    return value;
+  }
+  try {
+    return UTF8.decode(Buffer.from(value, 'latin1'));
+  } catch {
+    throw new IdempotencyKeyError(keyMessages.textNotUtf8('idempotency key', source), source);
+  }
+}
