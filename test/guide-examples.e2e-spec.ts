@@ -93,7 +93,7 @@ function examplesOf(document: string, markdown: string): { examples: Example[]; 
 /** Imports a wrapped fragment may use without writing them, by name. */
 const PRELUDE: Record<string, string> = {
   ...Object.fromEntries(
-    ['Body', 'CallHandler', 'Controller', 'Delete', 'ExecutionContext', 'Get', 'HttpCode', 'Inject', 'Injectable', 'INestApplication', 'Module', 'Param', 'Post', 'Query', 'Req', 'UseGuards'].map(
+    ['Body', 'CallHandler', 'Controller', 'Delete', 'ExecutionContext', 'Get', 'HttpCode', 'HttpException', 'Inject', 'Injectable', 'INestApplication', 'Module', 'Param', 'Post', 'Query', 'Req', 'UseGuards'].map(
       (name) => [name, '@nestjs/common'],
     ),
   ),
