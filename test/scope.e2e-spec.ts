@@ -1,6 +1,7 @@
 import type { ExecutionContext, INestApplication } from '@nestjs/common';
 import { type NatsOptions, Transport } from '@nestjs/microservices';
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
+import { IdempotencyAdmin } from 'nestjs-idempotent-consumer';
 import { SCOPE_TABLES_SQL, ScopeModule } from './fixtures/scope.module.js';
 import { NATS_URL, natsAvailable } from './support/brokers.js';
 import { CapturingLogger } from './support/capturing-logger.js';
@@ -115,6 +116,15 @@ describe.each(PLATFORMS)('keys scoped to the caller, on %s', (platform) => {
       "DEBUG ScopeController.orders (POST /scope/orders): the scope function answered nothing (no signed-in caller), so the key 'order-anonymous' " +
         'is claimed in the namespace of anonymous callers.',
     );
+    // An operator reaches the anonymous caller's record with scope: null, and alice's with her identity.
+    const admin = app.get(IdempotencyAdmin);
+    expect(await admin.lookup({ consumer: 'POST /scope/orders', key: 'order-anonymous', scope: null })).toMatchObject({
+      state: 'processed',
+      messageId: anonymousId('order-anonymous'),
+    });
+    expect(await admin.lookup({ consumer: 'POST /scope/orders', key: 'order-anonymous', scope: 'alice' })).toMatchObject({ state: 'processed' });
+    expect(await admin.forget({ consumer: 'POST /scope/orders', key: 'order-anonymous', scope: null, reason: 'test' })).toEqual({ state: 'processed', forgotten: true });
+    expect((await stored('POST /scope/orders')).map(({ message_id }) => message_id).filter((id) => id.endsWith('order-anonymous'))).toHaveLength(1);
   });
 
   it('warns once, at start-up, about an unscoped Idempotency-Key route behind a guard, naming it and its guard, and not again at its requests', async () => {

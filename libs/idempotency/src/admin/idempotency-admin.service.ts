@@ -4,7 +4,7 @@ import { adminMessages } from './admin.messages.js';
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { toMessageKey, toScope } from '../keys/message-key.js';
-import { scopedMessageId } from '../keys/scoped-key.js';
+import { ANONYMOUS_SCOPE, scopedMessageId } from '../keys/scoped-key.js';
 import type { LeaseKey, LeaseStore } from '../leasing/lease-store.js';
 import { LeaseStores, POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
@@ -22,8 +22,11 @@ export interface AdminKeyQuery {
   readonly consumer: string;
   /** The key as the client or sender sent it. */
   readonly key: string;
-  /** For a handler with a `scope`: the caller's identity its scope function answers (`user.id`). */
-  readonly scope?: string | number;
+  /**
+   * For a handler with a `scope`: the caller's identity its scope function answers (`user.id`),
+   * or `null` for a record of an anonymous caller (one for whom it answered nothing).
+   */
+  readonly scope?: string | number | null;
   /**
    * The lease store: `'postgres'` (the processed-messages table, where every transactional claim
    * lives) or a name of the module's `stores`.
@@ -345,7 +348,10 @@ export class IdempotencyAdmin {
 /** The stored id of a query's key: validated as a delivery's key is, and scoped as its handler scopes it. */
 function messageIdOf({ key, scope }: AdminKeyQuery): string {
   const checked = toMessageKey(key, 'the key given to IdempotencyAdmin');
-  return scope === undefined ? checked : scopedMessageId(checked, toScope(scope, 'the scope given to IdempotencyAdmin'));
+  if (scope === undefined) {
+    return checked;
+  }
+  return scopedMessageId(checked, scope === null ? ANONYMOUS_SCOPE : toScope(scope, 'the scope given to IdempotencyAdmin'));
 }
 
 function requireReason(action: string, reason: unknown, consumer: string, id: string): string {
