@@ -12,7 +12,7 @@ import { NATS_URL, natsAvailable, RABBITMQ_URL, rabbitMqAvailable, REDIS_URL, re
 import { type DemoProcess, startAppProcess } from './support/demo-process.js';
 import { Fauxqs } from './support/fauxqs.js';
 import { postJson } from './support/post-json.js';
-import { installed, packLibrary, run } from './support/scratch-app.js';
+import { installed, packLibrary, run, TSCONFIG } from './support/scratch-app.js';
 import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
 
 /*
@@ -429,20 +429,10 @@ await queue.add('capture', { orderId: 'o-42', cents: 500 }, { jobId: 'capture-o-
 const PREFIXED = /^(run\/|examples\/(rmq\.bootstrap|jetstream\.bootstrap|credits\.jetstream\.controller|jetstream-publish|credit-queue\.module|payments\.consumer|payments\.processor|payments\.producer)\.ts$)/;
 const withPrefix = (text: string) => text.replace(/'(credits|payments|CREDITS)(?=[.'-])/g, `'${PREFIX}$1`);
 
-const TSCONFIG = {
-  compilerOptions: {
-    module: 'NodeNext',
-    moduleResolution: 'NodeNext',
-    target: 'ES2023',
-    experimentalDecorators: true,
-    emitDecoratorMetadata: true,
-    strict: true,
-    skipLibCheck: true,
-    outDir: 'dist',
-    rootDir: 'src',
-    types: ['node', 'jest'],
-  },
-  include: ['src'],
+/** The scratch service's tsconfig: the suites' own, with Jest's types for the testing example and no check of the peers' declarations. */
+const EXAMPLES_TSCONFIG = {
+  ...TSCONFIG,
+  compilerOptions: { ...TSCONFIG.compilerOptions, skipLibCheck: true, types: ['node', 'jest'] },
 };
 
 /** Maps tsc's `src/x.ts(12,5): error ...` lines to the guide's lines. */
@@ -557,7 +547,7 @@ describe('the guide\'s examples, compiled and run from the packed tarball', () =
     }
     await mkdir(join(directory, 'src'), { recursive: true });
     await writeFile(join(directory, 'package.json'), JSON.stringify(manifest, null, 2));
-    await writeFile(join(directory, 'tsconfig.json'), JSON.stringify(TSCONFIG, null, 2));
+    await writeFile(join(directory, 'tsconfig.json'), JSON.stringify(EXAMPLES_TSCONFIG, null, 2));
     await writeFile(join(directory, 'vitest.config.js'), `export default { test: { include: ['dist/examples/payments.controller.vitest.spec.js'], exclude: [] } };\n`);
     for (const [path, file] of files) {
       await mkdir(dirname(join(directory, 'src', path)), { recursive: true });

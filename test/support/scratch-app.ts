@@ -34,7 +34,8 @@ export async function packLibrary(folder: string): Promise<PackedLibrary> {
   return { tarball: join(folder, packed.filename), size: packed.size, files: packed.files.map((file) => file.path) };
 }
 
-const TSCONFIG = {
+/** The scratch services' tsconfig.json: a Nest 12 service as `nest new` makes it, strict. */
+export const TSCONFIG = {
   compilerOptions: {
     module: 'NodeNext',
     moduleResolution: 'NodeNext',
