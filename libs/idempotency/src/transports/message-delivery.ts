@@ -14,6 +14,7 @@ import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.servic
 import { ResponseRecording } from '../recording/response-recording.js';
 import { IdempotencyTracing } from '../tracing/idempotency-tracing.js';
 import { claimByMode, claimRequestFor } from './claim-request.js';
+import { markReported } from './reported-failures.js';
 import { type InboundMessage, MESSAGE_TRANSPORTS, type MessageTransport, type Verdict } from './message-transport.js';
 
 /**
@@ -90,6 +91,10 @@ export class MessageDelivery {
       const answer = message.settle?.(verdictFor(error, handler, request), handler.consumer);
       if (answer && 'reply' in answer) {
         return answer.reply;
+      }
+      if (answer && 'reported' in answer) {
+        markReported(error);
+        throw error;
       }
       throw answer?.error ?? error;
     }

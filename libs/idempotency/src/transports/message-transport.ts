@@ -45,8 +45,10 @@ export interface InboundMessage {
  * What a failed delivery answers a framework that settles a message by its handler's answer: an
  * error to throw in place of the delivery's own (BullMQ's `UnrecoverableError`: no further
  * attempts), or a reply to return instead of throwing (golevelup's `Nack`, after the retry delay).
+ * `reported`: the adapter settled the message with its broker and logged the failure itself, so
+ * the error goes on marked, for the module's exception filter to answer it without Nest's log line.
  */
-export type FailureAnswer = { readonly error: Error } | { readonly reply: Promise<unknown> };
+export type FailureAnswer = { readonly error: Error } | { readonly reply: Promise<unknown> } | { readonly reported: true };
 
 /**
  * One broker's side of the seam between a transport and the claim core: which deliveries are

@@ -9,7 +9,8 @@ const NATS_MSG_ID_HEADER = 'Nats-Msg-Id';
  * NATS JetStream through `@nestjs-plugins/nestjs-nats-jetstream-transport` (`NatsJetStreamServer`
  * with `manualAck: true`): an `@EventPattern` handler on a durable consumer. The key is the
  * `Nats-Msg-Id` header; the module settles each message itself: ack after the commit, `nak` with
- * a delay after a failure, `term` after `maxAttempts` deliveries.
+ * a delay after a failure, `term` after `maxAttempts` deliveries, and logs the failure: Nest does
+ * not log it again.
  */
 @Injectable()
 export class NatsJetStreamTransport implements MessageTransport {
@@ -33,6 +34,7 @@ export class NatsJetStreamTransport implements MessageTransport {
           settled = true;
           settleJetStreamMessage(message, verdict, this.logger);
         }
+        return verdict.kind === 'ack' ? undefined : { reported: true };
       },
     };
   }

@@ -7,7 +7,8 @@ import { type AmqpMessage, RmqAcknowledgements } from './rmq-acknowledgements.js
 /**
  * RabbitMQ through `@nestjs/microservices` (`Transport.RMQ`, with `noAck: false`): the key is the
  * AMQP `messageId` property; the module acknowledges each message itself, once every idempotent
- * `@EventPattern` handler of its pattern has settled (see `RmqAcknowledgements`).
+ * `@EventPattern` handler of its pattern has settled (see `RmqAcknowledgements`), and logs each
+ * failure itself: Nest does not log it again.
  */
 @Injectable()
 export class NestRmqTransport implements MessageTransport {
@@ -26,11 +27,15 @@ export class NestRmqTransport implements MessageTransport {
       return undefined;
     }
     const { properties } = rmq.getMessage() as AmqpMessage;
+    const settle = this.acknowledgements.join(rmq, this.explorer.eventHandlersOf(rmq.getPattern()));
     return {
       payload: context.getArgByIndex(0),
       messageId: properties.messageId,
       header: (name) => properties.headers?.[name],
-      settle: this.acknowledgements.join(rmq, this.explorer.eventHandlersOf(rmq.getPattern())),
+      settle: (verdict) => {
+        settle(verdict);
+        return verdict.kind === 'ack' ? undefined : { reported: true };
+      },
     };
   }
 }
