@@ -223,6 +223,18 @@ describeWithBroker('exactly-once @golevelup/nestjs-rabbitmq @RabbitSubscribe han
       );
     });
 
+    it('a dead-letter queue that does not exist (nothing would receive what is dead-lettered)', async () => {
+      await expect(startProcess(db.url, 'dead-letter-queue-missing')).rejects.toThrow(
+        new RegExp(`IdempotencyOptionsError: The queue '${REFUSED_QUEUE}' of DeadLetteringToMissingQueueConsumer\\.handle dead-letters to queue 'i27rl-${prefix}\\.missing-dead' \\(through the default exchange\\), which does not exist`),
+      );
+    });
+
+    it('a dead-letter exchange that does not exist, set in the queue arguments', async () => {
+      await expect(startProcess(db.url, 'dead-letter-exchange-missing')).rejects.toThrow(
+        new RegExp(`IdempotencyOptionsError: The queue '${REFUSED_QUEUE}' of DeadLetteringToMissingExchangeConsumer\\.handle dead-letters to exchange 'i27rl-${prefix}\\.missing-dlx', which does not exist`),
+      );
+    });
+
     afterAll(async () => {
       // Nothing subscribed to the refused queue: it was never declared (a failed check closes its channel: a channel of its own).
       const probe = await connection.createChannel();
