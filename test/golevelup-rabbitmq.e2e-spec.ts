@@ -181,6 +181,7 @@ describeWithBroker('exactly-once @golevelup/nestjs-rabbitmq @RabbitSubscribe han
     expect(lines(output, /WARN \[Idempotency\] .*attempt 1 of 3\) and is requeued in 100 ms: poison/)).toHaveLength(1);
     expect(lines(output, /WARN \[Idempotency\] .*attempt 2 of 3\) and is requeued in 200 ms: poison/)).toHaveLength(1);
     expect(lines(output, /ERROR \[Idempotency\] .*dead-letter.*failed 3 times/)).toHaveLength(1);
+    expect(lines(output, new RegExp(`WARN \\[Idempotency\\] golevelup-rabbitmq message 'g-poison-1' for 'rabbitmq queue ${QUEUES.poison}' failed \\(attempt 1 of 3\\)`))).toHaveLength(1);
   });
 
   it('a message without messageId is dead-lettered at once, without running the handler, naming the property', async () => {

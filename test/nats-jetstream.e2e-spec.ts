@@ -145,6 +145,7 @@ describeWithBroker('exactly-once NATS JetStream consumers (@nestjs-plugins/nestj
     const failures = lines.filter((line) => line.includes('this message can never be processed'));
     expect(failures).toHaveLength(3);
     expect(failures.every((line) => line.includes('[Idempotency]'))).toBe(true);
+    expect(failures.every((line) => line.includes(`nats-jetstream message 'one-line-1' for '${JETSTREAM_SUBJECTS.poison}'`))).toBe(true);
     expect(lines.filter((line) => line.includes('RpcExceptionsHandler'))).toEqual([expect.stringContaining('not idempotent: plain-1 failed')]);
   });
 

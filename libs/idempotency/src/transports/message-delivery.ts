@@ -119,16 +119,16 @@ function replyOf({ body }: RecordedResponse): unknown {
 
 /** A message that can never succeed is dead-lettered; any other failure is retried after a delay. */
 function verdictFor(error: unknown, handler: ResolvedHandler, request: ClaimRequest | undefined): Verdict {
-  const reason = error instanceof Error ? error.message : String(error);
+  const cause = { consumer: handler.consumer, key: request?.key, reason: error instanceof Error ? error.message : String(error) };
   if (!request || classify(error)?.deadLetter) {
-    return { kind: 'dead-letter', reason };
+    return { kind: 'dead-letter', ...cause };
   }
   return {
     kind: 'retry',
     attemptKey: `${request.consumer}\u0000${request.key}`,
     maxAttempts: handler.maxAttempts,
     retryDelayMs: handler.retryDelayMs,
-    reason,
+    ...cause,
   };
 }
 

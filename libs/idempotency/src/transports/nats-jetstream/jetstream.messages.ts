@@ -13,5 +13,4 @@ export const jetStreamMessages = {
     `nats-server refused the NATS JetStream consumer of ${handler} (${refusal}): it delivers to '${deliverTo}', a ` +
     'subject the stream it consumes stores. Set consumerOptions.deliverTo (or deliverToSubject) to a subject outside ' +
     "the subjects of the stream (see them with 'nats stream info').",
-  terminated: (subject: string, reason: string) => `Message on '${subject}' was terminated (JetStream will not redeliver it): ${reason}`,
 };

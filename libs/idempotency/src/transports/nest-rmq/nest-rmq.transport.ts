@@ -3,6 +3,7 @@ import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
 import type { InboundMessage, MessageTransport } from '../message-transport.js';
 import { NEST_MICROSERVICES, type NestMicroservices } from '../nest-microservices.js';
 import { type AmqpMessage, RmqAcknowledgements } from './rmq-acknowledgements.js';
+import { RMQ_TRANSPORT_NAME } from './rmq.constants.js';
 
 /**
  * RabbitMQ through `@nestjs/microservices` (`Transport.RMQ`, with `noAck: false`): the key is the
@@ -12,7 +13,7 @@ import { type AmqpMessage, RmqAcknowledgements } from './rmq-acknowledgements.js
  */
 @Injectable()
 export class NestRmqTransport implements MessageTransport {
-  readonly name = 'rabbitmq';
+  readonly name = RMQ_TRANSPORT_NAME;
   readonly messageIdSource = 'the AMQP messageId property';
 
   constructor(

@@ -1,5 +1,6 @@
 import { type ExecutionContext, Logger } from '@nestjs/common';
 import { sqsMessages } from './sqs.messages.js';
+import { transportMessages } from '../transport.messages.js';
 import type { InboundMessage, MessageTransport, Verdict } from '../message-transport.js';
 import type { ProviderCallSplit, ProviderHandlerKind } from '../provider-handlers.js';
 
@@ -46,20 +47,23 @@ export class SqsTransport implements MessageTransport {
     if (context.getType<string>() !== this.name || typeof message?.MessageId !== 'string') {
       return undefined;
     }
-    const queue = `sqs ${sqsHandlerOf(context.getHandler())?.name ?? '(unknown)'}`;
     return {
       payload: parseBody(message.Body),
       messageId: message.Attributes?.MessageDeduplicationId ?? message.MessageId,
       header: (name) => message.MessageAttributes?.[name]?.StringValue,
-      settle: (verdict) => this.log(queue, message.MessageId!, verdict),
+      settle: (verdict) => this.log(message.MessageId!, verdict),
     };
   }
 
-  private log(queue: string, messageId: string, verdict: Verdict): void {
+  private log(messageId: string, verdict: Verdict): void {
+    if (verdict.kind === 'ack') {
+      return;
+    }
+    const failed = (outcome: string) => transportMessages.deliveryFailed({ transport: this.name, messageId, ...verdict, outcome, cause: verdict.reason });
     if (verdict.kind === 'dead-letter') {
-      this.logger.error(sqsMessages.sqsLeftForRedrive(queue, messageId, 'can never succeed', verdict.reason));
-    } else if (verdict.kind === 'retry') {
-      this.logger.warn(sqsMessages.sqsLeftForRedrive(queue, messageId, 'failed', verdict.reason));
+      this.logger.error(failed(sqsMessages.leftForRedrive('can never succeed')));
+    } else {
+      this.logger.warn(failed(sqsMessages.leftForRedrive('failed')));
     }
   }
 }
