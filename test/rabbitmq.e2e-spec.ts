@@ -285,7 +285,7 @@ describeWithBroker.each(CREDIT_QUEUE_TYPES)('exactly-once RabbitMQ consumers on 
     expect(logger.lines.find((line) => line.includes("message 'paused-1'"))).toMatch(
       /^WARN rabbitmq message 'paused-1' for 'fixture\.paused' failed \(attempt 1 of 5\) and is requeued in \d+ ms: The database connection of the claim of 'paused-1' \(fixture\.paused\) was lost before the claim committed \(.+\): the claim's transaction was lost with it and nothing was committed/,
     );
-    expect(logger.lines.filter((line) => line.includes('Query runner already released'))).toEqual([]);
+    expect(logger.lines.filter((line) => /already released/i.test(line))).toEqual([]);
     expect(fixture.attempts.paused).toBe(2);
     expect(await count('SELECT count(*) AS n FROM processed_messages WHERE message_id = $1', ['paused-1'])).toBe(1);
   });

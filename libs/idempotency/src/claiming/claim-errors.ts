@@ -1,5 +1,5 @@
 import { IdempotencyTransactionAbortedError } from '../errors/idempotency-transaction-aborted.error.js';
-import { QueryRunnerAlreadyReleasedError } from 'typeorm';
+import { QueryRunnerAlreadyReleasedError, QueryRunnerProviderAlreadyReleasedError } from 'typeorm';
 import { IdempotencyTransientError } from '../errors/idempotency-transient.error.js';
 import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
 import { claimMessages } from './claim.messages.js';
@@ -16,13 +16,18 @@ export function postgresErrorCode(error: unknown): string | undefined {
 /**
  * Whether `error` says the claim's connection was lost: the server ended it, the network cut it
  * (node-postgres: "Connection terminated"), or TypeORM released the query runner after its
- * connection failed ("Query runner already released").
+ * connection failed (its runner's "Query runner already released", its entity manager's
+ * "Database connection provided by a query runner was already released").
  */
 function connectionLost(error: unknown, code: string | undefined): boolean {
   if (code !== undefined) {
     return code.startsWith('08') || PG_CONNECTION_ENDED_CODES.has(code);
   }
-  return error instanceof QueryRunnerAlreadyReleasedError || (error instanceof Error && error.message.startsWith('Connection terminated'));
+  return (
+    error instanceof QueryRunnerAlreadyReleasedError ||
+    error instanceof QueryRunnerProviderAlreadyReleasedError ||
+    (error instanceof Error && error.message.startsWith('Connection terminated'))
+  );
 }
 
 /**
