@@ -164,6 +164,10 @@ describeWithBroker('exactly-once BullMQ processors', () => {
       const attempts = jobs.map((job) => job!.attemptsMade);
       console.log(`2 s outage: 20 jobs, attempts made ${Math.min(...attempts)}..${Math.max(...attempts)} (sum ${attempts.reduce((a, b) => a + b)}); failed for good: ${(await queues.credits.getJobCounts('failed')).failed}`);
       expect((await queues.credits.getJobCounts('failed')).failed).toBe(0);
+      // Each failed attempt has the module's line, naming its job.
+      expect(logger.lines).toContainEqual(
+        expect.stringMatching(/^WARN bullmq message 'outage-\d+' for 'bullmq credits' failed \(attempt 1 of 10\) and is left to the job's attempts and backoff: The database could not be reached/),
+      );
       expect(Math.max(...attempts)).toBeGreaterThan(1);
       expect(await ledgerRows(account)).toBe(20);
       expect(await balanceOf(account)).toBe('20');
@@ -184,6 +188,10 @@ describeWithBroker('exactly-once BullMQ processors', () => {
     expect(app!.get(PoisonJobsProcessor).attempts).toBe(3);
     expect(await count(`SELECT count(*) AS n FROM effects WHERE key = 'poison-1'`)).toBe(0);
     expect(await claims('poison-1')).toBe(0);
+    const cause = 'poison job poison-1 always fails';
+    expect(logger.lines).toContainEqual(`WARN bullmq message 'poison-1' for 'bullmq poison' failed (attempt 1 of 3) and is left to the job's attempts and backoff: ${cause}`);
+    expect(logger.lines).toContainEqual(`WARN bullmq message 'poison-1' for 'bullmq poison' failed (attempt 2 of 3) and is left to the job's attempts and backoff: ${cause}`);
+    expect(logger.lines).toContainEqual(`ERROR bullmq message 'poison-1' for 'bullmq poison' failed for good: it failed 3 times; last error: ${cause}`);
   });
 
   it('a job without its key fails at once, whatever attempts it has left, without running the handler', async () => {
@@ -195,7 +203,7 @@ describeWithBroker('exactly-once BullMQ processors', () => {
     expect(job.attemptsMade).toBe(1);
     expect(job.failedReason).toContain("'orderId' in the message payload");
     expect(await ledgerRows('acc-no-key')).toBe(0);
-    expect(logger.lines).toContainEqual(expect.stringMatching(/^ERROR Job no-key-1 of BullMQ queue 'orders' is failed without further attempts/));
+    expect(logger.lines).toContainEqual(expect.stringMatching(/^ERROR bullmq message 'no-key-1' for 'bullmq orders' failed for good, without further attempts \(attempt 1 of 5\)/));
   });
 
   it('a payload key reused with another payload fails at once, and the first effect stands alone', async () => {

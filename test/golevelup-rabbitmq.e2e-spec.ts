@@ -181,6 +181,7 @@ describeWithBroker('exactly-once @golevelup/nestjs-rabbitmq @RabbitSubscribe han
     expect(lines(output, /WARN \[Idempotency\] .*attempt 1 of 3\) and is requeued in 100 ms: poison/)).toHaveLength(1);
     expect(lines(output, /WARN \[Idempotency\] .*attempt 2 of 3\) and is requeued in 200 ms: poison/)).toHaveLength(1);
     expect(lines(output, /ERROR \[Idempotency\] .*dead-letter.*failed 3 times/)).toHaveLength(1);
+    expect(lines(output, new RegExp(`WARN \\[Idempotency\\] golevelup-rabbitmq message 'g-poison-1' for 'rabbitmq queue ${QUEUES.poison}' failed \\(attempt 1 of 3\\)`))).toHaveLength(1);
   });
 
   it('a message without messageId is dead-lettered at once, without running the handler, naming the property', async () => {
@@ -220,6 +221,18 @@ describeWithBroker('exactly-once @golevelup/nestjs-rabbitmq @RabbitSubscribe han
     it('errorBehavior ACK', async () => {
       await expect(startProcess(db.url, 'ack-on-error')).rejects.toThrow(
         /IdempotencyOptionsError.*AckingOnErrorConsumer\.handle acknowledges messages whose handling failed.*errorBehavior to NACK/,
+      );
+    });
+
+    it('a dead-letter queue that does not exist (nothing would receive what is dead-lettered)', async () => {
+      await expect(startProcess(db.url, 'dead-letter-queue-missing')).rejects.toThrow(
+        new RegExp(`IdempotencyOptionsError: The queue '${REFUSED_QUEUE}' of DeadLetteringToMissingQueueConsumer\\.handle dead-letters to queue 'i27rl-${prefix}\\.missing-dead' \\(through the default exchange\\), which does not exist`),
+      );
+    });
+
+    it('a dead-letter exchange that does not exist, set in the queue arguments', async () => {
+      await expect(startProcess(db.url, 'dead-letter-exchange-missing')).rejects.toThrow(
+        new RegExp(`IdempotencyOptionsError: The queue '${REFUSED_QUEUE}' of DeadLetteringToMissingExchangeConsumer\\.handle dead-letters to exchange 'i27rl-${prefix}\\.missing-dlx', which does not exist`),
       );
     });
 

@@ -132,6 +132,36 @@ describeWithBroker('exactly-once NATS JetStream consumers (@nestjs-plugins/nestj
     expect(await claims('poison-1')).toBe(0);
   });
 
+  it("logs each failed attempt once, in the module's own line, not again as Nest's RpcExceptionsHandler error; an error outside the module still is", async () => {
+    const durable = 'one-line';
+    const app = await startConsumer(durable);
+    const { seen, subscription } = await terminations(consumerName(durable, JETSTREAM_SUBJECTS.poison));
+    await publish(JETSTREAM_SUBJECTS.poison, { id: 'one-line-1' }, 'one-line-1');
+    await until(async () => seen.length === 1, 'JetStream announces the termination', 30_000);
+    subscription.unsubscribe();
+    await publish(JETSTREAM_SUBJECTS.notIdempotent, { id: 'plain-1' }, 'plain-1');
+    await until(async () => app.output().includes('not idempotent: plain-1 failed'), "Nest logs the error of the handler that is not idempotent");
+    const lines = app.output().split('\n');
+    const failures = lines.filter((line) => line.includes('this message can never be processed'));
+    expect(failures).toHaveLength(3);
+    expect(failures.every((line) => line.includes('[Idempotency]'))).toBe(true);
+    expect(failures.every((line) => line.includes(`nats-jetstream message 'one-line-1' for '${JETSTREAM_SUBJECTS.poison}'`))).toBe(true);
+    expect(lines.filter((line) => line.includes('RpcExceptionsHandler'))).toEqual([expect.stringContaining('not idempotent: plain-1 failed')]);
+  });
+
+  it("refuses to start, before the plugin connects, when deliverTo is inside its streamConfig's subjects, naming the handler, the subject and the stream's subjects", async () => {
+    const start = startConsumer('refused-cycle', { DELIVER_TO: 'idem-jetstream-e2e', STREAM_SUBJECTS: 'idem-jetstream-e2e.>,i27rl-jetstream-extra.>' });
+    await expect(start).rejects.toThrow(/IdempotencyOptionsError.*JetStreamFixtureController\.(credit|byPayload|poison) deliver to 'idem-jetstream-e2e\.\*'/s);
+    await expect(start).rejects.toThrow(/stream 'IDEM_JETSTREAM_E2E' stores \(subjects: 'idem-jetstream-e2e\.>', 'i27rl-jetstream-extra\.>'\)/);
+    // Refused before the plugin's listen(): it would have added the extra subject to the stream.
+    expect((await jsm.streams.info(JETSTREAM_STREAM)).config.subjects).toEqual(['idem-jetstream-e2e.>']);
+  });
+
+  it("turns nats-server's refusal of a deliver subject its stream stores (a stream declared elsewhere) into a boot error naming the handler", async () => {
+    const start = startConsumer('refused-cycle-server', { DELIVER_TO: 'idem-jetstream-e2e' });
+    await expect(start).rejects.toThrow(/IdempotencyOptionsError: nats-server refused the NATS JetStream consumer of JetStreamFixtureController\.\w+ \(.*cycle.*\): it delivers to 'idem-jetstream-e2e\.\*'/);
+  });
+
   it.each([
     ['manualAck left out (the client acks as soon as the handler was called)', 'refused-auto-ack', { MANUAL_ACK: 'false' }, /manualAck: undefined/],
     ["ackPolicy 'None' (nothing is ever redelivered)", 'refused-ack-none', { ACK_POLICY: 'None' }, /ackPolicy: 'None'/],

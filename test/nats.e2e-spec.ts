@@ -5,7 +5,8 @@ import { MessageFixtureModule } from './fixtures/message-fixture.module.js';
 import { FIXTURE_TABLES_SQL } from './fixtures/fixture.module.js';
 import { NATS_URL, natsAvailable } from './support/brokers.js';
 import { startDemoApp } from './support/demo-app.js';
-import { createTestDatabase, type TestDatabase } from './support/test-database.js';
+import { CapturingLogger } from './support/capturing-logger.js';
+import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
 
 const describeWithBroker = (await natsAvailable()) ? describe : describe.skip;
 
@@ -13,6 +14,7 @@ describeWithBroker('exactly-once NATS request handlers', () => {
   let db: TestDatabase;
   let app: INestApplication;
   let nats: NatsConnection;
+  const logger = new CapturingLogger();
 
   /** A Nest request over NATS, as a retrying client sends it: same Nats-Msg-Id on every try. */
   async function request(msgId: string | undefined, data: unknown): Promise<Record<string, unknown>> {
@@ -29,7 +31,7 @@ describeWithBroker('exactly-once NATS request handlers', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    ({ app } = await startDemoApp('express', db.url, [MessageFixtureModule]));
+    ({ app } = await startDemoApp('express', db.url, [MessageFixtureModule], logger));
     await db.query(FIXTURE_TABLES_SQL);
     app.connectMicroservice<NatsOptions>({ transport: Transport.NATS, options: { servers: [NATS_URL] } });
     await app.startAllMicroservices();
@@ -66,5 +68,14 @@ describeWithBroker('exactly-once NATS request handlers', () => {
     const reply = await request(undefined, { account: 'acc-nats-3', cents: 8 });
     expect(JSON.stringify(reply)).toContain('the Nats-Msg-Id header is missing');
     expect(await ledgerRows('acc-nats-3')).toBe(0);
+  });
+
+  it("a failing handler's log line names the message by its Nats-Msg-Id, its consumer and the cause", async () => {
+    const eventHeaders = headers();
+    eventHeaders.set('Nats-Msg-Id', 'nats-poison-1');
+    nats.publish('fixture.poison', JSON.stringify({ pattern: 'fixture.poison', data: { id: 'nats-poison-1' } }), { headers: eventHeaders });
+    const line = /^WARN nats message 'nats-poison-1' for 'fixture\.poison' failed; NATS does not redeliver it: .*: poison: this message can never be processed$/;
+    await until(() => Promise.resolve(logger.lines.some((logged) => line.test(logged))), 'the failure is logged');
+    expect(Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM effects WHERE key = 'nats-poison-1'`))[0].n)).toBe(0);
   });
 });

@@ -229,6 +229,67 @@ describeWithBroker.each(CREDIT_QUEUE_TYPES)('exactly-once RabbitMQ consumers on 
     }
   });
 
+  it("a failing handler's log lines name the message by its messageId, its consumer, the attempt and what became of it", async () => {
+    await startConsumer();
+    await publish('fixture.poison', { id: 'named-poison-1' }, 'named-poison-1');
+    await until(async () => (await ready(deadQueue)) === 1, 'the message reaches the dead-letter queue');
+    await stopConsumer();
+    const cause = 'poison: this message can never be processed';
+    expect(logger.lines).toContainEqual(`WARN rabbitmq message 'named-poison-1' for 'fixture.poison' failed (attempt 1 of 3) and is requeued in 1000 ms: ${cause}`);
+    expect(logger.lines).toContainEqual(`WARN rabbitmq message 'named-poison-1' for 'fixture.poison' failed (attempt 2 of 3) and is requeued in 2000 ms: ${cause}`);
+    expect(logger.lines).toContainEqual(
+      `ERROR rabbitmq message 'named-poison-1' for 'fixture.poison' was rejected to the dead-letter path: it failed 3 times; last error: ${cause}`,
+    );
+    // The module's line is the only one: Nest's exception handler does not log the failure again.
+    expect(logger.lines.filter((line) => line.includes(cause))).toHaveLength(3);
+  });
+
+  it('a connection cut mid-handler is logged as what it is, and the retry processes the message once', async () => {
+    const account = 'acc-cut';
+    await startConsumer();
+    await publish('credit.grant', { account, cents: 100 }, 'cut-seed');
+    await until(async () => (await ledgerRows(account)) === 1, 'the seed credit is processed');
+    const holder = await lockAccount(db, account);
+    await publish('credit.grant', { account, cents: 7 }, 'cut-1');
+    await until(() => handlerBlocked(db), 'the handler waits on the account lock inside its claim transaction');
+    const [{ terminated }] = await db.query<{ terminated: boolean }>(
+      `SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+    );
+    expect(terminated).toBe(true);
+    await holder.query('ROLLBACK');
+    await holder.end();
+    await until(async () => (await ledgerRows(account)) === 2 && (await ready()) === 0, 'the retry commits');
+    await stopConsumer();
+    const failure = logger.lines.find((line) => line.includes("message 'cut-1'"));
+    expect(failure).toMatch(
+      /^WARN rabbitmq message 'cut-1' for 'credit\.grant' failed \(attempt 1 of 5\) and is requeued in \d+ ms: The database connection of the claim of 'cut-1' \(credit\.grant\) was lost before the claim committed \(.+\): the claim's transaction was lost with it and nothing was committed/,
+    );
+    expect(logger.lines.filter((line) => line.includes('Query runner already released'))).toEqual([]);
+    expect(await count('SELECT count(*) AS n FROM processed_messages WHERE message_id = $1', ['cut-1'])).toBe(1);
+    expect(await db.query('SELECT balance FROM accounts WHERE account = $1', [account])).toEqual([{ balance: '107' }]);
+  });
+
+  it("a connection cut while the handler waits between two statements is logged as what it is, not as TypeORM's released query runner", async () => {
+    const fixture = await startConsumer();
+    let resume!: () => void;
+    fixture.pause = new Promise((resolve) => (resume = resolve));
+    await publish('fixture.paused', { id: 'paused-1' }, 'paused-1');
+    await until(() => Promise.resolve(fixture.attempts.paused === 1), 'the handler waits after its first write');
+    const [{ terminated }] = await db.query<{ terminated: boolean }>(
+      `SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'`,
+    );
+    expect(terminated).toBe(true);
+    resume();
+    await until(async () => (await count(`SELECT count(*) AS n FROM effects WHERE key = 'paused-1'`)) === 2 && (await ready()) === 0, 'the retry commits both writes');
+    await stopConsumer();
+    expect(logger.lines.find((line) => line.includes("message 'paused-1'"))).toMatch(
+      /^WARN rabbitmq message 'paused-1' for 'fixture\.paused' failed \(attempt 1 of 5\) and is requeued in \d+ ms: The database connection of the claim of 'paused-1' \(fixture\.paused\) was lost before the claim committed \(.+\): the claim's transaction was lost with it and nothing was committed/,
+    );
+    expect(logger.lines.filter((line) => /already released/i.test(line))).toEqual([]);
+    expect(fixture.attempts.paused).toBe(2);
+    expect(await count('SELECT count(*) AS n FROM processed_messages WHERE message_id = $1', ['paused-1'])).toBe(1);
+  });
+
   it('a message without messageId is dead-lettered with a log line naming the property, and nothing is processed', async () => {
     await startConsumer();
     const claimsBefore = await count('SELECT count(*) AS n FROM processed_messages');

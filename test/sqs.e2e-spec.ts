@@ -130,7 +130,7 @@ describe('exactly-once SQS consumers (@ssut/nestjs-sqs, against the fauxqs emula
 
   it('a poison message ends in the dead-letter queue after maxReceiveCount receives with nothing committed; one without a key never runs the handler', async () => {
     await startConsumer();
-    await send(queues.poison, { id: 'poison-1' });
+    const { MessageId: poisonId } = await send(queues.poison, { id: 'poison-1' });
     await send(queues.poison, { note: 'no id' });
     await until(async () => (await fauxqs.depth(dead.poison)) === 2, 'both messages reach the dead-letter queue', 30_000);
     await stopConsumer();
@@ -140,6 +140,7 @@ describe('exactly-once SQS consumers (@ssut/nestjs-sqs, against the fauxqs emula
     expect(await effects('poison', 'poison-1')).toBe(0);
     expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE consumer LIKE 'sqs poison'`)).toBe(0);
     expect(consumer!.output()).toMatch(/ERROR.*can never succeed.*'id' in the message payload is missing/);
+    expect(consumer!.output()).toContain(`sqs message '${poisonId}' (key 'poison-1') for 'sqs poison' failed and is left on the queue`);
   });
 
   it('a batch handler: each message is its own claim, and only those that committed are deleted', async () => {

@@ -1,5 +1,5 @@
 import { Controller, Get, Logger, Module } from '@nestjs/common';
-import { EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { IdempotencyContext, IdempotentHandler } from 'nestjs-idempotent-consumer';
 
 /** The stream and subjects of the JetStream suite, unique to it. */
@@ -8,6 +8,7 @@ export const JETSTREAM_SUBJECTS = {
   credit: 'idem-jetstream-e2e.credit',
   byPayload: 'idem-jetstream-e2e.by-payload',
   poison: 'idem-jetstream-e2e.poison',
+  notIdempotent: 'idem-jetstream-e2e.not-idempotent',
 } as const;
 
 /** What a test publishes: `hold` keeps the first process's handler busy after its write, until it is killed. */
@@ -53,6 +54,13 @@ export class JetStreamFixtureController {
   async poison(@Payload() payload: Credit) {
     await this.recordEffect('poison', payload.id);
     throw new Error('poison: this message can never be processed');
+  }
+
+  /** Not idempotent: ends its message, then throws, an error the module has no part in. */
+  @EventPattern(JETSTREAM_SUBJECTS.notIdempotent)
+  notIdempotent(@Payload() payload: Credit, @Ctx() context: unknown) {
+    (context as { readonly message: { term(): void } }).message.term();
+    throw new Error(`not idempotent: ${payload.id} failed`);
   }
 
   private async recordEffect(handler: string, key: string): Promise<void> {

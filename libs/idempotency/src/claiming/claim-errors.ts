@@ -1,9 +1,11 @@
 import { IdempotencySchemaError } from '../errors/idempotency-schema.error.js';
 import { functionMissing } from '../schema/store-schema.js';
 import { IdempotencyTransactionAbortedError } from '../errors/idempotency-transaction-aborted.error.js';
+import { QueryRunnerAlreadyReleasedError, QueryRunnerProviderAlreadyReleasedError } from 'typeorm';
 import { IdempotencyTransientError } from '../errors/idempotency-transient.error.js';
+import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
 import { claimMessages } from './claim.messages.js';
-import { PG_IN_FAILED_TRANSACTION, PG_TRANSIENT_ERROR_CODES, PG_UNDEFINED_FUNCTION } from './claim.constants.js';
+import { PG_CONNECTION_ENDED_CODES, PG_IN_FAILED_TRANSACTION, PG_TRANSIENT_ERROR_CODES, PG_UNDEFINED_FUNCTION } from './claim.constants.js';
 import type { ClaimRequest } from './claim.js';
 
 /** The SQLSTATE of a pg error, also when TypeORM wrapped it in a QueryFailedError. */
@@ -14,12 +16,33 @@ export function postgresErrorCode(error: unknown): string | undefined {
 }
 
 /**
+ * Whether `error` says the claim's connection was lost: the server ended it, the network cut it
+ * (node-postgres: "Connection terminated"), or TypeORM released the query runner after its
+ * connection failed (its runner's "Query runner already released", its entity manager's
+ * "Database connection provided by a query runner was already released").
+ */
+function connectionLost(error: unknown, code: string | undefined): boolean {
+  if (code !== undefined) {
+    return code.startsWith('08') || PG_CONNECTION_ENDED_CODES.has(code);
+  }
+  return (
+    error instanceof QueryRunnerAlreadyReleasedError ||
+    error instanceof QueryRunnerProviderAlreadyReleasedError ||
+    (error instanceof Error && error.message.startsWith('Connection terminated'))
+  );
+}
+
+/**
  * Database errors that say what happened to the claim become typed errors: a serialization
- * failure or deadlock (a retry cures it), a statement refused because the transaction is aborted.
- * Anything else passes through unchanged.
+ * failure or deadlock (a retry cures it), a statement refused because the transaction is aborted,
+ * a connection lost mid-handler (its transaction with it). Anything else passes through unchanged.
  */
 export function translateDatabaseError(error: unknown, request: Pick<ClaimRequest, 'consumer' | 'key'>): unknown {
   const code = postgresErrorCode(error);
+  if (connectionLost(error, code)) {
+    const reason = error instanceof Error ? error.message : String(error);
+    return new IdempotencyUnavailableError(claimMessages.connectionLost(request.consumer, request.key, reason), request.consumer, request.key, { cause: error });
+  }
   if (code && PG_TRANSIENT_ERROR_CODES.has(code)) {
     return new IdempotencyTransientError(claimMessages.transient(request.key, code), request.consumer, request.key, { cause: error });
   }

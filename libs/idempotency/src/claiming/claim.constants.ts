@@ -14,3 +14,9 @@ export const PG_LOCK_NOT_AVAILABLE = '55P03';
 export const PG_IN_FAILED_TRANSACTION = '25P02';
 export const PG_UNDEFINED_FUNCTION = '42883';
 export const PG_TRANSIENT_ERROR_CODES: ReadonlySet<string> = new Set(['40001', '40P01']);
+
+/**
+ * SQLSTATEs of a connection the server ended (admin_shutdown, as `pg_terminate_backend()` does;
+ * crash_shutdown; cannot_connect_now) besides class 08, connection exceptions.
+ */
+export const PG_CONNECTION_ENDED_CODES: ReadonlySet<string> = new Set(['57P01', '57P02', '57P03']);

@@ -10,6 +10,9 @@ export const claimMessages = {
     `No database connection came within ${timeoutMs} ms for ${shownKey(key)} (${consumer})` +
     (pool.size === undefined ? '' : `: all ${pool.size} connections of the pool were busy, ${pool.waiting ?? 0} requests waiting`) +
     '. Nothing was claimed; retry. Size the pool for the handlers that run at once, or raise connectionTimeout.',
+  connectionLost: (consumer: string, key: string, reason: string) =>
+    `The database connection of the claim of ${shownKey(key)} (${consumer}) was lost before the claim committed (${reason}): ` +
+    "the claim's transaction was lost with it and nothing was committed, the claim included; a retry processes the message anew.",
   connectFailed: (consumer: string, key: string, reason: string) =>
     `The database could not be reached for ${shownKey(key)} (${consumer}): ${reason}. Nothing was claimed; retry.`,
   claimTransactionEnded: (consumer: string) =>

@@ -6,6 +6,8 @@ const retry = (attemptKey: string, maxAttempts = 5, retryDelayMs = 1_000): Extra
   attemptKey,
   maxAttempts,
   retryDelayMs,
+  consumer: 'c',
+  key: attemptKey,
   reason: 'boom',
 });
 const delivery = (deliveryCount?: number) => ({ properties: { headers: deliveryCount === undefined ? {} : { 'x-delivery-count': deliveryCount } } });

@@ -14,6 +14,7 @@ import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.servic
 import { ResponseRecording } from '../recording/response-recording.js';
 import { IdempotencyTracing } from '../tracing/idempotency-tracing.js';
 import { claimByMode, claimRequestFor } from './claim-request.js';
+import { markReported } from './reported-failures.js';
 import { type InboundMessage, MESSAGE_TRANSPORTS, type MessageTransport, type Verdict } from './message-transport.js';
 
 /**
@@ -91,6 +92,10 @@ export class MessageDelivery {
       if (answer && 'reply' in answer) {
         return answer.reply;
       }
+      if (answer && 'reported' in answer) {
+        markReported(error);
+        throw error;
+      }
       throw answer?.error ?? error;
     }
   }
@@ -114,16 +119,16 @@ function replyOf({ body }: RecordedResponse): unknown {
 
 /** A message that can never succeed is dead-lettered; any other failure is retried after a delay. */
 function verdictFor(error: unknown, handler: ResolvedHandler, request: ClaimRequest | undefined): Verdict {
-  const reason = error instanceof Error ? error.message : String(error);
+  const cause = { consumer: handler.consumer, key: request?.key, reason: error instanceof Error ? error.message : String(error) };
   if (!request || classify(error)?.deadLetter) {
-    return { kind: 'dead-letter', reason };
+    return { kind: 'dead-letter', ...cause };
   }
   return {
     kind: 'retry',
     attemptKey: `${request.consumer}\u0000${request.key}`,
     maxAttempts: handler.maxAttempts,
     retryDelayMs: handler.retryDelayMs,
-    reason,
+    ...cause,
   };
 }
 

@@ -8,16 +8,25 @@ import type { ExecutionContext } from '@nestjs/common';
  */
 export type Verdict =
   | { readonly kind: 'ack' }
-  | {
+  | ({
       readonly kind: 'retry';
       /** What identifies the message across its redeliveries, for transports that count failures themselves. */
       readonly attemptKey: string;
       readonly maxAttempts: number;
       /** The delay before the first redelivery; a transport doubles it with each further failure. */
       readonly retryDelayMs: number;
-      readonly reason: string;
-    }
-  | { readonly kind: 'dead-letter'; readonly reason: string };
+    } & FailureCause)
+  | ({ readonly kind: 'dead-letter' } & FailureCause);
+
+/** What a failed delivery's log line says of the handler and the failure, beside what the transport says of the message. */
+export interface FailureCause {
+  /** The handler's consumer. */
+  readonly consumer: string;
+  /** The message's idempotency key; undefined when it could not be read. */
+  readonly key: string | undefined;
+  /** Why it failed: the error's message. */
+  readonly reason: string;
+}
 
 /** One message as a transport adapter reads it for the claim core. */
 export interface InboundMessage {
@@ -29,9 +38,9 @@ export interface InboundMessage {
   header(name: string): unknown;
   /**
    * Settles the message with the broker, once, after the claim ended (committed, found a
-   * duplicate, or rolled back); `consumer` is the handler's, for its log lines. Absent where the
-   * framework settles by itself (request-reply). Where the framework settles a message by what its
-   * handler answers, a failed delivery's settle says what to answer in place of its error.
+   * duplicate, or rolled back), and logs a failure; `consumer` is the handler's. Where the
+   * framework settles by itself (request-reply) it only logs. Where the framework settles a message
+   * by what its handler answers, a failed delivery's settle says what to answer in place of its error.
    */
   readonly settle?: (verdict: Verdict, consumer: string) => FailureAnswer | void;
   /**
@@ -45,8 +54,10 @@ export interface InboundMessage {
  * What a failed delivery answers a framework that settles a message by its handler's answer: an
  * error to throw in place of the delivery's own (BullMQ's `UnrecoverableError`: no further
  * attempts), or a reply to return instead of throwing (golevelup's `Nack`, after the retry delay).
+ * `reported`: the adapter settled the message with its broker and logged the failure itself, so
+ * the error goes on marked, for the module's exception filter to answer it without Nest's log line.
  */
-export type FailureAnswer = { readonly error: Error } | { readonly reply: Promise<unknown> };
+export type FailureAnswer = { readonly error: Error } | { readonly reply: Promise<unknown> } | { readonly reported: true };
 
 /**
  * One broker's side of the seam between a transport and the claim core: which deliveries are

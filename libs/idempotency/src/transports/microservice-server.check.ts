@@ -41,7 +41,12 @@ export abstract class MicroserviceServerCheck<Server extends MicroserviceServer>
       Object.assign(server, {
         listen: (callback: (error?: unknown) => void) => {
           const problem = this.problemOf(server);
-          return problem ? callback(problem) : listen(callback);
+          if (problem) {
+            return callback(problem);
+          }
+          const listening: unknown = listen(callback);
+          // A server whose listen() rejects instead of calling back would end the process with an unhandled rejection.
+          return listening instanceof Promise ? listening.catch((error: unknown) => callback(this.refusalOf(server, error))) : listening;
         },
       });
     });
@@ -65,6 +70,11 @@ export abstract class MicroserviceServerCheck<Server extends MicroserviceServer>
 
   /** Why `server` would lose messages of an idempotent handler; undefined when it would not. */
   protected abstract problemOf(server: Server): IdempotencyOptionsError | undefined;
+
+  /** What a boot error says when `server`'s own `listen()` failed with `error`: the error itself, unless the check explains it. */
+  protected refusalOf(_server: Server, error: unknown): unknown {
+    return error;
+  }
 
   /**
    * The first idempotent handler the server delivers to, of those bound to its transport (`@EventPattern`

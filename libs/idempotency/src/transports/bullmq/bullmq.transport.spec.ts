@@ -24,8 +24,8 @@ function callContext(type: string, job: unknown): ExecutionContext {
 
 describe('BullmqTransport', () => {
   const transport = new BullmqTransport();
-  Object.assign(transport, { logger: { error() {} } });
-  const job = { id: 'job-1', name: 'pay', queueName: 'payments', data: { orderId: 'o-1' } };
+  Object.assign(transport, { logger: { error() {}, warn() {} } });
+  const job = { id: 'job-1', name: 'pay', queueName: 'payments', data: { orderId: 'o-1' }, attemptsMade: 0, opts: { attempts: 3 } };
 
   it("names a processor's process method by its queue, and nothing else", () => {
     expect(BULLMQ_PROCESSORS.contract(PaymentsProcessor, 'process')).toBe('bullmq payments');
@@ -50,8 +50,8 @@ describe('BullmqTransport', () => {
   it("leaves a retry to the job's attempts, and answers a dead-letter with an error BullMQ does not retry", () => {
     const message = transport.read(callContext('bullmq', job))!;
     expect(message.settle!({ kind: 'ack' }, 'bullmq orders')).toBeUndefined();
-    expect(message.settle!({ kind: 'retry', attemptKey: 'k', maxAttempts: 5, retryDelayMs: 1_000, reason: 'boom' }, 'bullmq orders')).toBeUndefined();
-    const { error: failure } = message.settle!({ kind: 'dead-letter', reason: 'no key' }, 'bullmq orders') as { error: Error };
+    expect(message.settle!({ kind: 'retry', attemptKey: 'k', maxAttempts: 5, retryDelayMs: 1_000, consumer: 'bullmq orders', key: 'o-1', reason: 'boom' }, 'bullmq orders')).toBeUndefined();
+    const { error: failure } = message.settle!({ kind: 'dead-letter', consumer: 'bullmq orders', key: undefined, reason: 'no key' }, 'bullmq orders') as { error: Error };
     // BullMQ's worker tells its own UnrecoverableError by name: this test fails should that change.
     expect(failure.name).toBe(new UnrecoverableError().name);
     expect(failure.message).toBe('no key');

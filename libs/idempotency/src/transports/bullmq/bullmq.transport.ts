@@ -1,6 +1,6 @@
 import { type ExecutionContext, Logger, type Type } from '@nestjs/common';
-import { bullmqMessages } from './bullmq.messages.js';
 import type { FailureAnswer, InboundMessage, MessageTransport, Verdict } from '../message-transport.js';
+import { failureOutcomes, transportMessages } from '../transport.messages.js';
 import type { ProviderHandlerKind } from '../provider-handlers.js';
 
 /** The metadata `@Processor()` of `@nestjs/bullmq` sets on a processor class (its queue's name). @internal */
@@ -14,6 +14,9 @@ interface BullmqJob {
   readonly data: unknown;
   /** When the job was added, in ms since the epoch; kept through its retries and stalls. */
   readonly timestamp?: number;
+  /** The attempts that failed before this one. */
+  readonly attemptsMade: number;
+  readonly opts: { readonly attempts?: number };
 }
 
 /**
@@ -54,11 +57,22 @@ export class BullmqTransport implements MessageTransport {
   }
 
   private settle(job: BullmqJob, verdict: Verdict): FailureAnswer | undefined {
-    if (verdict.kind !== 'dead-letter') {
+    if (verdict.kind === 'ack') {
       return undefined;
     }
-    this.logger.error(bullmqMessages.jobFailedForGood(job.queueName, job.id, verdict.reason));
-    return { error: new JobFailedForGood(verdict.reason) };
+    const attempt = job.attemptsMade + 1;
+    const maxAttempts = Math.max(job.opts.attempts ?? 1, 1);
+    const failed = (outcome: string) => transportMessages.deliveryFailed({ transport: this.name, messageId: job.id, ...verdict, outcome, cause: verdict.reason });
+    if (verdict.kind === 'dead-letter') {
+      this.logger.error(failed(failureOutcomes.failedForGood(attempt, maxAttempts)));
+      return { error: new JobFailedForGood(verdict.reason) };
+    }
+    if (attempt >= maxAttempts) {
+      this.logger.error(failed(failureOutcomes.failedForGood(attempt, maxAttempts)));
+    } else {
+      this.logger.warn(failed(failureOutcomes.leftToJobAttempts(attempt, maxAttempts)));
+    }
+    return undefined;
   }
 }
 

@@ -15,7 +15,12 @@ export interface RabbitHandlerConfig {
   readonly errorBehavior?: string;
   readonly errorHandler?: unknown;
   readonly batchOptions?: unknown;
-  readonly queueOptions?: { readonly consumerOptions?: { readonly noAck?: boolean } };
+  readonly queueOptions?: {
+    readonly consumerOptions?: { readonly noAck?: boolean };
+    readonly deadLetterExchange?: string;
+    readonly deadLetterRoutingKey?: string;
+    readonly arguments?: Record<string, unknown>;
+  };
 }
 
 /**

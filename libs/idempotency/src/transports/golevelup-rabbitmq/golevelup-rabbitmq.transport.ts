@@ -1,6 +1,6 @@
 import { type ExecutionContext, Injectable, Logger } from '@nestjs/common';
 import { AmqpFailureCount } from '../amqp-failure-count.js';
-import { transportMessages } from '../transport.messages.js';
+import { failureOutcomes, transportMessages } from '../transport.messages.js';
 import type { InboundMessage, MessageTransport, Verdict } from '../message-transport.js';
 import { GolevelupNackError } from './golevelup-nack.error.js';
 import { GOLEVELUP_RABBITMQ_TRANSPORT } from './golevelup-rabbitmq.handler-kind.js';
@@ -48,23 +48,24 @@ export class GolevelupRabbitTransport implements MessageTransport {
         return reply;
       },
       // A success returns as it is, and golevelup acks it.
-      settle: (verdict, consumer) => (verdict.kind === 'ack' ? undefined : { reply: this.nackFor(golevelup, verdict, refusedForGood, message, consumer) }),
+      settle: (verdict) => (verdict.kind === 'ack' ? undefined : { reply: this.nackFor(golevelup, verdict, refusedForGood, message) }),
     };
   }
 
   /** The `Nack` that settles a failed delivery: dead-letter, or requeue once its retry delay has passed. */
-  private async nackFor(golevelup: GolevelupRabbitmq, verdict: Exclude<Verdict, { kind: 'ack' }>, refusedForGood: boolean, message: AmqpMessage, consumer: string): Promise<unknown> {
-    const { reason } = verdict;
+  private async nackFor(golevelup: GolevelupRabbitmq, verdict: Exclude<Verdict, { kind: 'ack' }>, refusedForGood: boolean, message: AmqpMessage): Promise<unknown> {
+    const failed = (outcome: string) =>
+      transportMessages.deliveryFailed({ transport: this.name, messageId: message.properties.messageId, ...verdict, outcome, cause: verdict.reason });
     if (verdict.kind !== 'retry' || refusedForGood) {
-      this.logger.error(transportMessages.deadLettered(consumer, reason));
+      this.logger.error(failed(failureOutcomes.deadLettered()));
       return new golevelup.Nack(false);
     }
     const failure = this.failures.fail(verdict, message);
     if (failure.exhausted) {
-      this.logger.error(transportMessages.deadLettered(consumer, transportMessages.attemptsExhausted(failure.attempt, reason)));
+      this.logger.error(failed(failureOutcomes.deadLettered(failure.attempt)));
       return new golevelup.Nack(false);
     }
-    this.logger.warn(transportMessages.requeued(consumer, failure.attempt, verdict.maxAttempts, failure.delayMs, reason));
+    this.logger.warn(failed(failureOutcomes.requeued(failure.attempt, verdict.maxAttempts, failure.delayMs)));
     // Unacknowledged meanwhile: a crash redelivers it. On shutdown golevelup cancels its consumers,
     // then waits for this answer, so the requeue never comes back to this consumer.
     await new Promise((resolve) => setTimeout(resolve, failure.delayMs));

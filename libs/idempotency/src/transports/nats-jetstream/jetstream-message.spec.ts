@@ -16,21 +16,21 @@ function delivered(info: JetStreamMessage['info']) {
 }
 
 const logger = { error() {}, warn() {} } as unknown as Logger;
-const retry = (maxAttempts: number): Verdict => ({ kind: 'retry', attemptKey: 'k', maxAttempts, retryDelayMs: 1_000, reason: 'boom' });
+const retry = (maxAttempts: number): Verdict => ({ kind: 'retry', attemptKey: 'k', maxAttempts, retryDelayMs: 1_000, consumer: 'orders.placed', key: 'k', reason: 'boom' });
 
 describe('settleJetStreamMessage', () => {
   it('acks, and terms what can never succeed', () => {
     const acked = delivered({ redeliveryCount: 1 });
-    settleJetStreamMessage(acked.message, { kind: 'ack' }, logger);
+    settleJetStreamMessage(acked.message, 'm-1', { kind: 'ack' }, logger);
     const dead = delivered({ redeliveryCount: 1 });
-    settleJetStreamMessage(dead.message, { kind: 'dead-letter', reason: 'no key' }, logger);
+    settleJetStreamMessage(dead.message, 'm-1', { kind: 'dead-letter', consumer: 'orders.placed', key: undefined, reason: 'no key' }, logger);
     expect([acked.calls, dead.calls]).toEqual([['ack'], ['term']]);
   });
 
   it("naks with a delay that doubles with the broker's delivery count, then terms when the attempts are spent", () => {
     const settled = [1, 2, 3, 4].map((count) => {
       const { calls, message } = delivered({ redeliveryCount: count });
-      settleJetStreamMessage(message, retry(4), logger);
+      settleJetStreamMessage(message, 'm-1', retry(4), logger);
       return calls[0];
     });
     expect(settled).toEqual(['nak 1000', 'nak 2000', 'nak 4000', 'term']);
@@ -38,14 +38,14 @@ describe('settleJetStreamMessage', () => {
 
   it("reads the v3 client's deliveryCount too", () => {
     const { calls, message } = delivered({ deliveryCount: 5 });
-    settleJetStreamMessage(message, retry(5), logger);
+    settleJetStreamMessage(message, 'm-1', retry(5), logger);
     expect(calls).toEqual(['term']);
   });
 
   it('swallows a settlement the connection lost: the broker redelivers after ack_wait', () => {
     const { message } = delivered({ redeliveryCount: 1 });
     const closed = { ...message, ack: () => { throw new Error('connection closed'); } };
-    expect(() => settleJetStreamMessage(closed, { kind: 'ack' }, logger)).not.toThrow();
+    expect(() => settleJetStreamMessage(closed, 'm-1', { kind: 'ack' }, logger)).not.toThrow();
   });
 });
 

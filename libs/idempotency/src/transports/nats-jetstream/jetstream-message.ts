@@ -1,8 +1,10 @@
 import type { Logger } from '@nestjs/common';
 import { retryDelayMs } from '../transport.constants.js';
-import { jetStreamMessages } from './jetstream.messages.js';
-import { transportMessages } from '../transport.messages.js';
+import { failureOutcomes, transportMessages } from '../transport.messages.js';
 import type { Verdict } from '../message-transport.js';
+
+/** The transport's name in metrics, traces and logs. */
+export const JETSTREAM_TRANSPORT_NAME = 'nats-jetstream';
 
 /** What the module reads of a JetStream message (`JsMsg` of the `nats` client, v2 and v3 alike). */
 export interface JetStreamMessage {
@@ -38,22 +40,24 @@ export function jetStreamMessageOf(context: unknown): JetStreamMessage | undefin
  * settlement the connection lost is no failure: the message is redelivered after `ack_wait`, and
  * the claim answers it as a duplicate or processes it.
  */
-export function settleJetStreamMessage(message: JetStreamMessage, verdict: Verdict, logger: Logger): void {
+export function settleJetStreamMessage(message: JetStreamMessage, messageId: unknown, verdict: Verdict, logger: Logger): void {
   try {
     if (verdict.kind === 'ack') {
       message.ack();
-    } else if (verdict.kind === 'dead-letter') {
-      logger.error(jetStreamMessages.terminated(message.subject, verdict.reason));
+      return;
+    }
+    const failed = (outcome: string) => transportMessages.deliveryFailed({ transport: JETSTREAM_TRANSPORT_NAME, messageId, ...verdict, outcome, cause: verdict.reason });
+    if (verdict.kind === 'dead-letter') {
+      logger.error(failed(failureOutcomes.terminated()));
       message.term();
     } else {
       const attempt = message.info.deliveryCount ?? message.info.redeliveryCount ?? 1;
       if (attempt >= verdict.maxAttempts) {
-        const reason = transportMessages.attemptsExhausted(attempt, verdict.reason);
-        logger.error(jetStreamMessages.terminated(message.subject, reason));
+        logger.error(failed(failureOutcomes.terminated(attempt)));
         message.term();
       } else {
         const delayMs = retryDelayMs(verdict, attempt);
-        logger.warn(transportMessages.requeued(message.subject, attempt, verdict.maxAttempts, delayMs, verdict.reason));
+        logger.warn(failed(failureOutcomes.requeued(attempt, verdict.maxAttempts, delayMs)));
         message.nak(delayMs);
       }
     }

@@ -1,6 +1,7 @@
-import { type ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { type ExecutionContext, Inject, Injectable, Logger } from '@nestjs/common';
 import type { InboundMessage, MessageTransport } from '../message-transport.js';
 import { NEST_MICROSERVICES, type NestMicroservices } from '../nest-microservices.js';
+import { failureOutcomes, transportMessages } from '../transport.messages.js';
 
 /** The header NATS JetStream uses for de-duplication, and the default key of NATS messages. */
 const NATS_MSG_ID_HEADER = 'Nats-Msg-Id';
@@ -13,11 +14,13 @@ interface NatsHeaders {
 /**
  * NATS request-reply through `@nestjs/microservices` (`Transport.NATS`): the key is the
  * `Nats-Msg-Id` header. NATS core has no acknowledgement: the requester's retry is the redelivery.
+ * A failure is logged, and answered to the requester as Nest answers it.
  */
 @Injectable()
 export class NestNatsTransport implements MessageTransport {
   readonly name = 'nats';
   readonly messageIdSource = `the ${NATS_MSG_ID_HEADER} header`;
+  private readonly logger = new Logger('Idempotency');
 
   constructor(@Inject(NEST_MICROSERVICES) private readonly microservices: NestMicroservices | undefined) {}
 
@@ -28,6 +31,16 @@ export class NestNatsTransport implements MessageTransport {
     }
     const headers = nats.getHeaders() as NatsHeaders | undefined;
     const header = (name: string) => (headers?.has(name) ? headers.get(name) : undefined);
-    return { payload: context.getArgByIndex(0), messageId: header(NATS_MSG_ID_HEADER), header };
+    const messageId = header(NATS_MSG_ID_HEADER);
+    return {
+      payload: context.getArgByIndex(0),
+      messageId,
+      header,
+      settle: (verdict) => {
+        if (verdict.kind !== 'ack') {
+          this.logger.warn(transportMessages.deliveryFailed({ transport: this.name, messageId, ...verdict, outcome: failureOutcomes.notRedelivered(), cause: verdict.reason }));
+        }
+      },
+    };
   }
 }

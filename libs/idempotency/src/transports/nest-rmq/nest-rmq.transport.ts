@@ -3,15 +3,17 @@ import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
 import type { InboundMessage, MessageTransport } from '../message-transport.js';
 import { NEST_MICROSERVICES, type NestMicroservices } from '../nest-microservices.js';
 import { type AmqpMessage, RmqAcknowledgements } from './rmq-acknowledgements.js';
+import { RMQ_TRANSPORT_NAME } from './rmq.constants.js';
 
 /**
  * RabbitMQ through `@nestjs/microservices` (`Transport.RMQ`, with `noAck: false`): the key is the
  * AMQP `messageId` property; the module acknowledges each message itself, once every idempotent
- * `@EventPattern` handler of its pattern has settled (see `RmqAcknowledgements`).
+ * `@EventPattern` handler of its pattern has settled (see `RmqAcknowledgements`), and logs each
+ * failure itself: Nest does not log it again.
  */
 @Injectable()
 export class NestRmqTransport implements MessageTransport {
-  readonly name = 'rabbitmq';
+  readonly name = RMQ_TRANSPORT_NAME;
   readonly messageIdSource = 'the AMQP messageId property';
 
   constructor(
@@ -26,11 +28,15 @@ export class NestRmqTransport implements MessageTransport {
       return undefined;
     }
     const { properties } = rmq.getMessage() as AmqpMessage;
+    const settle = this.acknowledgements.join(rmq, this.explorer.eventHandlersOf(rmq.getPattern()));
     return {
       payload: context.getArgByIndex(0),
       messageId: properties.messageId,
       header: (name) => properties.headers?.[name],
-      settle: this.acknowledgements.join(rmq, this.explorer.eventHandlersOf(rmq.getPattern())),
+      settle: (verdict) => {
+        settle(verdict);
+        return verdict.kind === 'ack' ? undefined : { reported: true };
+      },
     };
   }
 }

@@ -15,7 +15,7 @@ function delivery(headers: Record<string, unknown> = {}) {
   return { calls, context };
 }
 
-const retry = (attemptKey: string, maxAttempts = 5): Verdict => ({ kind: 'retry', attemptKey, maxAttempts, retryDelayMs: 1_000, reason: 'boom' });
+const retry = (attemptKey: string, maxAttempts = 5): Verdict => ({ kind: 'retry', attemptKey, maxAttempts, retryDelayMs: 1_000, consumer: 'p', key: attemptKey, reason: 'boom' });
 
 describe('RmqAcknowledgements', () => {
   let acknowledgements: RmqAcknowledgements;
@@ -57,7 +57,7 @@ describe('RmqAcknowledgements', () => {
     const [x, y, z] = [acknowledgements.join(a.context, 3), acknowledgements.join(a.context, 3), acknowledgements.join(a.context, 3)];
     x({ kind: 'ack' });
     y(retry('k'));
-    z({ kind: 'dead-letter', reason: 'no key' });
+    z({ kind: 'dead-letter', consumer: 'p', key: undefined, reason: 'no key' });
     const b = delivery();
     const [u, v] = [acknowledgements.join(b.context, 2), acknowledgements.join(b.context, 2)];
     u({ kind: 'ack' });

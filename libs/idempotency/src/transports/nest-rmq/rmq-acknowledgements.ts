@@ -1,8 +1,9 @@
 import { type BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import type { RmqContext } from '@nestjs/microservices';
 import { AmqpFailureCount } from '../amqp-failure-count.js';
-import { transportMessages } from '../transport.messages.js';
-import type { Verdict } from '../message-transport.js';
+import { failureOutcomes, transportMessages } from '../transport.messages.js';
+import type { FailureCause, Verdict } from '../message-transport.js';
+import { RMQ_TRANSPORT_NAME } from './rmq.constants.js';
 import { within } from '../../duration/within.js';
 
 /** What the module reads of an AMQP message. */
@@ -103,16 +104,18 @@ export class RmqAcknowledgements implements BeforeApplicationShutdown {
     const channel = context.getChannelRef() as AmqpChannel;
     const deadLetter = verdicts.find((verdict) => verdict.kind === 'dead-letter');
     const retry = verdicts.find((verdict) => verdict.kind === 'retry');
+    const failed = (verdict: FailureCause, outcome: string) =>
+      transportMessages.deliveryFailed({ transport: RMQ_TRANSPORT_NAME, messageId: message.properties.messageId, ...verdict, outcome, cause: verdict.reason });
     if (deadLetter) {
-      this.logger.error(transportMessages.deadLettered(context.getPattern(), deadLetter.reason));
+      this.logger.error(failed(deadLetter, failureOutcomes.deadLettered()));
       channel.nack(message, false, false);
     } else if (retry) {
       const failure = this.failures.fail(retry, message);
       if (failure.exhausted) {
-        this.logger.error(transportMessages.deadLettered(context.getPattern(), transportMessages.attemptsExhausted(failure.attempt, retry.reason)));
+        this.logger.error(failed(retry, failureOutcomes.deadLettered(failure.attempt)));
         channel.nack(message, false, false);
       } else {
-        this.logger.warn(transportMessages.requeued(context.getPattern(), failure.attempt, retry.maxAttempts, failure.delayMs, retry.reason));
+        this.logger.warn(failed(retry, failureOutcomes.requeued(failure.attempt, retry.maxAttempts, failure.delayMs)));
         this.requeueAfter(failure.delayMs, () => this.guarded(context, () => channel.nack(message, false, true)));
       }
     } else {

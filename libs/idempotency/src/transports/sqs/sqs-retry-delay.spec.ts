@@ -1,7 +1,7 @@
 import { sqsRetryDelaySeconds } from './sqs-retry-delay.js';
 
 describe('sqsRetryDelaySeconds', () => {
-  const retry = { kind: 'retry', attemptKey: 'k', maxAttempts: 5, retryDelayMs: 1_000, reason: 'boom' } as const;
+  const retry = { kind: 'retry', attemptKey: 'k', maxAttempts: 5, retryDelayMs: 1_000, consumer: 'sqs orders', key: 'k', reason: 'boom' } as const;
 
   it('doubles the retry delay with each receive, up to 64 times it', () => {
     expect([1, 2, 3, 4, 7, 8, 20].map((receives) => sqsRetryDelaySeconds(retry, receives, undefined))).toEqual([1, 2, 4, 8, 64, 64, 64]);

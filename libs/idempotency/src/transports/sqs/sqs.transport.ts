@@ -1,6 +1,7 @@
 import { type ExecutionContext, Injectable, Logger } from '@nestjs/common';
 import { SqsConsumers } from './sqs-consumers.js';
 import { sqsMessages } from './sqs.messages.js';
+import { transportMessages } from '../transport.messages.js';
 import type { InboundMessage, MessageTransport, Verdict } from '../message-transport.js';
 import type { ProviderCallSplit, ProviderHandlerKind } from '../provider-handlers.js';
 
@@ -59,7 +60,7 @@ export class SqsTransport implements MessageTransport {
       messageId: message.Attributes?.MessageDeduplicationId ?? message.MessageId,
       header: (name) => message.MessageAttributes?.[name]?.StringValue,
       settle: (verdict) => {
-        this.log(queue, message.MessageId!, verdict);
+        this.log(message.MessageId!, verdict);
         if (verdict.kind === 'retry' && consumer !== undefined) {
           this.consumers.delayRedelivery(consumer, message, verdict).catch((error: unknown) => {
             this.logger.warn(sqsMessages.sqsRetryDelayNotSet(queue, message.MessageId!, error instanceof Error ? error.message : String(error)));
@@ -69,11 +70,15 @@ export class SqsTransport implements MessageTransport {
     };
   }
 
-  private log(queue: string, messageId: string, verdict: Verdict): void {
+  private log(messageId: string, verdict: Verdict): void {
+    if (verdict.kind === 'ack') {
+      return;
+    }
+    const failed = (outcome: string) => transportMessages.deliveryFailed({ transport: this.name, messageId, ...verdict, outcome, cause: verdict.reason });
     if (verdict.kind === 'dead-letter') {
-      this.logger.error(sqsMessages.sqsLeftForRedrive(queue, messageId, 'can never succeed', verdict.reason));
-    } else if (verdict.kind === 'retry') {
-      this.logger.warn(sqsMessages.sqsLeftForRedrive(queue, messageId, 'failed', verdict.reason));
+      this.logger.error(failed(sqsMessages.leftForRedrive('can never succeed')));
+    } else {
+      this.logger.warn(failed(sqsMessages.leftForRedrive('failed')));
     }
   }
 }

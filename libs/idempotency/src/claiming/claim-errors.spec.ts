@@ -1,0 +1,26 @@
+import { QueryFailedError, QueryRunnerAlreadyReleasedError, QueryRunnerProviderAlreadyReleasedError } from 'typeorm';
+import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
+import { translateDatabaseError } from './claim-errors.js';
+
+const request = { consumer: 'payments', key: 'm-1' };
+const pgError = (code: string, message: string) => Object.assign(new Error(message), { code });
+
+describe('translateDatabaseError: a connection lost before the commit', () => {
+  it.each([
+    ['pg_terminate_backend() (57P01)', new QueryFailedError('SELECT 1', [], pgError('57P01', 'terminating connection due to administrator command'))],
+    ['a connection exception (08006)', pgError('08006', 'connection failure')],
+    ["node-postgres's cut connection", new Error('Connection terminated unexpectedly')],
+    ["TypeORM's released query runner", new QueryRunnerAlreadyReleasedError()],
+    ["TypeORM's entity manager on a released query runner", new QueryRunnerProviderAlreadyReleasedError()],
+  ])('%s is said as such: nothing committed, a retry processes the message anew', (_, error) => {
+    const translated = translateDatabaseError(error, request);
+    expect(translated).toBeInstanceOf(IdempotencyUnavailableError);
+    expect((translated as Error).message).toMatch(/^The database connection of the claim of 'm-1' \(payments\) was lost before the claim committed \(.+\): .*nothing was committed/);
+    expect((translated as Error).cause).toBe(error);
+  });
+
+  it('leaves other errors as they are', () => {
+    const error = pgError('23505', 'duplicate key value violates unique constraint');
+    expect(translateDatabaseError(error, request)).toBe(error);
+  });
+});
