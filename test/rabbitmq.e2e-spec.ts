@@ -285,7 +285,9 @@ describeWithBroker.each(CREDIT_QUEUE_TYPES)('exactly-once RabbitMQ consumers on 
     expect(logger.lines.find((line) => line.includes("message 'paused-1'"))).toMatch(
       /^WARN rabbitmq message 'paused-1' for 'fixture\.paused' failed \(attempt 1 of 5\) and is requeued in \d+ ms: The database connection of the claim of 'paused-1' \(fixture\.paused\) was lost before the claim committed \(.+\): the claim's transaction was lost with it and nothing was committed/,
     );
-    expect(logger.lines.filter((line) => /already released/i.test(line))).toEqual([]);
+    // Which form the cut takes is a race (the server's 57P01, or TypeORM's released query runner): either stands only as the
+    // cause in the module's own line, never as a line of its own.
+    expect(logger.lines.filter((line) => /already released|terminating connection/i.test(line) && !line.includes('was lost before the claim committed'))).toEqual([]);
     expect(fixture.attempts.paused).toBe(2);
     expect(await count('SELECT count(*) AS n FROM processed_messages WHERE message_id = $1', ['paused-1'])).toBe(1);
   });
