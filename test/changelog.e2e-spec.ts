@@ -36,6 +36,14 @@ describe('the package version and its CHANGELOG', () => {
     expect(root.dependencies['nestjs-idempotent-consumer']).toBe(await packageVersion());
   });
 
+  it('names the tarball of this version wherever the documents the package ships name one', async () => {
+    const version = await packageVersion();
+    for (const path of ['libs/idempotency/README.md', 'libs/idempotency/docs/guide.md', 'libs/idempotency/docs/operations.md']) {
+      const named = [...(await read(path)).matchAll(/nestjs-idempotent-consumer-(\d+\.\d+\.\d+)\.tgz/g)].map((match) => match[1]);
+      expect({ path, named }).toEqual({ path, named: named.map(() => version) });
+    }
+  });
+
   it('claims no publication to a registry in the documents the package ships', async () => {
     for (const path of ['libs/idempotency/CHANGELOG.md', 'libs/idempotency/README.md', 'libs/idempotency/docs/guide.md', 'libs/idempotency/docs/operations.md']) {
       expect({ path, claims: (await read(path)).match(/published (?:to|on|as) (?:the )?npm/gi) }).toEqual({ path, claims: null });
