@@ -10,6 +10,8 @@ import { StoredConsumers } from './discovery/stored-consumers.js';
 import { IdempotencyHealthIndicator } from './health/idempotency.health.js';
 import { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } from './idempotency.module-definition.js';
 import { type IdempotencyModuleOptions, RESOLVED_OPTIONS, type ResolvedIdempotencyOptions, resolveModuleOptions } from './idempotency.options.js';
+import { DeliveryCore } from './delivery/delivery-core.js';
+import { DeliveryObserver } from './delivery/delivery-observer.js';
 import { DataSourceJoin } from './joining/data-source-join.js';
 import { LeaseClaimingService } from './leasing/lease-claiming.service.js';
 import { LeaseStores } from './leasing/lease-stores.js';
@@ -86,6 +88,8 @@ import { StoreSampler } from './metrics/store.sampler.js';
     LeaseStores,
     LeaseClaimingService,
     ResponseRecording,
+    DeliveryObserver,
+    DeliveryCore,
     HttpDelivery,
     nestMicroservicesProvider,
     RmqAcknowledgements,

@@ -66,11 +66,20 @@ export interface OpenDelivery {
    * With `undoWork` (an error answer under `recordErrors`; transactional mode, whose claim took a
    * savepoint), the handler's writes are rolled back to that savepoint first, and only the claim
    * and its record commit.
+   * @returns true when this call settled the delivery, false when an earlier call had.
    */
-  commit(response: RecordedResponse, options?: CommitOptions): Promise<void>;
+  commit(response: RecordedResponse, options?: CommitOptions): Promise<boolean>;
   /**
-   * Undoes the claim, so the next delivery processes; `outcome` is how this delivery ended, for the
-   * metrics, and `cause` the error that ended it, if one did, for its trace.
+   * Undoes the claim, so the next delivery processes; `outcome` is how this delivery ended.
+   * @returns true when this call settled the delivery, false when an earlier call had.
    */
-  rollback(outcome: Exclude<DeliveryOutcome, 'processed' | 'duplicate'>, cause?: unknown): Promise<void>;
+  rollback(outcome: Exclude<DeliveryOutcome, 'processed' | 'duplicate'>): Promise<boolean>;
 }
+
+/**
+ * How a claim ended: this delivery won it and must now run the handler, or a twin had processed the message.
+ * @internal
+ */
+export type ClaimOutcome =
+  | { readonly kind: 'claimed'; readonly claim: OpenDelivery }
+  | { readonly kind: 'duplicate'; readonly response: RecordedResponse };

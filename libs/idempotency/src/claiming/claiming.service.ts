@@ -7,9 +7,8 @@ import { PG_LOCK_NOT_AVAILABLE, REJECT_LOCK_TIMEOUT_MS } from './claim.constants
 import { claimMessages } from './claim.messages.js';
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
-import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { functionDroppedError, postgresErrorCode, translateDatabaseError } from './claim-errors.js';
-import type { ClaimRequest, OpenDelivery, RecordedResponse } from './claim.js';
+import type { ClaimOutcome, ClaimRequest, RecordedResponse } from './claim.js';
 import { type ClaimSql, claimStatement, claimWon, type StoredClaim, twinStatement, WORK_SAVEPOINT } from './claim.queries.js';
 import { ClaimTransaction } from './claim-transaction.js';
 import { within } from '../duration/within.js';
@@ -22,14 +21,6 @@ import { type RecordExpiry, recordExpiryStatement } from '../replay-cache/replay
 
 /** The settle hooks of a read that cannot win the claim (it reads a committed twin's record). */
 const ignore = (): void => undefined;
-
-/**
- * How a claim ended: this delivery won it and must now run the handler, or a twin had processed the message.
- * @internal
- */
-export type ClaimOutcome =
-  | { readonly kind: 'claimed'; readonly claim: OpenDelivery }
-  | { readonly kind: 'duplicate'; readonly response: RecordedResponse };
 
 /**
  * The transactional mode's protocol, which every transport shares: claim the message in a new
@@ -48,11 +39,10 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
     @Inject(RESOLVED_OPTIONS) options: ResolvedIdempotencyOptions,
     @Inject(CLAIM_STORAGE) private readonly storage: AsyncLocalStorage<ActiveClaim>,
     private readonly join: DataSourceJoin,
-    metrics: IdempotencyMetricsService,
     private readonly consumers: StoredConsumers,
     cache: ReplayCache,
   ) {
-    super(options, metrics, cache);
+    super(options, cache);
   }
 
   /**

@@ -5,10 +5,8 @@ import { IdempotencyKeyReusedError } from '../errors/idempotency-key-reused.erro
 import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
-import type { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { ReplayCache } from '../replay-cache/replay-cache.js';
-import type { ClaimRequest, RecordedResponse } from './claim.js';
-import type { ClaimOutcome } from './claiming.service.js';
+import type { ClaimOutcome, ClaimRequest, RecordedResponse } from './claim.js';
 
 // The pauses between tries, on the fake clock (jest's fake timers leave node:timers/promises alone).
 jest.unstable_mockModule('node:timers/promises', () => ({
@@ -27,14 +25,9 @@ class ScriptedClaiming extends DeliveryClaiming<ClaimRequest> {
 
   constructor(
     private readonly found: Found[],
-    counted: DeliveryOutcome[],
     cache = new ReplayCache(null),
   ) {
-    super(
-      { inFlightWaitTimeoutMs: 1_000 } as ResolvedIdempotencyOptions,
-      { recordDelivery: (_delivery: unknown, outcome: DeliveryOutcome) => void counted.push(outcome) } as unknown as IdempotencyMetricsService,
-      cache,
-    );
+    super({ inFlightWaitTimeoutMs: 1_000 } as ResolvedIdempotencyOptions, cache);
   }
 
   /** How a claim won at `claimedAt` settles, as a mode's open delivery reports it. */
@@ -70,12 +63,10 @@ describe('DeliveryClaiming, the twin wait both modes share', () => {
     isolationLevel: undefined,
     savepoint: false,
   };
-  let counted: DeliveryOutcome[];
   let logged: string[];
 
   beforeEach(() => {
     jest.useFakeTimers();
-    counted = [];
     logged = [];
     jest.spyOn(Logger.prototype, 'log').mockImplementation((message: unknown) => void logged.push(String(message)));
   });
@@ -96,50 +87,43 @@ describe('DeliveryClaiming, the twin wait both modes share', () => {
     return { ...(await ending), tries: claiming.triedAt.map((at) => at - startedAt) };
   }
 
-  it('reject: a twin holding the message is answered as in flight after one try, and counted rejected', async () => {
-    const { error, tries } = await claimed(new ScriptedClaiming([{ kind: 'held' }, { kind: 'free' }], counted), false);
+  it('reject: a twin holding the message is answered as in flight after one try', async () => {
+    const { error, tries } = await claimed(new ScriptedClaiming([{ kind: 'held' }, { kind: 'free' }]), false);
     expect(error).toBeInstanceOf(IdempotencyInFlightError);
     expect(tries).toEqual([0]);
-    expect(counted).toEqual(['rejected']);
   });
 
   it('wait: tries again after pauses that double, until a try wins the claim', async () => {
-    const claiming = new ScriptedClaiming([{ kind: 'held' }, { kind: 'held' }, { kind: 'held' }, { kind: 'free' }], counted);
+    const claiming = new ScriptedClaiming([{ kind: 'held' }, { kind: 'held' }, { kind: 'held' }, { kind: 'free' }]);
     const { outcome, tries } = await claimed(claiming, true);
     expect(outcome?.kind).toBe('claimed');
     expect(tries).toEqual([0, 50, 150, 350]);
-    // A claim won is counted when it settles, not here.
-    expect(counted).toEqual([]);
   });
 
   it('wait: gives up at inFlightWaitTimeout, the last pause cut to the time left', async () => {
-    const { error, tries } = await claimed(new ScriptedClaiming([{ kind: 'held' }], counted), true);
+    const { error, tries } = await claimed(new ScriptedClaiming([{ kind: 'held' }]), true);
     expect(error).toBeInstanceOf(IdempotencyInFlightError);
     expect(tries).toEqual([0, 50, 150, 350, 750, 1_000]);
-    expect(counted).toEqual(['rejected']);
   });
 
-  it('a twin found processed is replayed, logged and counted as a duplicate once', async () => {
-    const { outcome } = await claimed(new ScriptedClaiming([{ kind: 'held' }, { kind: 'processed', fingerprint: 'f1' }], counted), true);
+  it('a twin found processed is replayed and logged as a duplicate once', async () => {
+    const { outcome } = await claimed(new ScriptedClaiming([{ kind: 'held' }, { kind: 'processed', fingerprint: 'f1' }]), true);
     expect(outcome).toEqual({ kind: 'duplicate', response: RESPONSE });
-    expect(counted).toEqual(['duplicate']);
     expect(logged).toHaveLength(1);
   });
 
   it('a twin processed with another fingerprint is a reused key; one with none is not compared', async () => {
-    const reused = await claimed(new ScriptedClaiming([{ kind: 'processed', fingerprint: 'f2' }], counted), false);
+    const reused = await claimed(new ScriptedClaiming([{ kind: 'processed', fingerprint: 'f2' }]), false);
     expect(reused.error).toBeInstanceOf(IdempotencyKeyReusedError);
-    const unfingerprinted = await claimed(new ScriptedClaiming([{ kind: 'processed', fingerprint: null }], counted), false);
+    const unfingerprinted = await claimed(new ScriptedClaiming([{ kind: 'processed', fingerprint: null }]), false);
     expect(unfingerprinted.outcome?.kind).toBe('duplicate');
-    expect(counted).toEqual(['rejected', 'duplicate']);
   });
 
-  it("a try's error ends the claim as it is, counted by its outcome, with no try after it", async () => {
+  it("a try's error ends the claim as it is, with no try after it", async () => {
     const failure = new IdempotencyUnavailableError('no connection', request.consumer, request.key);
-    const { error, tries } = await claimed(new ScriptedClaiming([{ kind: 'held' }, { kind: 'failing', error: failure }, { kind: 'free' }], counted), true);
+    const { error, tries } = await claimed(new ScriptedClaiming([{ kind: 'held' }, { kind: 'failing', error: failure }, { kind: 'free' }]), true);
     expect(error).toBe(failure);
     expect(tries).toEqual([0, 50]);
-    expect(counted).toEqual(['unavailable']);
   });
 
   describe('with the replay cache', () => {
@@ -152,34 +136,31 @@ describe('DeliveryClaiming, the twin wait both modes share', () => {
     });
 
     it('a claim processed keeps its recorded response until its retention from the claim; the next delivery replays it with no try', async () => {
-      const claiming = new ScriptedClaiming([{ kind: 'free' }], counted, cache);
+      const claiming = new ScriptedClaiming([{ kind: 'free' }], cache);
       claiming.settle(request, clock, 'processed', RESPONSE);
-      expect(counted).toEqual(['processed']);
       clock = request.retentionMs - 1;
       const { outcome, tries } = await claimed(claiming, false);
       expect(outcome).toEqual({ kind: 'duplicate', response: RESPONSE });
       expect(tries).toEqual([]);
-      expect(counted).toEqual(['processed', 'duplicate']);
       expect(logged).toEqual([expect.stringContaining('Duplicate of')]);
       clock = request.retentionMs;
       expect((await claimed(claiming, false)).outcome?.kind).toBe('claimed');
     });
 
     it('a claim that did not process keeps nothing', async () => {
-      const claiming = new ScriptedClaiming([{ kind: 'free' }], counted, cache);
+      const claiming = new ScriptedClaiming([{ kind: 'free' }], cache);
       claiming.settle(request, clock, 'failed');
       const { outcome, tries } = await claimed(claiming, false);
       expect(outcome?.kind).toBe('claimed');
       expect(tries).toHaveLength(1);
     });
 
-    it('a cached record of another fingerprint is a reused key, counted rejected, with no try', async () => {
-      const claiming = new ScriptedClaiming([{ kind: 'free' }], counted, cache);
+    it('a cached record of another fingerprint is a reused key, with no try', async () => {
+      const claiming = new ScriptedClaiming([{ kind: 'free' }], cache);
       claiming.settle({ ...request, fingerprint: 'f2' }, clock, 'processed', RESPONSE);
       const { error, tries } = await claimed(claiming, false);
       expect(error).toBeInstanceOf(IdempotencyKeyReusedError);
       expect(tries).toEqual([]);
-      expect(counted).toEqual(['processed', 'rejected']);
     });
   });
 });

@@ -5,19 +5,17 @@ import { IdempotencyKeyReusedError } from '../errors/idempotency-key-reused.erro
 import { TWIN_POLL_FIRST_MS, TWIN_POLL_MAX_MS } from './claim.constants.js';
 import { claimMessages } from './claim.messages.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
-import { failureOutcome } from '../errors/delivery-error-classes.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
-import type { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import type { ReplayCache } from '../replay-cache/replay-cache.js';
-import type { ClaimRequest, RecordedResponse } from './claim.js';
-import type { ClaimOutcome } from './claiming.service.js';
+import type { ClaimOutcome, ClaimRequest, RecordedResponse } from './claim.js';
 
 /**
  * How a delivery claims its message, in either mode: it tries once (`tryOnce`, the mode's
  * protocol); while a twin of another delivery holds the message, it is answered as in flight
  * (`reject`), or (`wait`) tries again with a growing pause, holding nothing in between, until the
  * module's `inFlightWaitTimeout` has passed. A twin found processed is replayed, unless its key
- * was reused with another payload. Every ending is counted in the metrics.
+ * was reused with another payload. How a delivery ended is counted by the delivery's observer,
+ * not here.
  *
  * A message whose record this process committed or read is first looked up in the replay cache,
  * before anything of the mode's store is taken, and replayed from there while it is kept (its
@@ -29,7 +27,6 @@ export abstract class DeliveryClaiming<R extends ClaimRequest> {
 
   constructor(
     protected readonly options: ResolvedIdempotencyOptions,
-    protected readonly metrics: IdempotencyMetricsService,
     protected readonly cache: ReplayCache,
   ) {}
 
@@ -42,27 +39,22 @@ export abstract class DeliveryClaiming<R extends ClaimRequest> {
     // `wait`: how long this delivery waits for its twins in all; `reject` waits for none that holds the message.
     const deadline = performance.now() + (request.waitForTwin ? this.options.inFlightWaitTimeoutMs : 0);
     let pause = TWIN_POLL_FIRST_MS;
-    try {
-      const cached = this.cache.get(request);
-      if (cached) {
-        this.refuseReusedKey(request, cached.fingerprint);
-        return this.replay(request, cached.response);
+    const cached = this.cache.get(request);
+    if (cached) {
+      this.refuseReusedKey(request, cached.fingerprint);
+      return this.replay(request, cached.response);
+    }
+    for (;;) {
+      const outcome = await this.tryOnce(request, deadline);
+      if (outcome) {
+        return outcome;
       }
-      for (;;) {
-        const outcome = await this.tryOnce(request, deadline);
-        if (outcome) {
-          return outcome;
-        }
-        const left = deadline - performance.now();
-        if (!request.waitForTwin || left <= 0) {
-          throw new IdempotencyInFlightError(request.consumer, request.key);
-        }
-        await sleep(Math.min(pause, left));
-        pause = Math.min(pause * 2, TWIN_POLL_MAX_MS);
+      const left = deadline - performance.now();
+      if (!request.waitForTwin || left <= 0) {
+        throw new IdempotencyInFlightError(request.consumer, request.key);
       }
-    } catch (error) {
-      this.metrics.recordDelivery(request, failureOutcome(error));
-      throw error;
+      await sleep(Math.min(pause, left));
+      pause = Math.min(pause * 2, TWIN_POLL_MAX_MS);
     }
   }
 
@@ -73,22 +65,20 @@ export abstract class DeliveryClaiming<R extends ClaimRequest> {
    */
   protected abstract tryOnce(request: R, deadline: number): Promise<ClaimOutcome | undefined>;
 
-  /** A twin processed the message: its recorded `response`, to replay, logged and counted as a duplicate. */
+  /** A twin processed the message: its recorded `response`, to replay, logged as a duplicate. */
   protected replay(request: R, response: RecordedResponse): ClaimOutcome {
     this.logger.log(claimMessages.duplicate(request.consumer, request.key, request.sender));
-    this.metrics.recordDelivery(request, 'duplicate');
     return { kind: 'duplicate', response };
   }
 
   /**
-   * Counts how a delivery that won its claim at `claimedAt` (by the cache's clock, before the
-   * claim was sent) settled; once processed, keeps its recorded response in the cache until the
-   * claim's retention has passed from `claimedAt`: the store started the record's retention later,
-   * by its own clock, so the cache drops it first whatever that clock says.
+   * How a delivery that won its claim at `claimedAt` (by the cache's clock, before the claim was
+   * sent) settled: once processed, its recorded response is kept in the cache until the claim's
+   * retention has passed from `claimedAt`: the store started the record's retention later, by its
+   * own clock, so the cache drops it first whatever that clock says.
    */
   protected settled(request: R, claimedAt: number): (outcome: DeliveryOutcome, recorded?: RecordedResponse) => void {
     return (outcome, recorded) => {
-      this.metrics.recordDelivery(request, outcome);
       if (outcome === 'processed' && recorded) {
         this.cache.fill(request, { fingerprint: request.fingerprint, response: recorded }, claimedAt + request.retentionMs);
       }

@@ -7,8 +7,8 @@ import type { CommitOptions, OpenDelivery, RecordedResponse } from './claim.js';
 /**
  * What both modes' open deliveries share: the handler runs with the claim reachable through
  * `IdempotencyContext`, and the delivery settles once, by `commit()` or `rollback()` (later calls
- * do nothing), each ending counted through `onSettled`, which gets the recorded response once the
- * store completed the message (`processed`). A mode says how it completes the message,
+ * do nothing and answer false), each ending told to `onSettled`, which gets the recorded response
+ * once the store completed the message (`processed`). A mode says how it completes the message,
  * how it undoes the claim and, if anything, what it gives back once the commit ended.
  */
 export abstract class SettlingDelivery implements OpenDelivery {
@@ -27,14 +27,15 @@ export abstract class SettlingDelivery implements OpenDelivery {
     return this.storage.run(this.active, handle);
   }
 
-  async commit(response: RecordedResponse, options: CommitOptions = {}): Promise<void> {
+  async commit(response: RecordedResponse, options: CommitOptions = {}): Promise<boolean> {
     if (this.settled) {
-      return;
+      return false;
     }
     this.settle();
     try {
       await this.complete(response, options);
       this.onSettled('processed', response);
+      return true;
     } catch (error) {
       const failure = this.failure(error);
       this.onSettled(failureOutcome(failure));
@@ -46,13 +47,14 @@ export abstract class SettlingDelivery implements OpenDelivery {
     }
   }
 
-  async rollback(outcome: Exclude<DeliveryOutcome, 'processed' | 'duplicate'>): Promise<void> {
+  async rollback(outcome: Exclude<DeliveryOutcome, 'processed' | 'duplicate'>): Promise<boolean> {
     if (this.settled) {
-      return;
+      return false;
     }
     this.settle();
     await this.undo();
     this.onSettled(outcome);
+    return true;
   }
 
   /** Marks the delivery settled, before it commits or rolls back. */

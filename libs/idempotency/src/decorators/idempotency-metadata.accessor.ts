@@ -125,7 +125,10 @@ export class IdempotencyMetadataAccessor {
     return this.reflector.get<IdempotentHandlerOptions | undefined>(HANDLER_OPTIONS_METADATA, handler as never);
   }
 
-  /** The handler that `context` is about to run (a framework may hand Nest a bound copy: golevelup's `bound grant`). */
+  /**
+   * The handler that `context` is about to run (a framework may hand Nest a bound copy: golevelup's
+   * `bound grant`). The entries ask it only for a handler they have no plan of yet.
+   */
   resolve(context: ExecutionContext): ResolvedHandler {
     return this.resolveFor(context.getClass(), context.getHandler().name.replace(/^bound /, ''));
   }

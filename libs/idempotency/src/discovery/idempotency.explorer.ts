@@ -23,6 +23,9 @@ export interface DiscoveredHandler {
   /** The module that declares the controller. */
   readonly moduleName: string;
   readonly handler: ResolvedHandler;
+  /** Its concrete class, and the name of its method there. */
+  readonly target: Type;
+  readonly methodName: string;
   /** Its microservice patterns; undefined for an HTTP route. */
   readonly patterns: HandlerPatterns | undefined;
   /** A handler that is a provider's method: its instance's wrapper, method, and transport. */
@@ -123,6 +126,8 @@ export class IdempotencyExplorer implements OnModuleInit {
         found.push({
           moduleName: wrapper.host?.name ?? 'an unknown module',
           handler,
+          target,
+          methodName: method,
           patterns: this.accessor.getPatterns(methodRef),
           provider: provider && { wrapper, methodName: method, kind: provider.kind },
           guards: this.accessor.getGuards(target, method),

@@ -1,8 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { AsyncLocalStorage } from 'node:async_hooks';
-import type { ClaimRequest } from '../claiming/claim.js';
-import type { ClaimOutcome } from '../claiming/claiming.service.js';
+import type { ClaimOutcome, ClaimRequest } from '../claiming/claim.js';
 import { DeliveryClaiming } from '../claiming/delivery-claiming.js';
 import { type ActiveClaim, CLAIM_STORAGE } from '../context/idempotency.context.js';
 import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
@@ -40,10 +39,10 @@ export class LeaseClaimingService extends DeliveryClaiming<LeaseClaimRequest> {
     @Inject(RESOLVED_OPTIONS) options: ResolvedIdempotencyOptions,
     @Inject(CLAIM_STORAGE) private readonly storage: AsyncLocalStorage<ActiveClaim>,
     private readonly stores: LeaseStores,
-    metrics: IdempotencyMetricsService,
+    private readonly metrics: IdempotencyMetricsService,
     cache: ReplayCache,
   ) {
-    super(options, metrics, cache);
+    super(options, cache);
   }
 
   /**

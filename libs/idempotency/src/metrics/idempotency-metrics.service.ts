@@ -115,7 +115,10 @@ export class IdempotencyMetricsService {
   /** When counting started (the application's start). */
   readonly since = new Date();
   private readonly logger = new Logger('Idempotency');
-  private readonly deliveryCounts = new Map<string, DeliveryCounts>();
+  /** Every consumer and sender's counts, in the order they were first counted. */
+  private readonly deliveryCounts: DeliveryCounts[] = [];
+  /** The same counts by consumer, then sender. */
+  private readonly countsByConsumer = new Map<string, Map<string, DeliveryCounts>>();
   private readonly renewalCounts = new Map<string, LeaseRenewalCounts>();
   private readonly windows = new Map<string, DuplicateRateWindow>();
   private readonly purgeRuns: Record<PurgeOutcome, number> = { purged: 0, skipped: 0, failed: 0 };
@@ -123,7 +126,7 @@ export class IdempotencyMetricsService {
   private lastRun: PurgeRun | null = null;
   private lastSuccessAt: Date | null = null;
   private readonly adminCounts = new Map<string, { consumer: string; forget: number; release: number }>();
-  private readonly inFlightCounts = new Map<string, number>();
+  private readonly inFlightCounts = new Map<string, { deliveries: number }>();
   private readonly leaseCounts = new Map<string, LeaseCounts>();
   private readonly refusalCounts = new Map<string, RefusalCounts>();
   private storeSample: StoreSample | null = null;
@@ -136,14 +139,20 @@ export class IdempotencyMetricsService {
   /** @internal Nest constructs it. */
   constructor(@Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions) {}
 
-  /** Counts one delivery. Called by the transports and the claiming core. */
+  /** Counts one delivery. Called by the delivery observer. */
   recordDelivery(delivery: { readonly consumer: string; readonly sender: string }, outcome: DeliveryOutcome): void {
+    const { consumer } = delivery;
     const sender = this.counted(delivery.sender);
-    const id = `${delivery.consumer}\u0000${sender}`;
-    let counts = this.deliveryCounts.get(id);
+    let bySender = this.countsByConsumer.get(consumer);
+    if (!bySender) {
+      bySender = new Map();
+      this.countsByConsumer.set(consumer, bySender);
+    }
+    let counts = bySender.get(sender);
     if (!counts) {
-      counts = { consumer: delivery.consumer, sender, processed: 0, duplicate: 0, rejected: 0, unavailable: 0, failed: 0 };
-      this.deliveryCounts.set(id, counts);
+      counts = { consumer, sender, processed: 0, duplicate: 0, rejected: 0, unavailable: 0, failed: 0 };
+      bySender.set(sender, counts);
+      this.deliveryCounts.push(counts);
     }
     counts[outcome] += 1;
     this.windows.get(sender)?.add(outcome === 'duplicate');
@@ -159,9 +168,14 @@ export class IdempotencyMetricsService {
     counts[outcome] += 1;
   }
 
-  /** A delivery to `consumer` started (`+1`) or ended (`-1`). Called by the delivery traces. */
+  /** A delivery to `consumer` started (`+1`) or ended (`-1`). Called by the delivery observer. */
   recordInFlight(consumer: string, change: 1 | -1): void {
-    this.inFlightCounts.set(consumer, (this.inFlightCounts.get(consumer) ?? 0) + change);
+    const counted = this.inFlightCounts.get(consumer);
+    if (counted) {
+      counted.deliveries += change;
+    } else {
+      this.inFlightCounts.set(consumer, { deliveries: change });
+    }
   }
 
   /** Counts a lease takeover or a refused completion. Called by the lease mode. */
@@ -193,7 +207,7 @@ export class IdempotencyMetricsService {
 
   /** Deliveries in progress per consumer, on this instance. */
   inFlight(): { consumer: string; deliveries: number }[] {
-    return [...this.inFlightCounts].map(([consumer, deliveries]) => ({ consumer, deliveries }));
+    return [...this.inFlightCounts].map(([consumer, { deliveries }]) => ({ consumer, deliveries }));
   }
 
   /** Lease takeovers and refused completions per consumer since the start. */
@@ -243,7 +257,7 @@ export class IdempotencyMetricsService {
 
   /** Deliveries per consumer and sender since the start. */
   deliveries(): DeliveryCounts[] {
-    return [...this.deliveryCounts.values()].map((counts) => ({ ...counts }));
+    return this.deliveryCounts.map((counts) => ({ ...counts }));
   }
 
   /** Lease renewals per consumer since the start; consumers whose leases were never renewed are left out. */

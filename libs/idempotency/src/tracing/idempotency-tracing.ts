@@ -3,15 +3,25 @@ import { channel } from 'node:diagnostics_channel';
 import type { IdempotencyMode } from '../decorators/idempotent-handler.options.js';
 import { IDEMPOTENCY_CHANNELS } from '../idempotency.constants.js';
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
-import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { loadIfInstalled } from '../optional/load-optional-package.js';
 import type { PurgeRun } from '../purge/purge-run.js';
-import { DeliveryTrace, type TraceSpan } from './delivery-trace.js';
 
 type OpenTelemetry = typeof import('@opentelemetry/api');
 
 /** The tracer's name: the instrumentation scope of the module's spans. */
 const TRACER_NAME = 'nestjs-idempotent-consumer';
+
+/**
+ * The part of an OpenTelemetry span a delivery uses (the module names no type of the optional package in its declarations).
+ * @internal
+ */
+export interface TraceSpan {
+  setAttribute(key: string, value: string | number | boolean): unknown;
+  addEvent(name: string, attributes?: Record<string, string | number | boolean>): unknown;
+  setStatus(status: { code: number; message?: string }): unknown;
+  recordException(exception: Error | string): unknown;
+  end(): void;
+}
 
 /**
  * Where a delivery came from, for the span's attributes.
@@ -27,11 +37,10 @@ export interface DeliverySource {
 }
 
 /**
- * The one place the module traces from: one OpenTelemetry span per delivery when
- * `@opentelemetry/api` is installed (loaded at start-up, like `prom-client`), the
- * `node:diagnostics_channel` events of `IDEMPOTENCY_CHANNELS` (built only for subscribers), and
- * the timings and in-flight figures of the metrics. The transports call `start()` once a
- * delivery's handler is known, then the returned trace at its claim and settlement.
+ * What the module traces with: OpenTelemetry, when `@opentelemetry/api` is installed (loaded at
+ * start-up, like `prom-client`), for one span per delivery, and the `node:diagnostics_channel`
+ * channels of `IDEMPOTENCY_CHANNELS`. The delivery observer alone writes a delivery's span and
+ * channel messages; the purge publishes its runs here.
  * @internal
  */
 @Injectable()
@@ -45,10 +54,7 @@ export class IdempotencyTracing implements OnModuleInit {
     purge: channel(IDEMPOTENCY_CHANNELS.purge),
   };
 
-  constructor(
-    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
-    readonly metrics: IdempotencyMetricsService,
-  ) {}
+  constructor(@Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions) {}
 
   async onModuleInit(): Promise<void> {
     if (this.options.tracing.spans) {
@@ -56,14 +62,14 @@ export class IdempotencyTracing implements OnModuleInit {
     }
   }
 
+  /** Whether deliveries may have spans: `@opentelemetry/api` is installed and spans are on. */
+  get tracesSpans(): boolean {
+    return this.otel !== undefined;
+  }
+
   /** Whether the key goes on spans and channel messages. */
   get recordKey(): boolean {
     return this.options.tracing.recordKey;
-  }
-
-  /** Starts tracing one delivery, in the active context (the HTTP server's or the consumer's span is its parent). */
-  start(source: DeliverySource): DeliveryTrace {
-    return new DeliveryTrace(this, source, this.startSpan(source));
   }
 
   /** Publishes a purge run on its channel. */
@@ -84,7 +90,12 @@ export class IdempotencyTracing implements OnModuleInit {
     span.setStatus({ code: this.otel!.SpanStatusCode.ERROR, message });
   }
 
-  private startSpan({ consumer, mode, transport, method }: DeliverySource): TraceSpan | undefined {
+  /**
+   * A span of one delivery, started in the active context (the HTTP server's or the consumer's span
+   * is its parent); undefined when nothing would see it (no `@opentelemetry/api`, spans off, no SDK,
+   * sampled out).
+   */
+  startSpan({ consumer, mode, transport, method }: DeliverySource): TraceSpan | undefined {
     if (!this.otel) {
       return undefined;
     }

@@ -1,46 +1,70 @@
-import { type CallHandler, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { type CallHandler, type ExecutionContext, Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
 import { lastValueFrom } from 'rxjs';
-import type { ClaimRequest, RecordedResponse } from '../claiming/claim.js';
+import type { RecordedResponse } from '../claiming/claim.js';
 import { translateDatabaseError } from '../claiming/claim-errors.js';
-import { ClaimingService } from '../claiming/claiming.service.js';
+import { type Delivery, DeliveryCore, type DeliveryEntry } from '../delivery/delivery-core.js';
+import { type HandlerPlan, HandlerPlans } from '../delivery/handler-plan.js';
 import { IdempotencyMetadataAccessor, type ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
+import { IdempotencyExplorer } from '../discovery/idempotency.explorer.js';
 import { classify, failureOutcome } from '../errors/delivery-error-classes.js';
 import { IdempotencyKeyError } from '../errors/idempotency-key.error.js';
 import { IdempotencyUnsupportedHandlerError } from '../errors/idempotency-unsupported-handler.error.js';
-import { transportMessages } from './transport.messages.js';
 import { readPath, toMessageKey } from '../keys/message-key.js';
-import { LeaseClaimingService, type LeaseClaimRequest } from '../leasing/lease-claiming.service.js';
-import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
-import { ResponseRecording } from '../recording/response-recording.js';
-import { IdempotencyTracing } from '../tracing/idempotency-tracing.js';
-import { claimByMode, claimRequestFor } from './claim-request.js';
-import { markReported } from './reported-failures.js';
 import { type InboundMessage, MESSAGE_TRANSPORTS, type MessageTransport, type Verdict } from './message-transport.js';
+import { markReported } from './reported-failures.js';
+import { transportMessages } from './transport.messages.js';
+
+/** One message to an idempotent handler, as the core hands it back to this entry. */
+interface MessageSource {
+  readonly transport: MessageTransport;
+  readonly message: InboundMessage;
+  /** Runs the handler. */
+  readonly run: () => Promise<unknown>;
+}
+
+type MessagePlan = HandlerPlan<MessageSource>;
+
+/** Subscribes to the handler's answer once, as Nest's own pipeline does. */
+const LAST_VALUE = { defaultValue: undefined };
 
 /**
- * The claim core of every message transport, which knows none of them: claim the message, run the
- * handler under the claim, record its reply and commit; or answer the recorded reply to a
- * duplicate. Each delivery is then settled with its broker through its adapter: ack, retry after
- * a delay, or dead-letter, by the one classification of the module's errors.
+ * The message entry of the delivery core, which knows no broker: each transport's adapter reads
+ * its messages (key, payload, how to settle); the core claims, the handler runs under the claim,
+ * its reply is recorded and committed; a duplicate is answered its recorded reply. Each delivery
+ * is then settled with its broker through its adapter: ack, retry after a delay, or dead-letter,
+ * by the one classification of the module's errors.
  */
 @Injectable()
-export class MessageDelivery {
+export class MessageDelivery implements DeliveryEntry<MessageSource>, OnApplicationBootstrap {
+  private readonly plans = new HandlerPlans<MessagePlan>();
+  /** The plans of provider handlers (BullMQ, SQS), whose calls name their handler as resolved. */
+  private readonly byHandler = new WeakMap<ResolvedHandler, MessagePlan>();
+
   constructor(
-    private readonly claims: ClaimingService,
-    private readonly leases: LeaseClaimingService,
-    private readonly recording: ResponseRecording,
+    private readonly core: DeliveryCore,
     private readonly accessor: IdempotencyMetadataAccessor,
-    private readonly metrics: IdempotencyMetricsService,
-    private readonly tracing: IdempotencyTracing,
+    private readonly explorer: IdempotencyExplorer,
     @Inject(MESSAGE_TRANSPORTS) private readonly transports: readonly MessageTransport[],
   ) {}
+
+  /** Compiles the plan of every idempotent message handler. */
+  onApplicationBootstrap(): void {
+    for (const { handler, patterns, provider, target, methodName } of this.explorer.discovered()) {
+      if (provider) {
+        this.planOf(handler);
+      } else if (patterns) {
+        this.plans.set(target, target.prototype[methodName] as object, this.planOf(handler));
+      }
+    }
+  }
 
   /** Delivers what an interceptor intercepted, through the first adapter that reads it as its own. */
   handle(context: ExecutionContext, next: CallHandler): Promise<unknown> {
     for (const transport of this.transports) {
       const message = transport.read(context);
       if (message) {
-        return this.deliver(this.accessor.resolve(context), context, transport, message, () => lastValueFrom(next.handle(), { defaultValue: undefined }));
+        const plan = this.plans.get(context.getClass(), context.getHandler(), () => this.planOf(this.accessor.resolve(context)));
+        return this.core.deliver(plan, context, { transport, message, run: () => lastValueFrom(next.handle(), LAST_VALUE) }, this);
       }
     }
     const handler = `${context.getClass().name}.${context.getHandler().name}`;
@@ -48,56 +72,60 @@ export class MessageDelivery {
   }
 
   /**
-   * Delivers `message` to `handler`: `run` runs it. Settles the message once, whatever happens.
+   * Delivers `message` to `handler` (a provider's method its framework calls): `run` runs it.
+   * Settles the message once, whatever happens.
    * @returns the handler's reply, or the recorded reply of a duplicate.
    */
-  async deliver(
-    handler: ResolvedHandler,
-    context: ExecutionContext,
-    transport: MessageTransport,
-    message: InboundMessage,
-    run: () => Promise<unknown>,
-  ): Promise<unknown> {
-    const trace = this.tracing.start({ consumer: handler.consumer, mode: handler.mode, transport: transport.name });
-    let request: LeaseClaimRequest | undefined;
+  deliver(handler: ResolvedHandler, context: ExecutionContext, transport: MessageTransport, message: InboundMessage, run: () => Promise<unknown>): Promise<unknown> {
+    return this.core.deliver(this.planOf(handler), context, { transport, message, run }, this);
+  }
+
+  transport({ transport }: MessageSource): string {
+    return transport.name;
+  }
+
+  replay(delivery: Delivery<MessageSource>, { message }: MessageSource, recorded: RecordedResponse): unknown {
+    message.settle?.({ kind: 'ack' }, delivery.consumer);
+    return replyOf(recorded);
+  }
+
+  async process(delivery: Delivery<MessageSource>, { message, run }: MessageSource): Promise<unknown> {
+    let result: unknown;
     try {
-      try {
-        request = claimRequestFor(handler, context, { key: () => readKey(handler, context, transport, message), defaultInFlight: 'wait' }, this.metrics);
-      } catch (error) {
-        trace.fail(error);
-        throw error;
-      }
-      const claimed = request;
-      const outcome = await trace.claim(claimed, () => claimByMode(handler, claimed, this.claims, this.leases, this.recording));
-      if (outcome.kind === 'duplicate') {
-        message.settle?.({ kind: 'ack' }, handler.consumer);
-        return replyOf(outcome.response);
-      }
-      const { claim } = outcome;
-      let result: unknown;
-      try {
-        const { checkReply } = message;
-        result = await claim.run(checkReply ? async () => checkReply(await run()) : run);
-      } catch (error) {
-        const failure = translateDatabaseError(error, claimed);
-        await claim.rollback(failureOutcome(failure), failure);
-        throw failure;
-      }
-      const reply = JSON.stringify(result);
-      await claim.commit({ status: null, headers: null, body: reply === undefined ? null : Buffer.from(reply) });
-      message.settle?.({ kind: 'ack' }, handler.consumer);
-      return result;
+      const { checkReply } = message;
+      result = await delivery.run(checkReply ? async () => checkReply(await run()) : run);
     } catch (error) {
-      const answer = message.settle?.(verdictFor(error, handler, request), handler.consumer);
-      if (answer && 'reply' in answer) {
-        return answer.reply;
-      }
-      if (answer && 'reported' in answer) {
-        markReported(error);
-        throw error;
-      }
-      throw answer?.error ?? error;
+      const failure = translateDatabaseError(error, delivery.request!);
+      await delivery.rollback(failureOutcome(failure), failure);
+      throw failure;
     }
+    const reply = JSON.stringify(result);
+    await delivery.commit({ status: null, headers: null, body: reply === undefined ? null : Buffer.from(reply) });
+    message.settle?.({ kind: 'ack' }, delivery.consumer);
+    return result;
+  }
+
+  /** Settles the failed message with its broker, and answers what its adapter says. */
+  fail(error: unknown, delivery: Delivery<MessageSource>, { message }: MessageSource): unknown {
+    const answer = message.settle?.(verdictFor(error, delivery), delivery.consumer);
+    if (answer && 'reply' in answer) {
+      return answer.reply;
+    }
+    if (answer && 'reported' in answer) {
+      markReported(error);
+      throw error;
+    }
+    throw answer?.error ?? error;
+  }
+
+  /** The plan of `handler`, compiled once. */
+  private planOf(handler: ResolvedHandler): MessagePlan {
+    let plan = this.byHandler.get(handler);
+    if (!plan) {
+      plan = this.core.plan<MessageSource>(handler, { key: keyReader(handler), defaultInFlight: 'wait' });
+      this.byHandler.set(handler, plan);
+    }
+    return plan;
   }
 }
 
@@ -118,7 +146,7 @@ function replyOf({ body }: RecordedResponse): unknown {
 }
 
 /** A message that can never succeed is dead-lettered; any other failure is retried after a delay. */
-function verdictFor(error: unknown, handler: ResolvedHandler, request: ClaimRequest | undefined): Verdict {
+function verdictFor(error: unknown, { handler, request }: Delivery<MessageSource>): Verdict {
   const cause = { consumer: handler.consumer, key: request?.key, reason: error instanceof Error ? error.message : String(error) };
   if (!request || classify(error)?.deadLetter) {
     return { kind: 'dead-letter', ...cause };
@@ -132,20 +160,26 @@ function verdictFor(error: unknown, handler: ResolvedHandler, request: ClaimRequ
   };
 }
 
-/** The message's key: the handler's `key` option, else the broker's own message id. */
-function readKey(handler: ResolvedHandler, context: ExecutionContext, transport: MessageTransport, message: InboundMessage): string {
+/** The key reader of `handler`: its `key` option (a function, a payload field, a message header), else the broker's own message id. */
+function keyReader(handler: ResolvedHandler): (context: ExecutionContext, source: MessageSource) => string {
   const source = handler.key;
   if (typeof source === 'function') {
-    return toMessageKey(source(context), 'the key function');
+    return (context) => toMessageKey(source(context), 'the key function');
   }
   if (source && 'body' in source) {
-    return toMessageKey(readPath(message.payload, source.body), `'${source.body}' in the message payload`);
+    const path = source.body;
+    const where = `'${path}' in the message payload`;
+    return (_context, { message }) => toMessageKey(readPath(message.payload, path), where);
   }
   if (source) {
-    return toMessageKey(message.header(source.header), `the ${source.header} message header`);
+    const name = source.header;
+    const where = `the ${name} message header`;
+    return (_context, { message }) => toMessageKey(message.header(name), where);
   }
-  if (transport.messageIdSource === undefined) {
-    throw new IdempotencyKeyError(transportMessages.unsupportedTransport(transport.name), 'transport');
-  }
-  return toMessageKey(message.messageId, transport.messageIdSource);
+  return (_context, { transport, message }) => {
+    if (transport.messageIdSource === undefined) {
+      throw new IdempotencyKeyError(transportMessages.unsupportedTransport(transport.name), 'transport');
+    }
+    return toMessageKey(message.messageId, transport.messageIdSource);
+  };
 }

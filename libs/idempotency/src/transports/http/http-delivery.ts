@@ -1,32 +1,27 @@
-import { type CallHandler, type ExecutionContext, Inject, Injectable, Logger } from '@nestjs/common';
+import { type CallHandler, type ExecutionContext, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
 import { lastValueFrom } from 'rxjs';
 import type { ClaimRequest, CommitOptions, RecordedResponse } from '../../claiming/claim.js';
 import { translateDatabaseError } from '../../claiming/claim-errors.js';
-import { ClaimingService } from '../../claiming/claiming.service.js';
-import { type LeaseClaimRequest, LeaseClaimingService } from '../../leasing/lease-claiming.service.js';
-import type { OpenDelivery } from '../../claiming/claim.js';
+import { type Delivery, DeliveryCore, type DeliveryEntry } from '../../delivery/delivery-core.js';
+import { type HandlerPlan, HandlerPlans } from '../../delivery/handler-plan.js';
 import { IdempotencyMetadataAccessor, type ResolvedHandler } from '../../decorators/idempotency-metadata.accessor.js';
+import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
+import { classify, failureOutcome, statusOutcome } from '../../errors/delivery-error-classes.js';
 import { IdempotencyClaimTransactionError } from '../../errors/idempotency-claim-transaction.error.js';
 import { IdempotencyError } from '../../errors/idempotency.error.js';
+import { IdempotencyKeyError } from '../../errors/idempotency-key.error.js';
 import { IdempotencyResponseTooLargeError } from '../../errors/idempotency-response-too-large.error.js';
 import { IdempotencySchemaError } from '../../errors/idempotency-schema.error.js';
 import { IdempotencyTransientError } from '../../errors/idempotency-transient.error.js';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from '../../idempotency.constants.js';
-import { keyMessages } from '../../keys/key.messages.js';
-import { httpMessages } from './http.messages.js';
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../../idempotency.options.js';
+import { keyMessages } from '../../keys/key.messages.js';
 import { readPath, toMessageKey } from '../../keys/message-key.js';
-import { classify, failureOutcome, statusOutcome } from '../../errors/delivery-error-classes.js';
-import { IdempotencyMetricsService } from '../../metrics/idempotency-metrics.service.js';
-import { ResponseRecording } from '../../recording/response-recording.js';
-import { claimByMode, claimRequestFor } from '../claim-request.js';
 import { headerText } from './header-text.js';
+import { httpMessages } from './http.messages.js';
 import { problemAnswer } from './problem-details.js';
 import { type CapturedResponse, findHeaderName, headersAsSent, type HeaderValues, mergeHeaders, ResponseCapture } from './response-capture.js';
-import { IdempotencyKeyError } from '../../errors/idempotency-key.error.js';
-import { IdempotencyTracing } from '../../tracing/idempotency-tracing.js';
-import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
 
 /**
  * How the handler ended, for its answer to settle: `{}` it returned; `{ error }` it threw under
@@ -61,111 +56,155 @@ interface HttpResponseLike {
   getHeaders(): Record<string, unknown>;
 }
 
+/** One HTTP request to an idempotent route, as the core hands it back to this entry. */
+interface HttpExchange {
+  readonly request: HttpRequestLike;
+  /** Node's response. */
+  readonly raw: ServerResponse;
+  /** The headers set before the handler's pipeline (by middleware: CORS, say), as sent. */
+  readonly before: HeaderValues;
+  readonly next: CallHandler;
+}
+
+/** An HTTP handler's plan: the core's, and whether its client's key is shared by the callers (no `scope`). */
+interface HttpPlan extends HandlerPlan<HttpExchange> {
+  readonly unscopedClientKey: boolean;
+}
+
+/** Subscribes to the route handler's answer once, as Nest's own pipeline does. */
+const LAST_VALUE = { defaultValue: undefined };
+
 /**
- * Runs an idempotent controller method: claim, handle, and commit when the response is about to
- * leave, recording the status, headers and body the client is sent; or replay a recorded
- * response to a duplicate. A successful answer (2xx, 3xx but 304) commits with the work; an error
- * answer whose status the handler's `recordErrors` lists commits without it; any other rolls the
- * claim back with the work, so the request can be retried with the same key.
+ * The HTTP entry of the delivery core: runs an idempotent controller method, claim, handle, and
+ * commit when the response is about to leave, recording the status, headers and body the client
+ * is sent; or replays a recorded response to a duplicate. A successful answer (2xx, 3xx but 304)
+ * commits with the work; an error answer whose status the handler's `recordErrors` lists commits
+ * without it; any other rolls the claim back with the work, so the request can be retried with
+ * the same key.
  */
 @Injectable()
-export class HttpDelivery {
+export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationBootstrap {
   private readonly logger = new Logger('Idempotency');
-  /** Notes at debug level a key claimed in the anonymous callers' namespace. */
-  private readonly noteAnonymousCaller = (handler: ResolvedHandler, key: string): void =>
-    this.logger.debug(httpMessages.anonymousCaller(handler.name, handler.consumer, key));
+  private readonly plans = new HandlerPlans<HttpPlan>();
   /** Handlers already warned about a client key shared by authenticated callers. */
   private readonly warnedUnscoped = new WeakSet<ResolvedHandler>();
 
   constructor(
-    private readonly claims: ClaimingService,
-    private readonly leases: LeaseClaimingService,
-    private readonly recording: ResponseRecording,
+    private readonly core: DeliveryCore,
     private readonly accessor: IdempotencyMetadataAccessor,
-    private readonly metrics: IdempotencyMetricsService,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
-    private readonly tracing: IdempotencyTracing,
     private readonly explorer: IdempotencyExplorer,
   ) {}
 
-  async handle(context: ExecutionContext, next: CallHandler): Promise<unknown> {
-    const handler = this.accessor.resolve(context);
-    const http = context.switchToHttp();
-    const request = http.getRequest<HttpRequestLike>();
-    const response = http.getResponse<HttpResponseLike>();
-    const raw = response.raw ?? (response as unknown as ServerResponse);
-    // Set before the handler's pipeline (by middleware: CORS, say): set anew for every request.
-    const before = headersAsSent(raw, response.getHeaders());
-    this.warnIfUnscoped(handler, request);
-    const trace = this.tracing.start({ consumer: handler.consumer, mode: handler.mode, transport: 'http', method: request.method });
-    let claimRequest: LeaseClaimRequest;
-    try {
-      claimRequest = claimRequestFor(
-        handler,
-        context,
-        {
-          key: () => readKey(handler, context, request),
-          request: () => ({ method: request.method, url: request.originalUrl ?? request.url, body: request.body }),
-          defaultInFlight: 'reject',
-          onAnonymousCaller: this.noteAnonymousCaller,
-        },
-        this.metrics,
-      );
-    } catch (error) {
-      trace.fail(error);
-      throw error;
-    }
-    const outcome = await trace.claim(claimRequest, () => claimByMode(handler, claimRequest, this.claims, this.leases, this.recording)).catch((error: unknown) => {
-      // The operator's to fix, like a failed commit: logged, besides the problem answer.
-      if (error instanceof IdempotencySchemaError) {
-        this.logger.error(error.message);
+  /** Compiles the plan of every idempotent route. */
+  onApplicationBootstrap(): void {
+    for (const { handler, patterns, provider, target, methodName } of this.explorer.discovered()) {
+      if (!patterns && !provider) {
+        this.plans.set(target, target.prototype[methodName] as object, this.compile(handler));
       }
-      throw error;
-    });
-    if (outcome.kind === 'duplicate') {
-      return this.replay(claimRequest, handler, raw, before, outcome.response);
     }
-    return this.process(claimRequest, handler, outcome.claim, next, raw, before);
   }
 
-  private async process(
-    request: ClaimRequest,
-    handler: ResolvedHandler,
-    claim: OpenDelivery,
-    next: CallHandler,
-    raw: ServerResponse,
-    before: HeaderValues,
-  ): Promise<unknown> {
+  handle(context: ExecutionContext, next: CallHandler): Promise<unknown> {
+    const plan = this.plans.get(context.getClass(), context.getHandler(), () => this.compile(this.accessor.resolve(context)));
+    const request = context.getArgByIndex<HttpRequestLike>(0);
+    const response = context.getArgByIndex<HttpResponseLike>(1);
+    const raw = response.raw ?? (response as unknown as ServerResponse);
+    if (plan.unscopedClientKey && request.user) {
+      this.warnUnscoped(plan.handler);
+    }
+    // Set before the handler's pipeline: set anew for every request.
+    const exchange: HttpExchange = { request, raw, before: headersAsSent(raw, response.getHeaders()), next };
+    return this.core.deliver(plan, context, exchange, this);
+  }
+
+  transport(): string {
+    return 'http';
+  }
+
+  method({ request }: HttpExchange): string {
+    return request.method;
+  }
+
+  async process(delivery: Delivery<HttpExchange>, { raw, before, next }: HttpExchange): Promise<unknown> {
     const capture = ResponseCapture.attach(raw, this.options.replay.maxBodyBytes);
     let settleHandler!: (ending: HandlerEnding) => void;
     const handled = new Promise<HandlerEnding>((resolve) => (settleHandler = resolve));
-    capture.whenEnded((captured) => void this.finish(request, handler, claim, capture, captured, before, handled));
+    capture.whenEnded((captured) => void this.finish(delivery, capture, captured, before, handled));
     // A client gone before its answer was written: nobody will see it, so in the transactional
     // mode nothing is kept (the rollback undoes the work). A lease-mode handler's effects are
     // elsewhere and stay: its success is completed all the same, for the redelivery to replay.
     raw.once('close', () => {
       void handled.then(async (ending) => {
-        if (ending && claim.rollbackUndoesWork) {
-          await claim.rollback('failed');
+        if (ending && delivery.rollbackUndoesWork) {
+          await delivery.rollback('failed');
         }
       });
     });
     try {
-      const result = await claim.run(() => lastValueFrom(next.handle(), { defaultValue: undefined }));
+      const result = await delivery.run(() => lastValueFrom(next.handle(), LAST_VALUE));
       settleHandler({});
       return result;
     } catch (error) {
-      const failure = translateDatabaseError(error, request);
-      if (handler.recordErrors.size > 0 && !(failure instanceof IdempotencyError)) {
+      const failure = translateDatabaseError(error, delivery.request!);
+      if (delivery.handler.recordErrors.size > 0 && !(failure instanceof IdempotencyError)) {
         // The exception filters answer it into the capture; that answer's status says whether it is recorded.
         settleHandler({ error: failure });
         throw failure;
       }
       settleHandler(undefined);
-      await claim.rollback(failureOutcome(failure), failure);
+      await delivery.rollback(failureOutcome(failure), failure);
       capture.discard();
       throw failure;
     }
+  }
+
+  /** Answers the failure as the module's exception filter will; a store's missing schema is the operator's to fix, logged besides. */
+  fail(error: unknown): never {
+    if (error instanceof IdempotencySchemaError) {
+      this.logger.error(error.message);
+    }
+    throw error;
+  }
+
+  /**
+   * Sends the recorded response in place of whatever the rest of the pipeline writes for this
+   * duplicate, header names in their recorded casing, with the Content-Length of the recorded
+   * body; a handler that writes its response itself is not run, so it is sent at once.
+   * @returns the recorded body, parsed when it is JSON, for the interceptors around this one.
+   */
+  replay(delivery: Delivery<HttpExchange>, exchange: HttpExchange, recorded: RecordedResponse): unknown {
+    const { handler } = delivery;
+    const request = delivery.request!;
+    if (recorded.status === null && this.explorer.isShared(request.consumer)) {
+      // Processed by a message handler of the same consumer: its reply, as this route answers success.
+      return this.replay(delivery, exchange, { status: handler.successStatus!, headers: recorded.body ? JSON_BODY : {}, body: recorded.body });
+    }
+    const { status } = recorded;
+    if (status === null) {
+      // Only a claim whose transaction the handler ended itself commits without its response.
+      throw new IdempotencyClaimTransactionError(httpMessages.unrecordedResponse(request.consumer, request.key), request.consumer, request.key);
+    }
+    const headers = mergeHeaders(exchange.before, recorded.headers ?? {}, { [IDEMPOTENT_REPLAYED_HEADER]: 'true' });
+    const body = recorded.body ?? Buffer.alloc(0);
+    const capture = ResponseCapture.attach(exchange.raw, this.options.replay.maxBodyBytes);
+    capture.replaceWhenEnded(status, headers, body);
+    if (handler.respondsItself) {
+      exchange.raw.end();
+    }
+    return parsedBody(recorded);
+  }
+
+  /** The plan of `handler`, an HTTP route. */
+  private compile(handler: ResolvedHandler): HttpPlan {
+    const plan = this.core.plan<HttpExchange>(handler, {
+      key: keyReader(handler),
+      request: ({ request }) => ({ method: request.method, url: request.originalUrl ?? request.url, body: request.body }),
+      defaultInFlight: 'reject',
+      // Noted at debug level: a key claimed in the anonymous callers' namespace.
+      onAnonymousCaller: (key) => this.logger.debug(httpMessages.anonymousCaller(handler.name, handler.consumer, key)),
+    });
+    return { ...plan, unscopedClientKey: handler.scope === undefined && handler.clientKey };
   }
 
   /**
@@ -175,9 +214,7 @@ export class HttpDelivery {
    * the savepoint taken after the claim; any other answer rolls the claim back with the work.
    */
   private async finish(
-    request: ClaimRequest,
-    handler: ResolvedHandler,
-    claim: OpenDelivery,
+    delivery: Delivery<HttpExchange>,
     capture: ResponseCapture,
     captured: CapturedResponse,
     before: HeaderValues,
@@ -187,20 +224,21 @@ export class HttpDelivery {
     if (!ending) {
       return;
     }
-    const recordedError = !isSuccess(captured.status) && handler.recordErrors.has(captured.status);
+    const request = delivery.request!;
+    const recordedError = !isSuccess(captured.status) && delivery.handler.recordErrors.has(captured.status);
     // A handler that threw never commits its work, even where an interceptor turned its error into a success.
     if (!recordedError && ('error' in ending || !isSuccess(captured.status))) {
-      await claim.rollback(statusOutcome(captured.status), ending.error);
+      await delivery.rollback(statusOutcome(captured.status), ending.error);
       capture.flush();
       return;
     }
     try {
       if (captured.overflowed) {
         const tooLarge = new IdempotencyResponseTooLargeError(request.consumer, request.key, this.options.replay.maxBodyBytes);
-        await claim.rollback('failed', tooLarge);
+        await delivery.rollback('failed', tooLarge);
         throw tooLarge;
       }
-      await claim.commit(this.recorded(captured, before), recordedError ? UNDO_WORK : undefined);
+      await delivery.commit(this.recorded(captured, before), recordedError ? UNDO_WORK : undefined);
       capture.flush();
     } catch (error) {
       const failure = asAnswerable(error, request);
@@ -211,39 +249,13 @@ export class HttpDelivery {
   }
 
   /**
-   * Sends the recorded response in place of whatever the rest of the pipeline writes for this
-   * duplicate, header names in their recorded casing, with the Content-Length of the recorded
-   * body; a handler that writes its response itself is not run, so it is sent at once.
-   * @returns the recorded body, parsed when it is JSON, for the interceptors around this one.
-   */
-  private replay(request: ClaimRequest, handler: ResolvedHandler, raw: ServerResponse, before: HeaderValues, recorded: RecordedResponse): unknown {
-    if (recorded.status === null && this.explorer.isShared(request.consumer)) {
-      // Processed by a message handler of the same consumer: its reply, as this route answers success.
-      return this.replay(request, handler, raw, before, { status: handler.successStatus!, headers: recorded.body ? JSON_BODY : {}, body: recorded.body });
-    }
-    const { status } = recorded;
-    if (status === null) {
-      // Only a claim whose transaction the handler ended itself commits without its response.
-      throw new IdempotencyClaimTransactionError(httpMessages.unrecordedResponse(request.consumer, request.key), request.consumer, request.key);
-    }
-    const headers = mergeHeaders(before, recorded.headers ?? {}, { [IDEMPOTENT_REPLAYED_HEADER]: 'true' });
-    const body = recorded.body ?? Buffer.alloc(0);
-    const capture = ResponseCapture.attach(raw, this.options.replay.maxBodyBytes);
-    capture.replaceWhenEnded(status, headers, body);
-    if (handler.respondsItself) {
-      raw.end();
-    }
-    return parsedBody(recorded);
-  }
-
-  /**
    * Warns once per handler when a client's `Idempotency-Key` reaches it from an authenticated
    * caller (`request.user`) and the handler has no `scope`: the callers share one namespace of
    * keys. A route behind a guard was warned about at start-up; this catches the callers the
    * start-up could not see (a user set by middleware, a guard given to `app.useGlobalGuards()`).
    */
-  private warnIfUnscoped(handler: ResolvedHandler, request: HttpRequestLike): void {
-    if (handler.scope !== undefined || !handler.clientKey || !request.user || this.warnedUnscoped.has(handler)) {
+  private warnUnscoped(handler: ResolvedHandler): void {
+    if (this.warnedUnscoped.has(handler)) {
       return;
     }
     this.warnedUnscoped.add(handler);
@@ -259,9 +271,11 @@ export class HttpDelivery {
    */
   private recorded(captured: CapturedResponse, before: HeaderValues): RecordedResponse {
     const headers: HeaderValues = {};
-    for (const [name, value] of Object.entries(captured.headers)) {
+    const excluded = this.options.replay.excludedHeaders;
+    for (const name in captured.headers) {
+      const value = captured.headers[name];
       const earlier = findHeaderName(before, name);
-      if (!this.options.replay.excludedHeaders.has(name.toLowerCase()) && (earlier === undefined || String(before[earlier]) !== String(value))) {
+      if (!excluded.has(name.toLowerCase()) && (earlier === undefined || String(before[earlier]) !== String(value))) {
         headers[name] = value;
       }
     }
@@ -269,25 +283,30 @@ export class HttpDelivery {
   }
 }
 
-function readKey(handler: ResolvedHandler, context: ExecutionContext, request: HttpRequestLike): string {
+/** The key reader of `handler`: its key function, a request header (the client's `Idempotency-Key` by default), or a field of the body. */
+function keyReader(handler: ResolvedHandler): (context: ExecutionContext, exchange: HttpExchange) => string {
   const source = handler.key ?? { header: IDEMPOTENCY_KEY_HEADER };
   if (typeof source === 'function') {
-    return toMessageKey(source(context), 'the key function');
+    return (context) => toMessageKey(source(context), 'the key function');
   }
   if ('header' in source) {
     const name = source.header.toLowerCase();
-    const value = request.headers[name];
     const where = `the ${source.header} header`;
-    // Node joins a header sent twice into one value with ', ': count its lines only then.
-    if (typeof value === 'string' && value.includes(',')) {
-      const lines = headerLines(request.rawHeaders ?? request.raw?.rawHeaders ?? [], name);
-      if (lines > 1) {
-        throw new IdempotencyKeyError(keyMessages.textRepeated('idempotency key', where, lines), where);
+    return (_context, { request }) => {
+      const value = request.headers[name];
+      // Node joins a header sent twice into one value with ', ': count its lines only then.
+      if (typeof value === 'string' && value.includes(',')) {
+        const lines = headerLines(request.rawHeaders ?? request.raw?.rawHeaders ?? [], name);
+        if (lines > 1) {
+          throw new IdempotencyKeyError(keyMessages.textRepeated('idempotency key', where, lines), where);
+        }
       }
-    }
-    return toMessageKey(headerText(value, where), where);
+      return toMessageKey(headerText(value, where), where);
+    };
   }
-  return toMessageKey(readPath(request.body, source.body), `'${source.body}' in the request body`);
+  const path = source.body;
+  const where = `'${path}' in the request body`;
+  return (_context, { request }) => toMessageKey(readPath(request.body, path), where);
 }
 
 /** A status that commits: 2xx, and 3xx but 304 (an answer to a conditional request, not the operation's). */

@@ -1,0 +1,163 @@
+import type { ExecutionContext, Type } from '@nestjs/common';
+import type { ClaimOutcome, ClaimRequest, RecordedResponse } from '../claiming/claim.js';
+import type { ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
+import type { InFlightPolicy } from '../decorators/idempotent-handler.options.js';
+import { IdempotencyKeyError } from '../errors/idempotency-key.error.js';
+import { fingerprint } from '../keys/fingerprint.js';
+import { keyMessages } from '../keys/key.messages.js';
+import { toScope, toSenderName } from '../keys/message-key.js';
+import { ANONYMOUS_SCOPE, scopedMessageId } from '../keys/scoped-key.js';
+import type { LeaseClaimRequest } from '../leasing/lease-claiming.service.js';
+
+/**
+ * How an entry (HTTP, the message transports) reads its deliveries of a handler, each from its
+ * `source` (an HTTP exchange, a broker message): told the core once per handler, at start-up.
+ * @internal
+ */
+export interface EntryReading<S> {
+  /** The delivery's key, read where the handler's `key` option says; throws IdempotencyKeyError when there is none usable. */
+  readonly key: (context: ExecutionContext, source: S) => string;
+  /** What the `'request'` fingerprint covers: HTTP's method, URL and body (messages have none). */
+  readonly request?: (source: S) => unknown;
+  readonly defaultInFlight: InFlightPolicy;
+  /**
+   * HTTP: a scope function that answers nothing (`undefined` or `null`) means a caller who is not
+   * signed in, whose key is claimed in the anonymous callers' namespace; this is told the key.
+   * Unset (messages): such a delivery is refused, since it cannot say whose message it is.
+   */
+  readonly onAnonymousCaller?: (key: string) => void;
+}
+
+/**
+ * One handler's deliveries as compiled at start-up, as Nest compiles a route: everything the
+ * handler's options decide is decided here once, so that a delivery runs only what its handler uses.
+ * @internal
+ */
+export interface HandlerPlan<S> {
+  readonly handler: ResolvedHandler;
+  /** The delivery's sender: the handler's fixed name, or its sender function's answer, checked. */
+  readonly sender: (context: ExecutionContext) => string;
+  /** The claim request of a delivery from `sender`: its key read (and scoped, when the handler has a scope), its fingerprint taken when the handler compares one. */
+  readonly request: (context: ExecutionContext, source: S, sender: string) => LeaseClaimRequest;
+  /** Claims by the protocol of the handler's mode. */
+  readonly claim: (request: LeaseClaimRequest) => Promise<ClaimOutcome>;
+  /** What is stored of a response (cut to the `record` policy, sealed); undefined: the response as it is. */
+  readonly toStore: ((request: ClaimRequest, response: RecordedResponse) => RecordedResponse) | undefined;
+}
+
+/** The sender reader of `handler`. */
+export function senderReader(handler: ResolvedHandler): (context: ExecutionContext) => string {
+  const { sender } = handler;
+  if (typeof sender === 'function') {
+    return (context) => toSenderName(sender(context), 'the sender function');
+  }
+  return () => sender;
+}
+
+/**
+ * The claim request builder of `handler` read by `reading`: the key, scoped to the caller when the
+ * handler has a `scope` (over HTTP, a caller the scope function cannot name is an anonymous one),
+ * the fingerprint, and the handler's fixed settings.
+ */
+export function requestBuilder<S>(handler: ResolvedHandler, reading: EntryReading<S>): HandlerPlan<S>['request'] {
+  const { consumer, retentionMs, isolationLevel, leaseMs, renewLeaseForMs, store, scope } = handler;
+  const waitForTwin = (handler.inFlight ?? reading.defaultInFlight) === 'wait';
+  const savepoint = handler.recordErrors.size > 0;
+  const readKey = reading.key;
+  const fingerprintOf = fingerprintReader(handler, reading);
+  if (!scope) {
+    return (context, source, sender) => ({
+      consumer,
+      key: readKey(context, source),
+      clientKey: undefined,
+      sender,
+      fingerprint: fingerprintOf(context, source),
+      retentionMs,
+      waitForTwin,
+      isolationLevel,
+      savepoint,
+      leaseMs,
+      renewLeaseForMs,
+      store,
+    });
+  }
+  const { onAnonymousCaller } = reading;
+  return (context, source, sender) => {
+    const key = readKey(context, source);
+    const answer = scope(context);
+    let caller: string;
+    if (answer !== undefined && answer !== null) {
+      caller = toScope(answer, 'the scope function');
+    } else if (onAnonymousCaller) {
+      onAnonymousCaller(key);
+      caller = ANONYMOUS_SCOPE;
+    } else {
+      throw new IdempotencyKeyError(keyMessages.scopeUnanswered(answer), 'the scope function');
+    }
+    return {
+      consumer,
+      key: scopedMessageId(key, caller),
+      clientKey: key,
+      sender,
+      fingerprint: fingerprintOf(context, source),
+      retentionMs,
+      waitForTwin,
+      isolationLevel,
+      savepoint,
+      leaseMs,
+      renewLeaseForMs,
+      store,
+    };
+  };
+}
+
+/** What a delivery's fingerprint is taken of: nothing (null), the entry's request, or the handler's function's answer. */
+function fingerprintReader<S>(handler: ResolvedHandler, reading: EntryReading<S>): (context: ExecutionContext, source: S) => string | null {
+  const covers = handler.fingerprint;
+  if (covers === false) {
+    return () => null;
+  }
+  if (covers === 'request') {
+    const { request } = reading;
+    return (_context, source) => fingerprint(request?.(source));
+  }
+  return (context) => fingerprint(covers(context));
+}
+
+/**
+ * The plans of one entry's handlers, found by the method Nest calls (one lookup); a method
+ * inherited by several controllers, or a bound copy of one (golevelup's), is found by its class
+ * too, and compiled on first sight.
+ * @internal
+ */
+export class HandlerPlans<P> {
+  private readonly byMethod = new WeakMap<object, { readonly target: Type; readonly plan: P }>();
+  private readonly byClass = new WeakMap<Type, Map<object, P>>();
+
+  /** Keeps `plan` as the plan of `method` called on an instance of `target`. */
+  set(target: Type, method: object, plan: P): void {
+    if (!this.byMethod.has(method)) {
+      this.byMethod.set(method, { target, plan });
+    }
+    let plans = this.byClass.get(target);
+    if (!plans) {
+      plans = new Map();
+      this.byClass.set(target, plans);
+    }
+    plans.set(method, plan);
+  }
+
+  /** The plan of `method` called on an instance of `target`, compiled by `compile` the first time. */
+  get(target: Type, method: object, compile: () => P): P {
+    const found = this.byMethod.get(method);
+    if (found !== undefined && found.target === target) {
+      return found.plan;
+    }
+    let plan = this.byClass.get(target)?.get(method);
+    if (plan === undefined) {
+      plan = compile();
+      this.set(target, method, plan);
+    }
+    return plan;
+  }
+}
