@@ -127,15 +127,15 @@ function fingerprintReader<S>(handler: ResolvedHandler, reading: EntryReading<S>
 /**
  * The plans of one entry's handlers, found by the method Nest calls (one lookup); a method
  * inherited by several controllers, or a bound copy of one (golevelup's), is found by its class
- * too, and compiled on first sight.
+ * too. An entry compiles the plan of a method it does not know yet on first sight.
  * @internal
  */
 export class HandlerPlans<P> {
   private readonly byMethod = new WeakMap<object, { readonly target: Type; readonly plan: P }>();
   private readonly byClass = new WeakMap<Type, Map<object, P>>();
 
-  /** Keeps `plan` as the plan of `method` called on an instance of `target`. */
-  set(target: Type, method: object, plan: P): void {
+  /** Keeps `plan` as the plan of `method` called on an instance of `target`, and returns it. */
+  set(target: Type, method: object, plan: P): P {
     if (!this.byMethod.has(method)) {
       this.byMethod.set(method, { target, plan });
     }
@@ -145,19 +145,12 @@ export class HandlerPlans<P> {
       this.byClass.set(target, plans);
     }
     plans.set(method, plan);
+    return plan;
   }
 
-  /** The plan of `method` called on an instance of `target`, compiled by `compile` the first time. */
-  get(target: Type, method: object, compile: () => P): P {
+  /** The plan of `method` called on an instance of `target`; undefined while none is kept. */
+  get(target: Type, method: object): P | undefined {
     const found = this.byMethod.get(method);
-    if (found !== undefined && found.target === target) {
-      return found.plan;
-    }
-    let plan = this.byClass.get(target)?.get(method);
-    if (plan === undefined) {
-      plan = compile();
-      this.set(target, method, plan);
-    }
-    return plan;
+    return found !== undefined && found.target === target ? found.plan : this.byClass.get(target)?.get(method);
   }
 }

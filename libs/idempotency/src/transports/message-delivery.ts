@@ -63,7 +63,9 @@ export class MessageDelivery implements DeliveryEntry<MessageSource>, OnApplicat
     for (const transport of this.transports) {
       const message = transport.read(context);
       if (message) {
-        const plan = this.plans.get(context.getClass(), context.getHandler(), () => this.planOf(this.accessor.resolve(context)));
+        const target = context.getClass();
+        const method = context.getHandler();
+        const plan = this.plans.get(target, method) ?? this.plans.set(target, method, this.planOf(this.accessor.resolve(context)));
         return this.core.deliver(plan, context, { transport, message, run: () => lastValueFrom(next.handle(), LAST_VALUE) }, this);
       }
     }

@@ -106,7 +106,9 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
   }
 
   handle(context: ExecutionContext, next: CallHandler): Promise<unknown> {
-    const plan = this.plans.get(context.getClass(), context.getHandler(), () => this.compile(this.accessor.resolve(context)));
+    const target = context.getClass();
+    const method = context.getHandler();
+    const plan = this.plans.get(target, method) ?? this.plans.set(target, method, this.compile(this.accessor.resolve(context)));
     const request = context.getArgByIndex<HttpRequestLike>(0);
     const response = context.getArgByIndex<HttpResponseLike>(1);
     const raw = response.raw ?? (response as unknown as ServerResponse);
