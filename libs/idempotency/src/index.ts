@@ -62,10 +62,10 @@ export type {
   AdminReleaseOptions,
   AdminUnreadableResponse,
 } from './admin/idempotency-admin.service.js';
-export type { UnreadableReason } from './recording/response-seal.js';
+export type { UnreadableReason } from './errors/idempotency-record-unreadable.error.js';
 export { IdempotencyAdminError } from './errors/idempotency-admin.error.js';
 export { IdempotencyPurgeService } from './purge/idempotency-purge.service.js';
-export type { PurgeOutcome, PurgeRun } from './purge/purge-run.js';
+export type { PurgeOutcome, PurgeRun } from './errors/idempotency-purge.error.js';
 export { IdempotencyHealthIndicator } from './health/idempotency.health.js';
 export type { IdempotencyHealthResult } from './health/idempotency.health.js';
 export { IdempotencyMetricsService } from './metrics/idempotency-metrics.service.js';

@@ -8,8 +8,9 @@ import { ANONYMOUS_SCOPE, scopedMessageId } from '../keys/scoped-key.js';
 import type { LeaseKey, LeaseStore } from '../leasing/lease-store.js';
 import { LeaseStores, POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
-import { recordingMessages } from '../recording/recording.messages.js';
-import { openResponse, sealingKeyId, UnreadableRecord, type UnreadableReason } from '../recording/response-seal.js';
+import { errorMessages } from '../errors/error.messages.js';
+import type { UnreadableReason } from '../errors/idempotency-record-unreadable.error.js';
+import { openResponse, sealingKeyId, UnreadableRecord } from '../recording/response-seal.js';
 import { ReplayCache } from '../replay-cache/replay-cache.js';
 import { adminForgetSql, adminListSql, adminLookupSql, adminReleaseSql } from './idempotency-admin.queries.js';
 
@@ -314,7 +315,7 @@ export class IdempotencyAdmin {
     const { keyring } = this.options;
     const opened = openResponse(keyring, { consumer: record.consumer, key: record.messageId }, stored);
     if (opened instanceof UnreadableRecord) {
-      const cause = recordingMessages.unreadableCause(opened.reason, opened.keyId, opened.formatVersion, [...(keyring?.keys.keys() ?? [])]);
+      const cause = errorMessages.unreadableCause(opened.reason, opened.keyId, opened.formatVersion, [...(keyring?.keys.keys() ?? [])]);
       const message = adminMessages.adminResponseUnreadable(record.consumer, record.messageId, cause);
       return { ...record, responseHeaders: null, responseBody: null, sealedWith: opened.keyId, unreadable: { reason: opened.reason, message } };
     }

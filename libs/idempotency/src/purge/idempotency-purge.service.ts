@@ -1,12 +1,11 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { IdempotencyPurgeError } from '../errors/idempotency-purge.error.js';
+import { IdempotencyPurgeError, type PurgeOutcome, type PurgeRun } from '../errors/idempotency-purge.error.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { purgeMessages } from './purge.messages.js';
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { IdempotencyTracing } from '../tracing/idempotency-tracing.js';
-import type { PurgeOutcome, PurgeRun } from './purge-run.js';
 import { type PurgeBatchResult, purgeBatchSql } from './purge.queries.js';
 
 /**

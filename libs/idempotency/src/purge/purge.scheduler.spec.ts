@@ -2,7 +2,7 @@ import { jest } from '@jest/globals';
 import { resolveModuleOptions } from '../idempotency.options.js';
 import type { PurgeOptions } from './purge.options.js';
 import type { IdempotencyPurgeService } from './idempotency-purge.service.js';
-import type { PurgeRun } from './purge-run.js';
+import type { PurgeRun } from '../errors/idempotency-purge.error.js';
 import { PurgeScheduler } from './purge.scheduler.js';
 
 describe('PurgeScheduler', () => {
