@@ -9,7 +9,7 @@ import { IdempotencyExplorer } from './discovery/idempotency.explorer.js';
 import { StoredConsumers } from './discovery/stored-consumers.js';
 import { IdempotencyHealthIndicator } from './health/idempotency.health.js';
 import { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } from './idempotency.module-definition.js';
-import { type IdempotencyModuleOptions, RESOLVED_OPTIONS, type ResolvedIdempotencyOptions, resolveModuleOptions } from './idempotency.options.js';
+import { resolvedOptionsProviders } from './idempotency.options.js';
 import { DataSourceJoin } from './joining/data-source-join.js';
 import { LeaseClaimingService } from './leasing/lease-claiming.service.js';
 import { LeaseStores } from './leasing/lease-stores.js';
@@ -19,6 +19,7 @@ import { IdempotencyPurgeService } from './purge/idempotency-purge.service.js';
 import { PurgeScheduler } from './purge/purge.scheduler.js';
 import { ResponseRecording } from './recording/response-recording.js';
 import { ReplayCache } from './replay-cache/replay-cache.js';
+import { REPLAY_CACHE_OPTIONS, type ResolvedReplayCacheOptions } from './replay-cache/replay-cache.options.js';
 import { StoreSchemaCheck } from './schema/store-schema.check.js';
 import { BullmqProcessorCheck } from './transports/bullmq/bullmq-processor.check.js';
 import { GolevelupRabbitmqPackage } from './transports/golevelup-rabbitmq/golevelup-rabbitmq.package.js';
@@ -65,11 +66,7 @@ import { StoreSampler } from './metrics/store.sampler.js';
 @Module({
   imports: [DiscoveryModule],
   providers: [
-    {
-      provide: RESOLVED_OPTIONS,
-      inject: [MODULE_OPTIONS_TOKEN],
-      useFactory: (options: IdempotencyModuleOptions) => resolveModuleOptions(options),
-    },
+    ...resolvedOptionsProviders(MODULE_OPTIONS_TOKEN),
     { provide: CLAIM_STORAGE, useFactory: () => new AsyncLocalStorage() },
     IdempotencyContext,
     IdempotencyMetadataAccessor,
@@ -79,8 +76,8 @@ import { StoreSampler } from './metrics/store.sampler.js';
     DataSourceJoin,
     {
       provide: ReplayCache,
-      inject: [RESOLVED_OPTIONS],
-      useFactory: (options: ResolvedIdempotencyOptions) => new ReplayCache(options.replayCache),
+      inject: [REPLAY_CACHE_OPTIONS],
+      useFactory: (bounds: ResolvedReplayCacheOptions | null) => new ReplayCache(bounds),
     },
     ClaimingService,
     LeaseStores,

@@ -6,7 +6,7 @@ export type { EncryptionOptions } from './recording/recording.options.js';
 export type { PurgeOptions } from './purge/purge.options.js';
 export type { ReplayOptions } from './transports/http/http.options.js';
 export type { ReplayCacheOptions } from './replay-cache/replay-cache.options.js';
-export type { SenderOptions } from './discovery/senders.options.js';
+export type { SenderOptions } from './discovery/discovery.options.js';
 export type { TracingOptions } from './tracing/tracing.options.js';
 export { IdempotentHandler } from './decorators/idempotent-handler.decorator.js';
 export { IdempotencyInterceptor } from './transports/idempotency.interceptor.js';

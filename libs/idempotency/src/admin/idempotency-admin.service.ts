@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { IdempotencyAdminError } from '../errors/idempotency-admin.error.js';
 import { adminMessages } from './admin.messages.js';
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { type ResolvedStoreOptions, STORE_OPTIONS } from '../joining/store.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { toMessageKey, toScope } from '../keys/message-key.js';
 import { ANONYMOUS_SCOPE, scopedMessageId } from '../keys/scoped-key.js';
@@ -156,6 +157,7 @@ export class IdempotencyAdmin {
 
   /** @internal Nest constructs it. */
   constructor(
+    @Inject(STORE_OPTIONS) private readonly store: ResolvedStoreOptions,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly join: DataSourceJoin,
     private readonly stores: LeaseStores,
@@ -201,7 +203,7 @@ export class IdempotencyAdmin {
         forgotten = await this.removable(store, options.store as string, 'forget').remove({ consumer: options.consumer, key: id }, options.force ? 'any' : 'completed');
       } else {
         const [, deleted] = (await this.join.claimDataSource().query(
-          adminForgetSql(this.options.tableName),
+          adminForgetSql(this.store.tableName),
           [options.consumer, id, options.force === true],
         )) as [unknown, number];
         forgotten = deleted === 1;
@@ -233,7 +235,7 @@ export class IdempotencyAdmin {
       released = await this.removable(store, options.store as string, 'release').remove(key, 'leased');
     } else {
       const [, deleted] = (await this.join.claimDataSource().query(
-        adminReleaseSql(this.options.tableName),
+        adminReleaseSql(this.store.tableName),
         [options.consumer, id, options.token ?? null],
       )) as [unknown, number];
       released = deleted === 1;
@@ -271,7 +273,7 @@ export class IdempotencyAdmin {
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
       throw new IdempotencyAdminError(`list() takes a limit of 1 to ${MAX_LIST_LIMIT}; got ${String(limit)}.`, options.consumer, '');
     }
-    const rows = (await this.join.claimDataSource().query(adminListSql(this.options.tableName, limit), [
+    const rows = (await this.join.claimDataSource().query(adminListSql(this.store.tableName, limit), [
       options.consumer,
       options.before ?? null,
     ])) as StoredRow[];
@@ -298,7 +300,7 @@ export class IdempotencyAdmin {
         ...(includeBody ? { responseHeaders: entry?.response?.headers ?? null, responseBody: body } : {}),
       };
     }
-    const [row] = (await this.join.claimDataSource().query(adminLookupSql(this.options.tableName, includeBody), [
+    const [row] = (await this.join.claimDataSource().query(adminLookupSql(this.store.tableName, includeBody), [
       query.consumer,
       id,
     ])) as StoredRow[];
