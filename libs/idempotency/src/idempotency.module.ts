@@ -18,8 +18,7 @@ import { PrometheusExporter } from './metrics/prometheus.exporter.js';
 import { IdempotencyPurgeService } from './purge/idempotency-purge.service.js';
 import { PurgeScheduler } from './purge/purge.scheduler.js';
 import { ResponseRecording } from './recording/response-recording.js';
-import { ReplayCache } from './replay-cache/replay-cache.js';
-import { REPLAY_CACHE_OPTIONS, type ResolvedReplayCacheOptions } from './replay-cache/replay-cache.options.js';
+import { replayCacheProvider } from './replay-cache/replay-cache.js';
 import { StoreSchemaCheck } from './schema/store-schema.check.js';
 import { BullmqProcessorCheck } from './transports/bullmq/bullmq-processor.check.js';
 import { GolevelupRabbitmqPackage } from './transports/golevelup-rabbitmq/golevelup-rabbitmq.package.js';
@@ -74,11 +73,7 @@ import { StoreSampler } from './metrics/store.sampler.js';
     StoreSchemaCheck,
     StoredConsumers,
     DataSourceJoin,
-    {
-      provide: ReplayCache,
-      inject: [REPLAY_CACHE_OPTIONS],
-      useFactory: (bounds: ResolvedReplayCacheOptions | null) => new ReplayCache(bounds),
-    },
+    replayCacheProvider,
     ClaimingService,
     LeaseStores,
     LeaseClaimingService,

@@ -6,8 +6,7 @@ import { resolvedOptionsProviders } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { LeaseStores } from '../leasing/lease-stores.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
-import { ReplayCache } from '../replay-cache/replay-cache.js';
-import { REPLAY_CACHE_OPTIONS, type ResolvedReplayCacheOptions } from '../replay-cache/replay-cache.options.js';
+import { replayCacheProvider } from '../replay-cache/replay-cache.js';
 import { ADMIN_MODULE_OPTIONS_TOKEN, ConfigurableAdminModuleClass } from './idempotency-admin.module-definition.js';
 import { adminModuleOptions } from './idempotency-admin.options.js';
 import { IdempotencyAdmin } from './idempotency-admin.service.js';
@@ -45,11 +44,7 @@ import { IdempotencyAdmin } from './idempotency-admin.service.js';
     DataSourceJoin,
     LeaseStores,
     IdempotencyMetricsService,
-    {
-      provide: ReplayCache,
-      inject: [REPLAY_CACHE_OPTIONS],
-      useFactory: (bounds: ResolvedReplayCacheOptions | null) => new ReplayCache(bounds),
-    },
+    replayCacheProvider,
     IdempotencyAdmin,
   ],
   exports: [IdempotencyAdmin],
