@@ -6,7 +6,7 @@ import { DISCOVERY_OPTIONS, type ResolvedDiscoveryOptions } from './discovery.op
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { IdempotencyExplorer } from './idempotency.explorer.js';
-import { StoreSchemaCheck } from '../schema/store-schema.check.js';
+import { StoreSchemaCheck } from './store-schema.check.js';
 import { consumerHasRowsSql, moveConsumerSql, storedConsumersSql } from './stored-consumers.queries.js';
 
 /** How many distinct consumer names the start-up scan reads at most. */

@@ -4,7 +4,7 @@ import { type ResolvedStoreOptions, STORE_OPTIONS } from '../joining/store.optio
 import { HEALTH_OPTIONS, type ResolvedHealthOptions } from './health.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
-import { StoreSchemaCheck } from '../schema/store-schema.check.js';
+import { StoreSchemaCheck } from '../discovery/store-schema.check.js';
 import { findProblems, type HealthFigures } from './health.assessment.js';
 import { estimateRows, readStoreStatistics, type StoreStatistics } from '../metrics/store-statistics.queries.js';
 

@@ -5,7 +5,7 @@ import { type ResolvedStoreOptions, STORE_OPTIONS } from '../joining/store.optio
 import { METRICS_OPTIONS, type ResolvedMetricsOptions } from './metrics.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { RepeatingTimer } from '../scheduling/repeating-timer.js';
-import { StoreSchemaCheck } from '../schema/store-schema.check.js';
+import { StoreSchemaCheck } from '../discovery/store-schema.check.js';
 import { IdempotencyMetricsService } from './idempotency-metrics.service.js';
 import { PrometheusExporter } from './prometheus.exporter.js';
 

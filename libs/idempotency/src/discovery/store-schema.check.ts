@@ -1,11 +1,11 @@
 import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
-import { IdempotencyExplorer } from '../discovery/idempotency.explorer.js';
+import { IdempotencyExplorer } from './idempotency.explorer.js';
 import { IdempotencySchemaError } from '../errors/idempotency-schema.error.js';
 import { type ResolvedStoreOptions, STORE_OPTIONS } from '../joining/store.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { POSTGRES_STORE } from '../leasing/lease-stores.js';
-import { findMissing, type SchemaNeeds, schemaNeeds, type StoreCatalogue } from './store-schema.js';
-import { catalogueParameters, catalogueStatement } from './store-schema.queries.js';
+import { findMissing, type SchemaNeeds, schemaNeeds, type StoreCatalogue } from '../schema/store-schema.js';
+import { catalogueParameters, catalogueStatement } from '../schema/store-schema.queries.js';
 
 /**
  * Checks at application bootstrap, with one catalogue query, that the processed-messages store
