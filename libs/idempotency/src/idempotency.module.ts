@@ -6,10 +6,11 @@ import { ClaimingService } from './claiming/claiming.service.js';
 import { CLAIM_STORAGE, IdempotencyContext } from './context/idempotency.context.js';
 import { IdempotencyMetadataAccessor } from './decorators/idempotency-metadata.accessor.js';
 import { IdempotencyExplorer } from './discovery/idempotency.explorer.js';
+import { StoreSchemaCheck } from './discovery/store-schema.check.js';
 import { StoredConsumers } from './discovery/stored-consumers.js';
 import { IdempotencyHealthIndicator } from './health/idempotency.health.js';
 import { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } from './idempotency.module-definition.js';
-import { type IdempotencyModuleOptions, RESOLVED_OPTIONS, type ResolvedIdempotencyOptions, resolveModuleOptions } from './idempotency.options.js';
+import { resolvedOptionsProviders } from './idempotency.options.js';
 import { DeliveryCore } from './delivery/delivery-core.js';
 import { DeliveryObserver } from './delivery/delivery-observer.js';
 import { DataSourceJoin } from './joining/data-source-join.js';
@@ -20,8 +21,7 @@ import { PrometheusExporter } from './metrics/prometheus.exporter.js';
 import { IdempotencyPurgeService } from './purge/idempotency-purge.service.js';
 import { PurgeScheduler } from './purge/purge.scheduler.js';
 import { ResponseRecording } from './recording/response-recording.js';
-import { ReplayCache } from './replay-cache/replay-cache.js';
-import { StoreSchemaCheck } from './schema/store-schema.check.js';
+import { replayCacheProvider } from './replay-cache/replay-cache.js';
 import { BullmqProcessorCheck } from './transports/bullmq/bullmq-processor.check.js';
 import { GolevelupRabbitmqPackage } from './transports/golevelup-rabbitmq/golevelup-rabbitmq.package.js';
 import { GolevelupRabbitTransport } from './transports/golevelup-rabbitmq/golevelup-rabbitmq.transport.js';
@@ -67,11 +67,7 @@ import { StoreSampler } from './metrics/store.sampler.js';
 @Module({
   imports: [DiscoveryModule],
   providers: [
-    {
-      provide: RESOLVED_OPTIONS,
-      inject: [MODULE_OPTIONS_TOKEN],
-      useFactory: (options: IdempotencyModuleOptions) => resolveModuleOptions(options),
-    },
+    ...resolvedOptionsProviders(MODULE_OPTIONS_TOKEN),
     { provide: CLAIM_STORAGE, useFactory: () => new AsyncLocalStorage() },
     IdempotencyContext,
     IdempotencyMetadataAccessor,
@@ -79,11 +75,7 @@ import { StoreSampler } from './metrics/store.sampler.js';
     StoreSchemaCheck,
     StoredConsumers,
     DataSourceJoin,
-    {
-      provide: ReplayCache,
-      inject: [RESOLVED_OPTIONS],
-      useFactory: (options: ResolvedIdempotencyOptions) => new ReplayCache(options.replayCache),
-    },
+    replayCacheProvider,
     ClaimingService,
     LeaseStores,
     LeaseClaimingService,

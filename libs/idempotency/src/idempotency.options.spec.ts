@@ -24,7 +24,6 @@ describe('resolveModuleOptions', () => {
         duplicateRateMinDeliveries: 20,
         maxEstimatedRows: null,
       },
-      metricsRegistry: undefined,
       stores: {},
       store: 'postgres',
       warnOnUnusedConsumers: true,
@@ -32,7 +31,7 @@ describe('resolveModuleOptions', () => {
       recordErrors: new Set(),
       keyring: null,
       scope: undefined,
-      storeSampleIntervalMs: 60_000,
+      metrics: { registry: undefined, storeSampleIntervalMs: 60_000 },
       tracing: { spans: true, recordKey: false },
       replayCache: { maxEntries: 10_000, maxBytes: 16_777_216, maxAgeMs: 60_000 },
     });
@@ -63,8 +62,8 @@ describe('resolveModuleOptions', () => {
   it('resolves the tracing and store-sampling options, and refuses malformed ones', () => {
     expect(resolveModuleOptions({ tracing: false }).tracing).toEqual({ spans: false, recordKey: false });
     expect(resolveModuleOptions({ tracing: { recordKey: true } }).tracing).toEqual({ spans: true, recordKey: true });
-    expect(resolveModuleOptions({ metrics: { storeSampleInterval: false } }).storeSampleIntervalMs).toBeNull();
-    expect(resolveModuleOptions({ metrics: { storeSampleInterval: '30s' } }).storeSampleIntervalMs).toBe(30_000);
+    expect(resolveModuleOptions({ metrics: { storeSampleInterval: false } }).metrics.storeSampleIntervalMs).toBeNull();
+    expect(resolveModuleOptions({ metrics: { storeSampleInterval: '30s' } }).metrics.storeSampleIntervalMs).toBe(30_000);
     expect(() => resolveModuleOptions({ tracing: { recordKey: 'yes' as never } })).toThrow(IdempotencyOptionsError);
     expect(() => resolveModuleOptions({ tracing: true as never })).toThrow(/tracing must be an object/);
     expect(() => resolveModuleOptions({ metrics: { storeSampleInterval: 'soon' as never } })).toThrow(IdempotencyOptionsError);

@@ -1,21 +1,18 @@
-import type { ExecutionContext } from '@nestjs/common';
-import { DEFAULT_TABLE_NAME } from './idempotency.constants.js';
+import type { ExecutionContext, Provider } from '@nestjs/common';
 import type { RecordPolicy } from './decorators/idempotent-handler.options.js';
-import { resolveSenders, type SenderOptions } from './discovery/senders.options.js';
+import { DISCOVERY_OPTIONS, resolveDiscovery, type ResolvedDiscoveryOptions, type SenderOptions } from './discovery/discovery.options.js';
 import { type Duration, MAX_RETENTION_MS, MAX_TIMER_MS, toMilliseconds } from './duration/duration.js';
 import { IdempotencyOptionsError } from './errors/idempotency-options.error.js';
-import { type HealthOptions, resolveHealth, type ResolvedHealthOptions } from './health/health.options.js';
-import { joinMessages } from './joining/join.messages.js';
+import { HEALTH_OPTIONS, type HealthOptions, resolveHealth, type ResolvedHealthOptions } from './health/health.options.js';
+import { resolveStore, type ResolvedStoreOptions, STORE_OPTIONS } from './joining/store.options.js';
 import { keyMessages } from './keys/key.messages.js';
-import { resolveStores } from './leasing/lease.options.js';
+import { LEASE_OPTIONS, resolveLeasing, type ResolvedLeaseOptions } from './leasing/lease.options.js';
 import type { LeaseStore } from './leasing/lease-store.js';
-import { type MetricsOptions, type MetricsRegistry, resolveMetricsRegistry, resolveSampleInterval } from './metrics/metrics.options.js';
-import { toFlag } from './options/option-values.js';
-import { type PurgeOptions, type ResolvedPurgeOptions, resolvePurge } from './purge/purge.options.js';
+import { METRICS_OPTIONS, type MetricsOptions, resolveMetrics, type ResolvedMetricsOptions } from './metrics/metrics.options.js';
+import { PURGE_OPTIONS, type PurgeOptions, type ResolvedPurgeOptions, resolvePurge } from './purge/purge.options.js';
 import { type EncryptionOptions, resolveKeyring, toRecordedErrors, toRecordPolicy } from './recording/recording.options.js';
 import type { Keyring } from './recording/response-seal.js';
-import { type ReplayCacheOptions, resolveReplayCache, type ResolvedReplayCacheOptions } from './replay-cache/replay-cache.options.js';
-import { schemaMessages } from './schema/schema.messages.js';
+import { REPLAY_CACHE_OPTIONS, type ReplayCacheOptions, resolveReplayCache, type ResolvedReplayCacheOptions } from './replay-cache/replay-cache.options.js';
 import { resolveTracing, type ResolvedTracingOptions, type TracingOptions } from './tracing/tracing.options.js';
 import { type ReplayOptions, type ResolvedReplayOptions, resolveReplay } from './transports/http/http.options.js';
 
@@ -153,29 +150,20 @@ export interface IdempotencyModuleOptions {
 }
 
 /**
- * The module's options with defaults applied and durations in milliseconds.
+ * The module's options with defaults applied and durations in milliseconds: each feature's slice,
+ * resolved by its `*.options.ts`, and the module's own fields.
  * @internal
  */
-export interface ResolvedIdempotencyOptions {
-  dataSource: string | undefined;
-  tableName: string;
+export interface ResolvedIdempotencyOptions extends ResolvedStoreOptions, ResolvedDiscoveryOptions, ResolvedLeaseOptions {
   retentionMs: number;
   scope: ((context: ExecutionContext) => string | number | undefined) | undefined;
   inFlightWaitTimeoutMs: number;
   connectionTimeoutMs: number;
-  /** Redelivery horizon of each declared sender, in milliseconds. */
-  senderHorizonsMs: Record<string, number>;
   replay: ResolvedReplayOptions;
   purge: ResolvedPurgeOptions;
   health: ResolvedHealthOptions;
-  /** undefined: prom-client's default registry if it is installed. */
-  metricsRegistry: MetricsRegistry | false | undefined;
-  /** null: the store's gauges are never sampled. */
-  storeSampleIntervalMs: number | null;
+  metrics: ResolvedMetricsOptions;
   tracing: ResolvedTracingOptions;
-  stores: Readonly<Record<string, LeaseStore>>;
-  store: string;
-  warnOnUnusedConsumers: boolean;
   /** The default of handlers that set no `record`. */
   record: RecordPolicy;
   /** The default of HTTP handlers in the transactional mode that set no `recordErrors`. */
@@ -186,45 +174,55 @@ export interface ResolvedIdempotencyOptions {
   replayCache: ResolvedReplayCacheOptions | null;
 }
 
-/** At most 56 characters: `<table>_record`, the longest name the module derives, must fit PostgreSQL's 63. */
-const PLAIN_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,55}$/;
-
 /**
  * Applies the defaults and validates: the module's own fields here, each feature's part through the
  * resolver of its `*.options.ts`, the one place where that part's defaults live.
  * @internal
  */
 export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): ResolvedIdempotencyOptions {
-  const tableName = options.tableName ?? DEFAULT_TABLE_NAME;
-  if (!PLAIN_IDENTIFIER.test(tableName)) {
-    throw new IdempotencyOptionsError(schemaMessages.invalidTableName(options.tableName));
-  }
-  if (options.dataSource !== undefined && (typeof options.dataSource !== 'string' || options.dataSource === '')) {
-    throw new IdempotencyOptionsError(joinMessages.invalidDataSource(options.dataSource));
-  }
   const purge = resolvePurge(options.purge ?? {});
   return {
-    dataSource: options.dataSource,
-    tableName,
+    ...resolveStore(options.dataSource, options.tableName),
+    ...resolveDiscovery(options.senders, options.warnOnUnusedConsumers),
+    ...resolveLeasing(options.stores, options.store),
     retentionMs: toMilliseconds('retention', options.retention ?? '7d', MAX_RETENTION_MS),
     scope: resolveScope('scope', options.scope),
     inFlightWaitTimeoutMs: toMilliseconds('inFlightWaitTimeout', options.inFlightWaitTimeout ?? '30s', MAX_TIMER_MS),
     connectionTimeoutMs: toMilliseconds('connectionTimeout', options.connectionTimeout ?? '5s', MAX_TIMER_MS),
-    senderHorizonsMs: resolveSenders(options.senders ?? {}),
     replay: resolveReplay(options.replay ?? {}),
     purge,
     health: resolveHealth(options.health ?? {}, purge),
-    metricsRegistry: resolveMetricsRegistry(options.metrics ?? {}),
-    storeSampleIntervalMs: resolveSampleInterval(options.metrics?.storeSampleInterval ?? '1m'),
+    metrics: resolveMetrics(options.metrics ?? {}),
     tracing: resolveTracing(options.tracing ?? {}),
-    stores: resolveStores(options.stores ?? {}),
-    store: options.store ?? 'postgres',
-    warnOnUnusedConsumers: toFlag('warnOnUnusedConsumers', options.warnOnUnusedConsumers ?? true),
     record: toRecordPolicy('record', options.record ?? 'response'),
     recordErrors: toRecordedErrors('recordErrors', options.recordErrors ?? []),
     keyring: options.encryption === undefined ? null : resolveKeyring(options.encryption),
     replayCache: resolveReplayCache(options.replayCache ?? {}),
   };
+}
+
+/**
+ * The resolved options under `RESOLVED_OPTIONS`, resolved from the options given under `token`,
+ * and each feature's slice of them under the token of its `*.options.ts`: a feature injects its
+ * slice, never the whole.
+ * @param toModuleOptions What of the options under `token` are `IdempotencyModule` options.
+ * @internal
+ */
+export function resolvedOptionsProviders<Given>(
+  token: string,
+  toModuleOptions: (given: Given) => IdempotencyModuleOptions = (given) => given as IdempotencyModuleOptions,
+): Provider[] {
+  const slice = <Slice>(provide: symbol, of: (options: ResolvedIdempotencyOptions) => Slice): Provider => ({ provide, inject: [RESOLVED_OPTIONS], useFactory: of });
+  return [
+    { provide: RESOLVED_OPTIONS, inject: [token], useFactory: (given: Given) => resolveModuleOptions(toModuleOptions(given)) },
+    slice<ResolvedStoreOptions>(STORE_OPTIONS, ({ dataSource, tableName }) => ({ dataSource, tableName })),
+    slice<ResolvedDiscoveryOptions>(DISCOVERY_OPTIONS, ({ senderHorizonsMs, warnOnUnusedConsumers }) => ({ senderHorizonsMs, warnOnUnusedConsumers })),
+    slice<ResolvedLeaseOptions>(LEASE_OPTIONS, ({ stores, store }) => ({ stores, store })),
+    slice(PURGE_OPTIONS, (options) => options.purge),
+    slice(HEALTH_OPTIONS, (options) => options.health),
+    slice(METRICS_OPTIONS, (options) => options.metrics),
+    slice(REPLAY_CACHE_OPTIONS, (options) => options.replayCache),
+  ];
 }
 
 function resolveScope(name: string, scope: unknown): ResolvedIdempotencyOptions['scope'] {

@@ -6,7 +6,7 @@ export type { EncryptionOptions } from './recording/recording.options.js';
 export type { PurgeOptions } from './purge/purge.options.js';
 export type { ReplayOptions } from './transports/http/http.options.js';
 export type { ReplayCacheOptions } from './replay-cache/replay-cache.options.js';
-export type { SenderOptions } from './discovery/senders.options.js';
+export type { SenderOptions } from './discovery/discovery.options.js';
 export type { TracingOptions } from './tracing/tracing.options.js';
 export { IdempotentHandler } from './decorators/idempotent-handler.decorator.js';
 export { IdempotencyInterceptor } from './transports/idempotency.interceptor.js';
@@ -62,10 +62,10 @@ export type {
   AdminReleaseOptions,
   AdminUnreadableResponse,
 } from './admin/idempotency-admin.service.js';
-export type { UnreadableReason } from './recording/response-seal.js';
+export type { UnreadableReason } from './errors/idempotency-record-unreadable.error.js';
 export { IdempotencyAdminError } from './errors/idempotency-admin.error.js';
 export { IdempotencyPurgeService } from './purge/idempotency-purge.service.js';
-export type { PurgeOutcome, PurgeRun } from './purge/purge-run.js';
+export type { PurgeOutcome, PurgeRun } from './errors/idempotency-purge.error.js';
 export { IdempotencyHealthIndicator } from './health/idempotency.health.js';
 export type { IdempotencyHealthResult } from './health/idempotency.health.js';
 export { IdempotencyMetricsService } from './metrics/idempotency-metrics.service.js';

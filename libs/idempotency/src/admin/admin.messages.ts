@@ -1,4 +1,4 @@
-import { shownKey } from '../keys/scoped-key.js';
+import { shownKey } from '../errors/error.messages.js';
 
 /** The message texts of IdempotencyAdmin. */
 export const adminMessages = {

@@ -2,13 +2,13 @@ import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { CLAIM_STORAGE } from '../context/idempotency.context.js';
-import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions, resolveModuleOptions } from '../idempotency.options.js';
+import { resolvedOptionsProviders } from '../idempotency.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { LeaseStores } from '../leasing/lease-stores.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
-import { ReplayCache } from '../replay-cache/replay-cache.js';
+import { replayCacheProvider } from '../replay-cache/replay-cache.js';
 import { ADMIN_MODULE_OPTIONS_TOKEN, ConfigurableAdminModuleClass } from './idempotency-admin.module-definition.js';
-import { adminModuleOptions, type IdempotencyAdminModuleOptions } from './idempotency-admin.options.js';
+import { adminModuleOptions } from './idempotency-admin.options.js';
 import { IdempotencyAdmin } from './idempotency-admin.service.js';
 
 /**
@@ -39,20 +39,12 @@ import { IdempotencyAdmin } from './idempotency-admin.service.js';
 @Module({
   imports: [DiscoveryModule],
   providers: [
-    {
-      provide: RESOLVED_OPTIONS,
-      inject: [ADMIN_MODULE_OPTIONS_TOKEN],
-      useFactory: (options: IdempotencyAdminModuleOptions) => resolveModuleOptions(adminModuleOptions(options)),
-    },
+    ...resolvedOptionsProviders(ADMIN_MODULE_OPTIONS_TOKEN, adminModuleOptions),
     { provide: CLAIM_STORAGE, useFactory: () => new AsyncLocalStorage() },
     DataSourceJoin,
     LeaseStores,
     IdempotencyMetricsService,
-    {
-      provide: ReplayCache,
-      inject: [RESOLVED_OPTIONS],
-      useFactory: (options: ResolvedIdempotencyOptions) => new ReplayCache(options.replayCache),
-    },
+    replayCacheProvider,
     IdempotencyAdmin,
   ],
   exports: [IdempotencyAdmin],

@@ -2,14 +2,16 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { IdempotencyAdminError } from '../errors/idempotency-admin.error.js';
 import { adminMessages } from './admin.messages.js';
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { type ResolvedStoreOptions, STORE_OPTIONS } from '../joining/store.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { toMessageKey, toScope } from '../keys/message-key.js';
 import { ANONYMOUS_SCOPE, scopedMessageId } from '../keys/scoped-key.js';
 import type { LeaseKey, LeaseStore } from '../leasing/lease-store.js';
 import { LeaseStores, POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
-import { recordingMessages } from '../recording/recording.messages.js';
-import { openResponse, sealingKeyId, UnreadableRecord, type UnreadableReason } from '../recording/response-seal.js';
+import { errorMessages } from '../errors/error.messages.js';
+import type { UnreadableReason } from '../errors/idempotency-record-unreadable.error.js';
+import { openResponse, sealingKeyId, UnreadableRecord } from '../recording/response-seal.js';
 import { ReplayCache } from '../replay-cache/replay-cache.js';
 import { adminForgetSql, adminListSql, adminLookupSql, adminReleaseSql } from './idempotency-admin.queries.js';
 
@@ -155,6 +157,7 @@ export class IdempotencyAdmin {
 
   /** @internal Nest constructs it. */
   constructor(
+    @Inject(STORE_OPTIONS) private readonly store: ResolvedStoreOptions,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly join: DataSourceJoin,
     private readonly stores: LeaseStores,
@@ -200,7 +203,7 @@ export class IdempotencyAdmin {
         forgotten = await this.removable(store, options.store as string, 'forget').remove({ consumer: options.consumer, key: id }, options.force ? 'any' : 'completed');
       } else {
         const [, deleted] = (await this.join.claimDataSource().query(
-          adminForgetSql(this.options.tableName),
+          adminForgetSql(this.store.tableName),
           [options.consumer, id, options.force === true],
         )) as [unknown, number];
         forgotten = deleted === 1;
@@ -232,7 +235,7 @@ export class IdempotencyAdmin {
       released = await this.removable(store, options.store as string, 'release').remove(key, 'leased');
     } else {
       const [, deleted] = (await this.join.claimDataSource().query(
-        adminReleaseSql(this.options.tableName),
+        adminReleaseSql(this.store.tableName),
         [options.consumer, id, options.token ?? null],
       )) as [unknown, number];
       released = deleted === 1;
@@ -270,7 +273,7 @@ export class IdempotencyAdmin {
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
       throw new IdempotencyAdminError(`list() takes a limit of 1 to ${MAX_LIST_LIMIT}; got ${String(limit)}.`, options.consumer, '');
     }
-    const rows = (await this.join.claimDataSource().query(adminListSql(this.options.tableName, limit), [
+    const rows = (await this.join.claimDataSource().query(adminListSql(this.store.tableName, limit), [
       options.consumer,
       options.before ?? null,
     ])) as StoredRow[];
@@ -297,7 +300,7 @@ export class IdempotencyAdmin {
         ...(includeBody ? { responseHeaders: entry?.response?.headers ?? null, responseBody: body } : {}),
       };
     }
-    const [row] = (await this.join.claimDataSource().query(adminLookupSql(this.options.tableName, includeBody), [
+    const [row] = (await this.join.claimDataSource().query(adminLookupSql(this.store.tableName, includeBody), [
       query.consumer,
       id,
     ])) as StoredRow[];
@@ -314,7 +317,7 @@ export class IdempotencyAdmin {
     const { keyring } = this.options;
     const opened = openResponse(keyring, { consumer: record.consumer, key: record.messageId }, stored);
     if (opened instanceof UnreadableRecord) {
-      const cause = recordingMessages.unreadableCause(opened.reason, opened.keyId, opened.formatVersion, [...(keyring?.keys.keys() ?? [])]);
+      const cause = errorMessages.unreadableCause(opened.reason, opened.keyId, opened.formatVersion, [...(keyring?.keys.keys() ?? [])]);
       const message = adminMessages.adminResponseUnreadable(record.consumer, record.messageId, cause);
       return { ...record, responseHeaders: null, responseBody: null, sealedWith: opened.keyId, unreadable: { reason: opened.reason, message } };
     }

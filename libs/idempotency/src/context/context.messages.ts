@@ -1,7 +1,5 @@
 /** The message texts of IdempotencyContext. */
 export const contextMessages = {
-  noActiveClaim: () =>
-    'IdempotencyContext was used outside an @IdempotentHandler(): there is no idempotent transaction here.',
   noClaimTransactionInLeaseMode: (consumer: string) =>
     `${consumer} runs in lease mode, which holds no claim transaction: IdempotencyContext.manager has none to give. ` +
     'Write through your own transactions, and call other services with IdempotencyContext.downstreamKey.',

@@ -1,7 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AsyncLocalStorage } from 'node:async_hooks';
-import type { EntityManager } from 'typeorm';
-import type { ClaimTransaction } from '../claiming/claim-transaction.js';
+import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { type Duration, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
 import { IdempotencyContextError } from '../errors/idempotency-context.error.js';
 import { contextMessages } from './context.messages.js';
@@ -21,6 +20,19 @@ export interface HeldLease {
 }
 
 /**
+ * What a handler in the transactional mode reaches of its claim's transaction.
+ * @internal
+ */
+export interface HeldTransaction {
+  /** True from BEGIN until COMMIT or ROLLBACK. */
+  readonly isOpen: boolean;
+  /** The data source whose pool gave the claim's connection. */
+  readonly dataSource: DataSource;
+  /** The claim's query runner, which the data source hands out while the transaction is open. */
+  readonly queryRunner: QueryRunner;
+}
+
+/**
  * The claim a handler is running under.
  * @internal
  */
@@ -30,7 +42,7 @@ export interface ActiveClaim {
   readonly sender: string;
   readonly downstreamKey: string;
   /** Transactional mode: the claim's transaction; the data sources hand out its query runner while it is open. */
-  readonly transaction?: ClaimTransaction;
+  readonly transaction?: HeldTransaction;
   /** Lease mode: the lease the handler holds. */
   readonly lease?: HeldLease;
 }

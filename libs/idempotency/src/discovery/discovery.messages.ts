@@ -20,12 +20,6 @@ export const discoveryMessages = {
   retentionTooShortForAnySender: (handler: string, retention: string, sender: string, horizon: string) =>
     `${handler} keeps message ids for ${retention} and chooses its sender per message, so it must outlast the longest ` +
     `redelivery horizon declared, that of '${sender}' (${horizon}). Set retention: '${horizon}' or longer on the handler.`,
-  consumerConflict: (consumer: string, handlers: readonly string[], formerNames: readonly (string | undefined)[]) =>
-    `${handlers.join(' and ')} claim the same consumer name '${consumer}', so each would skip the other's messages as ` +
-    `duplicates. Give each its own name with @IdempotentHandler({ consumer })` +
-    (formerNames.some(Boolean)
-      ? `; to keep recognising the ids they processed before 0.3.0, use their former names (${formerNames.filter(Boolean).map((name) => `'${name}'`).join(', ')}).`
-      : '.'),
   sharedConsumerMismatch: (consumer: string, handlers: readonly string[]) =>
     `${handlers.join(' and ')} share the consumer '${consumer}' but claim it differently: handlers of one consumer need the same mode and store.`,
   safeMethodUnsupported: (handler: string, method: string) =>

@@ -1,11 +1,12 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
 import { discoveryMessages } from './discovery.messages.js';
-import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { type ResolvedStoreOptions, STORE_OPTIONS } from '../joining/store.options.js';
+import { DISCOVERY_OPTIONS, type ResolvedDiscoveryOptions } from './discovery.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { IdempotencyExplorer } from './idempotency.explorer.js';
-import { StoreSchemaCheck } from '../schema/store-schema.check.js';
+import { StoreSchemaCheck } from './store-schema.check.js';
 import { consumerHasRowsSql, moveConsumerSql, storedConsumersSql } from './stored-consumers.queries.js';
 
 /** How many distinct consumer names the start-up scan reads at most. */
@@ -32,7 +33,8 @@ export class StoredConsumers implements OnApplicationBootstrap {
   private readonly formerNames = new Map<string, string>();
 
   constructor(
-    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    @Inject(STORE_OPTIONS) private readonly store: ResolvedStoreOptions,
+    @Inject(DISCOVERY_OPTIONS) private readonly options: ResolvedDiscoveryOptions,
     private readonly explorer: IdempotencyExplorer,
     private readonly join: DataSourceJoin,
     private readonly schema: StoreSchemaCheck,
@@ -80,7 +82,7 @@ export class StoredConsumers implements OnApplicationBootstrap {
 
   /** Moves every id of `from` to `to`, a batch per statement; answers how many left `from`. */
   private async moveIds(from: string, to: string): Promise<number> {
-    const sql = moveConsumerSql(this.options.tableName, MOVE_BATCH);
+    const sql = moveConsumerSql(this.store.tableName, MOVE_BATCH);
     let total = 0;
     for (;;) {
       const [{ moved }] = (await this.join.claimDataSource().query(sql, [from, to])) as { moved: number }[];
@@ -92,13 +94,13 @@ export class StoredConsumers implements OnApplicationBootstrap {
   }
 
   private async hasRows(consumer: string): Promise<boolean> {
-    const [{ held }] = (await this.join.claimDataSource().query(consumerHasRowsSql(this.options.tableName), [consumer])) as { held: boolean }[];
+    const [{ held }] = (await this.join.claimDataSource().query(consumerHasRowsSql(this.store.tableName), [consumer])) as { held: boolean }[];
     return held;
   }
 
   /** The distinct consumer names in the table, at most MAX_SCANNED_CONSUMERS. */
   private async storedNames(): Promise<{ names: Set<string>; more: boolean }> {
-    const rows = (await this.join.claimDataSource().query(storedConsumersSql(this.options.tableName, MAX_SCANNED_CONSUMERS + 1))) as {
+    const rows = (await this.join.claimDataSource().query(storedConsumersSql(this.store.tableName, MAX_SCANNED_CONSUMERS + 1))) as {
       consumer: string;
     }[];
     return { names: new Set(rows.slice(0, MAX_SCANNED_CONSUMERS).map((row) => row.consumer)), more: rows.length > MAX_SCANNED_CONSUMERS };

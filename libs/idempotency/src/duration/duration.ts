@@ -1,8 +1,8 @@
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
+import type { Duration } from '../errors/idempotency-retention.error.js';
 import { durationMessages } from './duration.messages.js';
 
-/** A duration written with its unit: `'500ms'`, `'30s'`, `'15m'`, `'72h'`, `'7d'`. */
-export type Duration = `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`;
+export type { Duration };
 
 const MILLISECONDS_PER_UNIT: Record<string, number> = {
   ms: 1,

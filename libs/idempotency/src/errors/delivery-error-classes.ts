@@ -1,5 +1,4 @@
 import { HttpException, HttpStatus } from '@nestjs/common';
-import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
 import { IdempotencyClaimTransactionError } from './idempotency-claim-transaction.error.js';
 import type { IdempotencyError } from './idempotency.error.js';
 import { IdempotencyInFlightError } from './idempotency-in-flight.error.js';
@@ -13,10 +12,16 @@ import { IdempotencyTransactionAbortedError } from './idempotency-transaction-ab
 import { IdempotencyTransientError } from './idempotency-transient.error.js';
 import { IdempotencyUnavailableError } from './idempotency-unavailable.error.js';
 
+/**
+ * How a delivery that did not go through ended (see `DeliveryOutcome`): `rejected` as the
+ * sender's mistake, `unavailable` for want of the database, or `failed`.
+ */
+export type FailureOutcome = 'rejected' | 'unavailable' | 'failed';
+
 /** How every transport treats one of the module's delivery errors. */
 export interface DeliveryErrorClass {
   /** How the delivery ended, for the metrics. */
-  readonly outcome: Exclude<DeliveryOutcome, 'processed' | 'duplicate'>;
+  readonly outcome: FailureOutcome;
   /** HTTP: the status answered, with an RFC 9457 body of this `slug` and `title`. */
   readonly status: HttpStatus;
   readonly slug: string;
@@ -67,7 +72,7 @@ export function classify(error: unknown): DeliveryErrorClass | undefined {
 }
 
 /** How a delivery that ended with `error` is counted: the module's class, else a 4xx from the handler's pipeline is `rejected`. */
-export function failureOutcome(error: unknown): Exclude<DeliveryOutcome, 'processed' | 'duplicate'> {
+export function failureOutcome(error: unknown): FailureOutcome {
   const known = classify(error);
   if (known) {
     return known.outcome;
@@ -76,7 +81,7 @@ export function failureOutcome(error: unknown): Exclude<DeliveryOutcome, 'proces
 }
 
 /** The outcome of an HTTP response answered with an error status. */
-export function statusOutcome(status: number): Extract<DeliveryOutcome, 'rejected' | 'failed'> {
+export function statusOutcome(status: number): Exclude<FailureOutcome, 'unavailable'> {
   return isClientError(status) ? 'rejected' : 'failed';
 }
 

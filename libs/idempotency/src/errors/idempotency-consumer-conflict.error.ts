@@ -1,4 +1,4 @@
-import { discoveryMessages } from '../discovery/discovery.messages.js';
+import { errorMessages } from './error.messages.js';
 import { IdempotencyError } from './idempotency.error.js';
 
 /**
@@ -18,6 +18,6 @@ export class IdempotencyConsumerConflictError extends IdempotencyError {
     readonly handlers: readonly string[],
     formerNames: readonly (string | undefined)[] = [],
   ) {
-    super(discoveryMessages.consumerConflict(consumer, handlers, formerNames));
+    super(errorMessages.consumerConflict(consumer, handlers, formerNames));
   }
 }

@@ -1,4 +1,4 @@
-import { contextMessages } from '../context/context.messages.js';
+import { errorMessages } from './error.messages.js';
 import { IdempotencyError } from './idempotency.error.js';
 
 /**
@@ -8,7 +8,7 @@ import { IdempotencyError } from './idempotency.error.js';
 export class IdempotencyContextError extends IdempotencyError {
   override readonly name = 'IdempotencyContextError';
 
-  constructor(message = contextMessages.noActiveClaim()) {
+  constructor(message = errorMessages.noActiveClaim()) {
     super(message);
   }
 }

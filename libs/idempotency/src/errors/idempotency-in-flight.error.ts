@@ -1,4 +1,4 @@
-import { claimMessages } from '../claiming/claim.messages.js';
+import { errorMessages } from './error.messages.js';
 import { IdempotencyError } from './idempotency.error.js';
 
 /** A twin of the message holds the claim and has not committed yet. HTTP 409 with `Retry-After`. */
@@ -9,6 +9,6 @@ export class IdempotencyInFlightError extends IdempotencyError {
     readonly consumer: string,
     readonly key: string,
   ) {
-    super(claimMessages.inFlight(key));
+    super(errorMessages.inFlight(key));
   }
 }

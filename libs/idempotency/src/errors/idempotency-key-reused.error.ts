@@ -1,4 +1,4 @@
-import { keyMessages } from '../keys/key.messages.js';
+import { errorMessages } from './error.messages.js';
 import { IdempotencyError } from './idempotency.error.js';
 
 /** The key was processed before with a different payload. HTTP 422. */
@@ -9,6 +9,6 @@ export class IdempotencyKeyReusedError extends IdempotencyError {
     readonly consumer: string,
     readonly key: string,
   ) {
-    super(keyMessages.keyReused(key));
+    super(errorMessages.keyReused(key));
   }
 }

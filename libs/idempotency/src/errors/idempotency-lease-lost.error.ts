@@ -1,4 +1,4 @@
-import { leaseMessages } from '../leasing/lease.messages.js';
+import { errorMessages } from './error.messages.js';
 import { IdempotencyError } from './idempotency.error.js';
 
 /**
@@ -28,6 +28,6 @@ export class IdempotencyLeaseLostError extends IdempotencyError {
     /** How long the handler held the lease, when known. */
     readonly held?: LeaseHeld,
   ) {
-    super(leaseMessages.leaseLost(consumer, key, held));
+    super(errorMessages.leaseLost(consumer, key, held));
   }
 }

@@ -1,6 +1,15 @@
-import { recordingMessages } from '../recording/recording.messages.js';
-import type { UnreadableReason } from '../recording/response-seal.js';
+import { errorMessages } from './error.messages.js';
 import { IdempotencyError } from './idempotency.error.js';
+
+/**
+ * Why a sealed record cannot be opened:
+ * - `no-encryption`: the module has no `encryption` option;
+ * - `unknown-key`: its key id is not in `encryption.keys`;
+ * - `not-authentic`: AES-GCM refused it (altered, moved from another consumer or key, or the
+ *   configured key of that id is not the one that sealed it);
+ * - `unknown-format`: written by a newer version of the module, or truncated.
+ */
+export type UnreadableReason = 'no-encryption' | 'unknown-key' | 'not-authentic' | 'unknown-format';
 
 /**
  * A duplicate's recorded response is sealed (the module's `encryption` option) and no configured
@@ -23,6 +32,6 @@ export class IdempotencyRecordUnreadableError extends IdempotencyError {
     formatVersion: number,
     configuredKeyIds: readonly string[],
   ) {
-    super(recordingMessages.recordUnreadable(consumer, key, reason, keyId, formatVersion, configuredKeyIds));
+    super(errorMessages.recordUnreadable(consumer, key, reason, keyId, formatVersion, configuredKeyIds));
   }
 }

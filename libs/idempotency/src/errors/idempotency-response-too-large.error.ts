@@ -1,4 +1,4 @@
-import { recordingMessages } from '../recording/recording.messages.js';
+import { errorMessages } from './error.messages.js';
 import { IdempotencyError } from './idempotency.error.js';
 
 /**
@@ -14,6 +14,6 @@ export class IdempotencyResponseTooLargeError extends IdempotencyError {
     readonly key: string,
     readonly maxBodyBytes: number,
   ) {
-    super(recordingMessages.responseTooLarge(consumer, key, maxBodyBytes));
+    super(errorMessages.responseTooLarge(consumer, key, maxBodyBytes));
   }
 }

@@ -1,5 +1,7 @@
-import type { Duration } from '../duration/duration.js';
 import { IdempotencyError } from './idempotency.error.js';
+
+/** A duration written with its unit: `'500ms'`, `'30s'`, `'15m'`, `'72h'`, `'7d'`. */
+export type Duration = `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`;
 
 /**
  * A handler forgets message ids before its sender stops redelivering them, so a late redelivery

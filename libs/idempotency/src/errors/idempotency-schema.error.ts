@@ -1,4 +1,4 @@
-import { schemaMessages } from '../schema/schema.messages.js';
+import { errorMessages } from './error.messages.js';
 import { IdempotencyError } from './idempotency.error.js';
 
 /**
@@ -24,6 +24,6 @@ export class IdempotencySchemaError extends IdempotencyError {
     readonly migrations: readonly string[],
     options?: ErrorOptions & { readonly droppedSinceStart?: boolean },
   ) {
-    super(options?.droppedSinceStart ? schemaMessages.functionDropped(table, missing) : schemaMessages.schemaMissing(table, missing, migrations), options);
+    super(options?.droppedSinceStart ? errorMessages.functionDropped(table, missing) : errorMessages.schemaMissing(table, missing, migrations), options);
   }
 }

@@ -1,4 +1,4 @@
-import { claimMessages } from '../claiming/claim.messages.js';
+import { errorMessages } from './error.messages.js';
 import { IdempotencyError } from './idempotency.error.js';
 
 /**
@@ -15,6 +15,6 @@ export class IdempotencyTransactionAbortedError extends IdempotencyError {
     readonly key: string,
     options?: ErrorOptions,
   ) {
-    super(claimMessages.transactionAborted(consumer, key), options);
+    super(errorMessages.transactionAborted(consumer, key), options);
   }
 }

@@ -58,6 +58,9 @@ export interface ResolvedHealthOptions {
   maxEstimatedRows: number | null;
 }
 
+/** The token of the health indicator's slice of the module's options. @internal */
+export const HEALTH_OPTIONS = Symbol('IDEMPOTENCY:HEALTH_OPTIONS');
+
 /**
  * `health` with its defaults applied, checked against the purge interval. @throws IdempotencyOptionsError
  * @internal

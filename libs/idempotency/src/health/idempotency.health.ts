@@ -1,11 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { healthMessages } from './health.messages.js';
-import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { type ResolvedStoreOptions, STORE_OPTIONS } from '../joining/store.options.js';
+import { HEALTH_OPTIONS, type ResolvedHealthOptions } from './health.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
-import { StoreSchemaCheck } from '../schema/store-schema.check.js';
+import { StoreSchemaCheck } from '../discovery/store-schema.check.js';
 import { findProblems, type HealthFigures } from './health.assessment.js';
-import { estimateRows, readStoreStatistics, type StoreStatistics } from './store-statistics.queries.js';
+import { estimateRows, readStoreStatistics, type StoreStatistics } from '../metrics/store-statistics.queries.js';
 
 /**
  * What `isHealthy()` answers: the shape of a `@nestjs/terminus` indicator's result, so it goes
@@ -37,7 +38,8 @@ export class IdempotencyHealthIndicator {
   /** @internal Nest constructs it. */
   constructor(
     private readonly metrics: IdempotencyMetricsService,
-    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    @Inject(STORE_OPTIONS) private readonly store: ResolvedStoreOptions,
+    @Inject(HEALTH_OPTIONS) private readonly options: ResolvedHealthOptions,
     private readonly join: DataSourceJoin,
     private readonly schema: StoreSchemaCheck,
   ) {}
@@ -55,12 +57,12 @@ export class IdempotencyHealthIndicator {
       if (lacking) {
         return answer('down', { message: lacking.message, missing: lacking.missing });
       }
-      statistics = await readStoreStatistics(this.join.claimDataSource(), this.options.tableName);
+      statistics = await readStoreStatistics(this.join.claimDataSource(), this.store.tableName);
     } catch (error) {
-      return answer('down', { message: healthMessages.storeUnreadable(this.options.tableName, (error as Error).message) });
+      return answer('down', { message: healthMessages.storeUnreadable(this.store.tableName, (error as Error).message) });
     }
     const figures = this.measure(statistics);
-    const problems = findProblems(figures, this.options.health);
+    const problems = findProblems(figures, this.options);
     const report = {
       store: { estimatedRows: figures.estimatedRows ?? 'unknown', totalBytes: statistics.total_bytes },
       purge: {
@@ -78,7 +80,7 @@ export class IdempotencyHealthIndicator {
     return {
       estimatedRows: estimateRows(statistics),
       purgeLagMs: statistics.lag_ms ?? 0,
-      timeSincePurgeMs: this.options.purge.intervalMs === null ? null : Date.now() - lastSuccess.getTime(),
+      timeSincePurgeMs: this.options.maxTimeSincePurgeMs === null ? null : Date.now() - lastSuccess.getTime(),
       duplicateRates: this.metrics.duplicateRates(),
     };
   }

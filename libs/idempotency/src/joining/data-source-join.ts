@@ -6,7 +6,7 @@ import { DataSource, type QueryRunner, type ReplicationMode } from 'typeorm';
 import { type ActiveClaim, CLAIM_STORAGE } from '../context/idempotency.context.js';
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
 import { joinMessages } from './join.messages.js';
-import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { type ResolvedStoreOptions, STORE_OPTIONS } from './store.options.js';
 
 type CreateQueryRunner = (mode?: ReplicationMode) => QueryRunner;
 
@@ -34,7 +34,7 @@ export class DataSourceJoin implements OnModuleInit {
   private readonly warned = new Set<string>();
 
   constructor(
-    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    @Inject(STORE_OPTIONS) private readonly store: ResolvedStoreOptions,
     @Inject(CLAIM_STORAGE) private readonly storage: AsyncLocalStorage<ActiveClaim>,
     private readonly moduleRef: ModuleRef,
     private readonly discovery: DiscoveryService,
@@ -68,9 +68,9 @@ export class DataSourceJoin implements OnModuleInit {
 
   private find(): DataSource {
     try {
-      return this.moduleRef.get<DataSource>(getDataSourceToken(this.options.dataSource), { strict: false });
+      return this.moduleRef.get<DataSource>(getDataSourceToken(this.store.dataSource), { strict: false });
     } catch (error) {
-      throw new IdempotencyOptionsError(joinMessages.dataSourceMissing(this.options.dataSource), { cause: error });
+      throw new IdempotencyOptionsError(joinMessages.dataSourceMissing(this.store.dataSource), { cause: error });
     }
   }
 

@@ -1,5 +1,7 @@
-/** The message texts of the claims' data source. */
+/** The message texts of the store's data source and table. */
 export const joinMessages = {
+  invalidTableName: (value: unknown) =>
+    `tableName must be a plain PostgreSQL identifier (letters, digits, underscores) of at most 56 characters; got ${JSON.stringify(value)}.`,
   invalidDataSource: (value: unknown) => `dataSource must be a data source name; got ${JSON.stringify(value)}.`,
   dataSourceMissing: (name: string | undefined) =>
     name === undefined

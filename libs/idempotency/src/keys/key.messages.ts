@@ -1,5 +1,4 @@
 import { MAX_KEY_LENGTH } from '../idempotency.constants.js';
-import { shownKey } from './scoped-key.js';
 
 /** The message texts of idempotency keys and their scope. */
 export const keyMessages = {
@@ -18,8 +17,6 @@ export const keyMessages = {
     `The scope function answered ${String(answer)} for this message, so whose message it is cannot be told, and it is refused. ` +
     'A message handler\'s scope must name its owner (a tenant id in its payload, say): fix the sender, or set scope: false ' +
     'on the handler for one namespace shared by every sender.',
-  keyReused: (key: string) =>
-    `The idempotency key ${shownKey(key)} was already used for a different payload; use a new key for a new operation.`,
   invalidScope: (name: string, value: unknown) =>
     `${name} must be a function of the execution context that returns the caller's identity, or false for a namespace ` +
     `shared by every caller; got ${typeof value === 'function' ? 'a function' : JSON.stringify(value)}.`,

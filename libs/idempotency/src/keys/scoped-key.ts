@@ -1,19 +1,8 @@
 import { hash } from 'node:crypto';
+import { SCOPED_DIGEST_SEPARATOR, SCOPED_KEY_SEPARATOR, shownKey } from '../errors/error.messages.js';
 import { MAX_KEY_LENGTH } from '../idempotency.constants.js';
 
-/**
- * Separates the scope's digest from the client's key in a stored message id. A control character:
- * no key or scope a client can send holds one (they are refused), so a scoped id never equals an
- * unscoped key, nor another scope's id.
- * @internal
- */
-export const SCOPED_KEY_SEPARATOR = '\u001f';
-
-/**
- * Separates the scope's digest from the digest of a key too long to be stored beside it.
- * @internal
- */
-export const SCOPED_DIGEST_SEPARATOR = '\u001e';
+export { shownKey };
 
 /** SHA-256 in base64url: 43 characters. */
 function digest(text: string): string {
@@ -43,26 +32,3 @@ export function scopedMessageId(key: string, scope: string): string {
  */
 export const ANONYMOUS_SCOPE = '';
 
-/** The first 43 characters of an anonymous caller's id. */
-const ANONYMOUS_PREFIX = digest(ANONYMOUS_SCOPE);
-
-/**
- * A stored message id as a reader of a log or an error wants it: the client's key, quoted, and
- * that it is scoped to a caller (whose identity is not shown), or to the anonymous callers.
- * @internal
- */
-export function shownKey(id: string): string {
-  const plain = id.indexOf(SCOPED_KEY_SEPARATOR);
-  if (plain >= 0) {
-    return `'${id.slice(plain + 1)}' ${scopeShown(id)}`;
-  }
-  const hashed = id.indexOf(SCOPED_DIGEST_SEPARATOR);
-  if (hashed >= 0) {
-    return `with SHA-256 '${id.slice(hashed + 1)}' ${scopeShown(id)}`;
-  }
-  return `'${id}'`;
-}
-
-function scopeShown(id: string): string {
-  return id.startsWith(ANONYMOUS_PREFIX) ? '(of an anonymous caller)' : '(scoped to its caller)';
-}

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { type ResolvedStoreOptions, STORE_OPTIONS } from '../joining/store.options.js';
+import { LEASE_OPTIONS, type ResolvedLeaseOptions } from './lease.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import type { LeaseStore } from './lease-store.js';
 import { PostgresLeaseStore } from './postgres-lease.store.js';
@@ -18,9 +19,9 @@ export const POSTGRES_STORE = 'postgres';
 export class LeaseStores {
   private readonly stores: ReadonlyMap<string, LeaseStore>;
 
-  constructor(@Inject(RESOLVED_OPTIONS) options: ResolvedIdempotencyOptions, join: DataSourceJoin) {
+  constructor(@Inject(STORE_OPTIONS) store: ResolvedStoreOptions, @Inject(LEASE_OPTIONS) options: ResolvedLeaseOptions, join: DataSourceJoin) {
     this.stores = new Map([
-      [POSTGRES_STORE, new PostgresLeaseStore(() => join.claimDataSource(), options.tableName)],
+      [POSTGRES_STORE, new PostgresLeaseStore(() => join.claimDataSource(), store.tableName)],
       ...Object.entries(options.stores),
     ]);
   }

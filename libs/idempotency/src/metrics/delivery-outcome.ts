@@ -1,3 +1,5 @@
+import type { FailureOutcome } from '../errors/delivery-error-classes.js';
+
 /**
  * How one delivery to an idempotent handler ended:
  * - `processed`: the handler ran and committed with the claim;
@@ -8,7 +10,7 @@
  * - `unavailable`: no pooled connection within `connectionTimeout`, or no database (503);
  * - `failed`: the handler threw, or the database aborted the transaction (nothing committed).
  */
-export type DeliveryOutcome = 'processed' | 'duplicate' | 'rejected' | 'unavailable' | 'failed';
+export type DeliveryOutcome = 'processed' | 'duplicate' | FailureOutcome;
 
 /**
  * Every outcome, in the order the counters list them.

@@ -32,21 +32,29 @@ export interface MetricsOptions {
 }
 
 /**
- * `metrics.registry`, checked. @throws IdempotencyOptionsError
+ * `metrics` with its defaults applied.
  * @internal
  */
-export function resolveMetricsRegistry(metrics: MetricsOptions): MetricsRegistry | false | undefined {
-  const { registry } = metrics;
+export interface ResolvedMetricsOptions {
+  /** undefined: prom-client's default registry if it is installed. */
+  readonly registry: MetricsRegistry | false | undefined;
+  /** null: the store's gauges are never sampled. */
+  readonly storeSampleIntervalMs: number | null;
+}
+
+/** The token of the metrics' slice of the module's options. @internal */
+export const METRICS_OPTIONS = Symbol('IDEMPOTENCY:METRICS_OPTIONS');
+
+/**
+ * `metrics` with its defaults applied. @throws IdempotencyOptionsError
+ * @internal
+ */
+export function resolveMetrics({ registry, storeSampleInterval = '1m' }: MetricsOptions): ResolvedMetricsOptions {
   if (registry !== undefined && registry !== false && typeof (registry as MetricsRegistry)?.registerMetric !== 'function') {
     throw new IdempotencyOptionsError(metricsMessages.invalidMetricsRegistry());
   }
-  return registry;
-}
-
-/**
- * `metrics.storeSampleInterval` in milliseconds, null for never. @throws IdempotencyOptionsError
- * @internal
- */
-export function resolveSampleInterval(interval: Duration | false): number | null {
-  return interval === false ? null : toMilliseconds('metrics.storeSampleInterval', interval, MAX_TIMER_MS);
+  return {
+    registry,
+    storeSampleIntervalMs: storeSampleInterval === false ? null : toMilliseconds('metrics.storeSampleInterval', storeSampleInterval, MAX_TIMER_MS),
+  };
 }

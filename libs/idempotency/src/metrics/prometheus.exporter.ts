@@ -1,8 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
 import { metricsMessages } from './metrics.messages.js';
-import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
-import type { MetricsRegistry } from './metrics.options.js';
+import { METRICS_OPTIONS, type MetricsRegistry, type ResolvedMetricsOptions } from './metrics.options.js';
 import { loadIfInstalled, loadOptionalPackage } from '../optional/load-optional-package.js';
 import { DELIVERY_OUTCOMES } from './delivery-outcome.js';
 import { IdempotencyMetricsService, type LeaseRenewalOutcome } from './idempotency-metrics.service.js';
@@ -27,12 +26,12 @@ export class PrometheusExporter implements OnModuleInit, OnApplicationShutdown {
   private readonly names: string[] = [];
 
   constructor(
-    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    @Inject(METRICS_OPTIONS) private readonly options: ResolvedMetricsOptions,
     private readonly metrics: IdempotencyMetricsService,
   ) {}
 
   async onModuleInit(): Promise<void> {
-    const configured = this.options.metricsRegistry;
+    const configured = this.options.registry;
     if (configured === false) {
       return;
     }

@@ -1,10 +1,11 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import { estimateRows, readStoreStatistics } from '../health/store-statistics.queries.js';
+import { estimateRows, readStoreStatistics } from './store-statistics.queries.js';
 import { metricsMessages } from './metrics.messages.js';
-import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { type ResolvedStoreOptions, STORE_OPTIONS } from '../joining/store.options.js';
+import { METRICS_OPTIONS, type ResolvedMetricsOptions } from './metrics.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { RepeatingTimer } from '../scheduling/repeating-timer.js';
-import { StoreSchemaCheck } from '../schema/store-schema.check.js';
+import { StoreSchemaCheck } from '../discovery/store-schema.check.js';
 import { IdempotencyMetricsService } from './idempotency-metrics.service.js';
 import { PrometheusExporter } from './prometheus.exporter.js';
 
@@ -25,7 +26,8 @@ export class StoreSampler implements OnApplicationBootstrap, BeforeApplicationSh
   private stopped = false;
 
   constructor(
-    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    @Inject(STORE_OPTIONS) private readonly store: ResolvedStoreOptions,
+    @Inject(METRICS_OPTIONS) private readonly options: ResolvedMetricsOptions,
     private readonly metrics: IdempotencyMetricsService,
     private readonly exporter: PrometheusExporter,
     private readonly join: DataSourceJoin,
@@ -47,7 +49,7 @@ export class StoreSampler implements OnApplicationBootstrap, BeforeApplicationSh
 
   private async sample(): Promise<void> {
     try {
-      const statistics = await readStoreStatistics(this.join.claimDataSource(), this.options.tableName);
+      const statistics = await readStoreStatistics(this.join.claimDataSource(), this.store.tableName);
       this.metrics.recordStoreSample({
         estimatedRows: estimateRows(statistics),
         totalBytes: statistics.total_bytes,
@@ -56,7 +58,7 @@ export class StoreSampler implements OnApplicationBootstrap, BeforeApplicationSh
         sampledAt: new Date(),
       });
     } catch (error) {
-      this.logger.warn(metricsMessages.storeSampleFailed(this.options.tableName, (error as Error).message));
+      this.logger.warn(metricsMessages.storeSampleFailed(this.store.tableName, (error as Error).message));
     }
   }
 }

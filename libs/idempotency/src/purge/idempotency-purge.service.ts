@@ -1,12 +1,12 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { IdempotencyPurgeError } from '../errors/idempotency-purge.error.js';
+import { IdempotencyPurgeError, type PurgeOutcome, type PurgeRun } from '../errors/idempotency-purge.error.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { purgeMessages } from './purge.messages.js';
-import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { type ResolvedStoreOptions, STORE_OPTIONS } from '../joining/store.options.js';
+import { PURGE_OPTIONS, type ResolvedPurgeOptions } from './purge.options.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { IdempotencyTracing } from '../tracing/idempotency-tracing.js';
-import type { PurgeOutcome, PurgeRun } from './purge-run.js';
 import { type PurgeBatchResult, purgeBatchSql } from './purge.queries.js';
 
 /**
@@ -27,7 +27,8 @@ export class IdempotencyPurgeService implements OnModuleInit, BeforeApplicationS
 
   /** @internal Nest constructs it. */
   constructor(
-    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    @Inject(STORE_OPTIONS) private readonly store: ResolvedStoreOptions,
+    @Inject(PURGE_OPTIONS) private readonly options: ResolvedPurgeOptions,
     private readonly metrics: IdempotencyMetricsService,
     private readonly join: DataSourceJoin,
     private readonly tracing: IdempotencyTracing,
@@ -67,12 +68,12 @@ export class IdempotencyPurgeService implements OnModuleInit, BeforeApplicationS
     try {
       const run = finish(await this.deleteExpired(progress));
       if (run.rows > 0) {
-        this.logger.log(purgeMessages.purged(this.options.tableName, run.rows, run.batches, run.durationMs));
+        this.logger.log(purgeMessages.purged(this.store.tableName, run.rows, run.batches, run.durationMs));
       }
       return run;
     } catch (error) {
       const run = finish('failed');
-      throw new IdempotencyPurgeError(purgeMessages.purgeFailed(this.options.tableName, run.rows), run, { cause: error });
+      throw new IdempotencyPurgeError(purgeMessages.purgeFailed(this.store.tableName, run.rows), run, { cause: error });
     }
   }
 
@@ -81,8 +82,8 @@ export class IdempotencyPurgeService implements OnModuleInit, BeforeApplicationS
    * lock held by another instance, or the application stops.
    */
   private async deleteExpired(progress: { rows: number; batches: number }): Promise<PurgeOutcome> {
-    const { tableName, purge } = this.options;
-    const sql = purgeBatchSql(tableName, purge.batchSize);
+    const { batchSize } = this.options;
+    const sql = purgeBatchSql(this.store.tableName, batchSize);
     while (!this.stopping) {
       const [{ locked, rows }] = (await this.dataSource.query(sql)) as PurgeBatchResult[];
       if (!locked) {
@@ -90,7 +91,7 @@ export class IdempotencyPurgeService implements OnModuleInit, BeforeApplicationS
       }
       progress.rows += rows;
       progress.batches += 1;
-      if (rows < purge.batchSize) {
+      if (rows < batchSize) {
         return 'purged';
       }
     }

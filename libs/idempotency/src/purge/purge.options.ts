@@ -28,6 +28,9 @@ export interface ResolvedPurgeOptions {
   batchSize: number;
 }
 
+/** The token of the purge's slice of the module's options. @internal */
+export const PURGE_OPTIONS = Symbol('IDEMPOTENCY:PURGE_OPTIONS');
+
 const MAX_PURGE_BATCH_SIZE = 100_000;
 
 /**

@@ -1,15 +1,14 @@
 import { jest } from '@jest/globals';
-import { resolveModuleOptions } from '../idempotency.options.js';
-import type { PurgeOptions } from './purge.options.js';
+import { type PurgeOptions, resolvePurge } from './purge.options.js';
 import type { IdempotencyPurgeService } from './idempotency-purge.service.js';
-import type { PurgeRun } from './purge-run.js';
+import type { PurgeRun } from '../errors/idempotency-purge.error.js';
 import { PurgeScheduler } from './purge.scheduler.js';
 
 describe('PurgeScheduler', () => {
   const run: PurgeRun = { outcome: 'purged', rows: 0, batches: 1, startedAt: new Date(), durationMs: 1 };
   let purgeNow: jest.Mock<() => Promise<PurgeRun>>;
   const scheduler = (purge: PurgeOptions) =>
-    new PurgeScheduler(resolveModuleOptions({ purge }), { purgeNow } as unknown as IdempotencyPurgeService);
+    new PurgeScheduler(resolvePurge(purge), { purgeNow } as unknown as IdempotencyPurgeService);
 
   beforeEach(() => {
     jest.useFakeTimers();

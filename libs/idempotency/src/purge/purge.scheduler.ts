@@ -1,5 +1,5 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { PURGE_OPTIONS, type ResolvedPurgeOptions } from './purge.options.js';
 import { RepeatingTimer } from '../scheduling/repeating-timer.js';
 import { IdempotencyPurgeService } from './idempotency-purge.service.js';
 
@@ -14,7 +14,7 @@ export class PurgeScheduler implements OnApplicationBootstrap, BeforeApplication
   private timer: RepeatingTimer | undefined;
 
   constructor(
-    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    @Inject(PURGE_OPTIONS) private readonly options: ResolvedPurgeOptions,
     private readonly purge: IdempotencyPurgeService,
   ) {}
 
@@ -24,7 +24,7 @@ export class PurgeScheduler implements OnApplicationBootstrap, BeforeApplication
   }
 
   onApplicationBootstrap(): void {
-    const { intervalMs } = this.options.purge;
+    const { intervalMs } = this.options;
     if (intervalMs === null) {
       return;
     }

@@ -40,6 +40,9 @@ export interface ResolvedReplayCacheOptions {
   maxAgeMs: number;
 }
 
+/** The token of the replay cache's slice of the module's options: its bounds, or null when it is off. @internal */
+export const REPLAY_CACHE_OPTIONS = Symbol('IDEMPOTENCY:REPLAY_CACHE_OPTIONS');
+
 /**
  * `replayCache` with its defaults applied; null when it is off. @throws IdempotencyOptionsError
  * @internal

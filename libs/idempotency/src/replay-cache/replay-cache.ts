@@ -1,5 +1,6 @@
+import type { Provider } from '@nestjs/common';
 import type { RecordedResponse } from '../claiming/claim.js';
-import type { ResolvedReplayCacheOptions } from './replay-cache.options.js';
+import { REPLAY_CACHE_OPTIONS, type ResolvedReplayCacheOptions } from './replay-cache.options.js';
 
 /** One message of one consumer, as the cache knows it. */
 interface CachedMessage {
@@ -111,3 +112,13 @@ function sizeOf({ consumer, key }: CachedMessage, { headers, body }: RecordedRes
   const headerBytes = headers === null ? 0 : Buffer.byteLength(JSON.stringify(headers));
   return (body?.length ?? 0) + headerBytes + Buffer.byteLength(consumer) + Buffer.byteLength(key);
 }
+
+/**
+ * The module's `ReplayCache`, bounded by its slice of the options.
+ * @internal
+ */
+export const replayCacheProvider: Provider = {
+  provide: ReplayCache,
+  inject: [REPLAY_CACHE_OPTIONS],
+  useFactory: (bounds: ResolvedReplayCacheOptions | null) => new ReplayCache(bounds),
+};

@@ -1,11 +1,11 @@
 import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
-import { IdempotencyExplorer } from '../discovery/idempotency.explorer.js';
+import { IdempotencyExplorer } from './idempotency.explorer.js';
 import { IdempotencySchemaError } from '../errors/idempotency-schema.error.js';
-import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { type ResolvedStoreOptions, STORE_OPTIONS } from '../joining/store.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { POSTGRES_STORE } from '../leasing/lease-stores.js';
-import { findMissing, type SchemaNeeds, schemaNeeds, type StoreCatalogue } from './store-schema.js';
-import { catalogueParameters, catalogueStatement } from './store-schema.queries.js';
+import { findMissing, type SchemaNeeds, schemaNeeds, type StoreCatalogue } from '../schema/store-schema.js';
+import { catalogueParameters, catalogueStatement } from '../schema/store-schema.queries.js';
 
 /**
  * Checks at application bootstrap, with one catalogue query, that the processed-messages store
@@ -29,7 +29,7 @@ export class StoreSchemaCheck implements OnApplicationBootstrap {
   constructor(
     private readonly explorer: IdempotencyExplorer,
     private readonly join: DataSourceJoin,
-    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    @Inject(STORE_OPTIONS) private readonly store: ResolvedStoreOptions,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -61,7 +61,7 @@ export class StoreSchemaCheck implements OnApplicationBootstrap {
     if (!this.needs.table && !this.needs.functions) {
       return undefined;
     }
-    const table = this.options.tableName;
+    const table = this.store.tableName;
     const [catalogue] = (await this.join.claimDataSource().query(catalogueStatement, catalogueParameters(table))) as StoreCatalogue[];
     const { missing, migrations } = findMissing(table, catalogue, this.needs);
     return missing.length === 0 ? undefined : new IdempotencySchemaError(table, missing, migrations);

@@ -1,0 +1,127 @@
+import { hash } from 'node:crypto';
+import { DEFAULT_TABLE_NAME } from '../idempotency.constants.js';
+
+/**
+ * Separates the scope's digest from the client's key in a stored message id (`scopedMessageId`).
+ * A control character: no key or scope a client can send holds one (they are refused), so a
+ * scoped id never equals an unscoped key, nor another scope's id.
+ * @internal
+ */
+export const SCOPED_KEY_SEPARATOR = '\u001f';
+
+/**
+ * Separates the scope's digest from the digest of a key too long to be stored beside it.
+ * @internal
+ */
+export const SCOPED_DIGEST_SEPARATOR = '\u001e';
+
+/** The first 43 characters of an anonymous caller's id: the SHA-256 of the empty scope, in base64url. */
+const ANONYMOUS_PREFIX = hash('sha256', '', 'base64url');
+
+/**
+ * A stored message id as a reader of a log or an error wants it: the client's key, quoted, and
+ * that it is scoped to a caller (whose identity is not shown), or to the anonymous callers.
+ * @internal
+ */
+export function shownKey(id: string): string {
+  const plain = id.indexOf(SCOPED_KEY_SEPARATOR);
+  if (plain >= 0) {
+    return `'${id.slice(plain + 1)}' ${scopeShown(id)}`;
+  }
+  const hashed = id.indexOf(SCOPED_DIGEST_SEPARATOR);
+  if (hashed >= 0) {
+    return `with SHA-256 '${id.slice(hashed + 1)}' ${scopeShown(id)}`;
+  }
+  return `'${id}'`;
+}
+
+function scopeShown(id: string): string {
+  return id.startsWith(ANONYMOUS_PREFIX) ? '(of an anonymous caller)' : '(scoped to its caller)';
+}
+
+/**
+ * Milliseconds as seconds, for a reader: `4.2 s`, `0.35 s`.
+ * @internal
+ */
+export function shownSeconds(milliseconds: number): string {
+  return `${Number((milliseconds / 1000).toPrecision(2))} s`;
+}
+
+/** The message texts that the errors build themselves, from what they carry. */
+export const errorMessages = {
+  noActiveClaim: () => 'IdempotencyContext was used outside an @IdempotentHandler(): there is no idempotent transaction here.',
+  inFlight: (key: string) => `A message with the idempotency key ${shownKey(key)} is still being processed; retry after it completes.`,
+  keyReused: (key: string) =>
+    `The idempotency key ${shownKey(key)} was already used for a different payload; use a new key for a new operation.`,
+  transactionAborted: (consumer: string, key: string) =>
+    `PostgreSQL aborted the transaction of ${shownKey(key)} for ${consumer}: a statement in the handler failed and the handler ` +
+    'carried on, so nothing could be committed, the claim included. Run statements that may fail in a savepoint ' +
+    '(manager.transaction(...)) to carry on after their failure.',
+  leaseLost: (consumer: string, key: string, held?: { heldMs: number; leaseMs: number; renewLeaseForMs: number }) =>
+    `The lease of ${shownKey(key)} for ${consumer} expired and another delivery took it over, so this delivery's result was not ` +
+    'recorded' +
+    (held
+      ? ` (the handler ran ${shownSeconds(held.heldMs)} under a lease of ${shownSeconds(held.leaseMs)}, ` +
+        (held.renewLeaseForMs > 0 ? `renewed up to ${shownSeconds(held.renewLeaseForMs)} after the claim)` : 'never renewed)')
+      : '') +
+    "; the delivery that holds the lease answers the message's duplicates. Retry, or raise the handler's renewLeaseFor " +
+    '(or its lease) above the time it takes.',
+  responseTooLarge: (consumer: string, key: string, maxBodyBytes: number) =>
+    `The response of ${consumer} to ${shownKey(key)} is larger than replay.maxBodyBytes (${maxBodyBytes} bytes), so it cannot be ` +
+    'recorded for its duplicates; nothing was committed. Raise replay.maxBodyBytes, or answer with less (an id and a link).',
+  recordUnreadable: (consumer: string, key: string, reason: string, keyId: string | null, version: number, configured: readonly string[]) =>
+    `The recorded response of ${consumer} to '${key}' cannot be read, so it is not replayed (and the handler is not run again): ` +
+    unreadableCause(reason, keyId, version, configured),
+  unreadableCause,
+  consumerConflict: (consumer: string, handlers: readonly string[], formerNames: readonly (string | undefined)[]) =>
+    `${handlers.join(' and ')} claim the same consumer name '${consumer}', so each would skip the other's messages as ` +
+    `duplicates. Give each its own name with @IdempotentHandler({ consumer })` +
+    (formerNames.some(Boolean)
+      ? `; to keep recognising the ids they processed before 0.3.0, use their former names (${formerNames.filter(Boolean).map((name) => `'${name}'`).join(', ')}).`
+      : '.'),
+  schemaMissing: (table: string, missing: readonly string[], migrations: readonly string[]) =>
+    `The processed-messages store (table ${table}) lacks what this version of nestjs-idempotent-consumer needs: ` +
+    `${missing.join('; ')}. Add ${listed(migrations)} to the data source's migrations and run them. ` +
+    (migrations.includes(CREATE_FUNCTIONS) && !migrations.includes(CREATE_TABLE)
+      ? `If they are recorded as run already (a function was dropped after), TypeORM will not run them again: ${recreateFunctions(table)} `
+      : '') +
+    "The data source needs all of the library's migrations, in this order: CreateProcessedMessagesTable1764633600000, " +
+    'CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000 (each subclassed with the ' +
+    "table's name if it is not the default); the last brings a table created by an earlier version to the current shape.",
+  functionDropped: (table: string, missing: readonly string[]) =>
+    `The processed-messages store (table ${table}) lacks what this version of nestjs-idempotent-consumer needs: ${missing.join('; ')}. ` +
+    'It was there when the application started, so it was dropped since, and TypeORM will not run the migrations it has ' +
+    `recorded again: ${recreateFunctions(table)}`,
+};
+
+/** Why a sealed record cannot be opened, and what to do: the end of a sentence. */
+function unreadableCause(reason: string, keyId: string | null, version: number, configured: readonly string[]): string {
+  return reason === 'no-encryption'
+    ? `it was sealed with the key '${keyId}', and the module has no encryption option. Configure encryption.keys with that key.`
+    : reason === 'unknown-key'
+      ? `it was sealed with the key '${keyId}', which is not in encryption.keys (${configured.map((id) => `'${id}'`).join(', ')}). ` +
+        'Put that key back in encryption.keys while records sealed with it are kept (their retention).'
+      : reason === 'not-authentic'
+        ? `it did not authenticate under the key '${keyId}' of encryption.keys: the record was altered or moved from another ` +
+          `consumer or key, or encryption.keys['${keyId}'] is not the key that sealed it.`
+        : `it is sealed in format ${version}, which this version of nestjs-idempotent-consumer does not read; upgrade the module.`;
+}
+
+const CREATE_TABLE = 'CreateProcessedMessagesTable1764633600000';
+const CREATE_FUNCTIONS = 'CreateProcessedMessagesFunctions1796256000000';
+
+/** How to bring back the claim's functions when the migrations that create them are recorded as run. */
+function recreateFunctions(table: string): string {
+  const argument = table === DEFAULT_TABLE_NAME ? '' : `'${table}'`;
+  return (
+    "recreate the claim's functions by running UpgradeProcessedMessagesTable1796342400000's up() once more, which (re)creates " +
+    'both with CREATE OR REPLACE and changes nothing else on a table of the current shape: with a query runner of the data ' +
+    `source, \`await new UpgradeProcessedMessagesTable1796342400000(${argument}).up(queryRunner)\` (or your subclass of it), ` +
+    "or delete that migration's row from TypeORM's migrations table and run the migrations again."
+  );
+}
+
+/** `a`, `a and b`, `a, b and c`. */
+function listed(items: readonly string[]): string {
+  return items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
+}
