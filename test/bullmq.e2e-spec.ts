@@ -2,6 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { type JobsOptions, Queue } from 'bullmq';
 import { IdempotencyOptionsError, IdempotencyUnsupportedHandlerError } from 'nestjs-idempotent-consumer';
+import { type ContractConsumer, type TransportHarness, transportContract } from 'nestjs-idempotent-consumer/testing';
 import { resolve } from 'node:path';
 import { createClient, type RedisClientType } from 'redis';
 import { AppModule } from '../apps/demo-api/src/app.module.js';
@@ -11,8 +12,7 @@ import { REDIS_URL, redisAvailable } from './support/brokers.js';
 import { CapturingLogger } from './support/capturing-logger.js';
 import { startDemoApp } from './support/demo-app.js';
 import { type DemoProcess, startAppProcess } from './support/demo-process.js';
-import { TcpProxy } from './support/tcp-proxy.js';
-import { handlerBlocked, lockAccount } from './support/account-lock.js';
+import { lockAccount } from './support/account-lock.js';
 import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
 
 const BULLMQ_APP = resolve('dist/test-apps/test/apps/bullmq/bullmq-app.main.js');
@@ -57,7 +57,6 @@ describeWithBroker('exactly-once BullMQ processors', () => {
   const count = async (sql: string, params: unknown[] = []) => Number((await db.query<{ n: string }>(sql, params))[0].n);
   const ledgerRows = (account: string) => count('SELECT count(*) AS n FROM ledger_entries WHERE account = $1', [account]);
   const balanceOf = async (account: string) => (await db.query<{ balance: string }>('SELECT balance FROM accounts WHERE account = $1', [account]))[0]?.balance;
-  const claims = (key: string) => count('SELECT count(*) AS n FROM processed_messages WHERE message_id = $1', [key]);
   const stateOf = async (queue: Queue, jobId: string) => (await queue.getJob(jobId))?.getState();
   const settled = (queue: Queue, jobId: string) => async () => ['completed', 'failed'].includes((await stateOf(queue, jobId)) ?? '');
 
@@ -83,21 +82,127 @@ describeWithBroker('exactly-once BullMQ processors', () => {
     await db?.drop();
   });
 
-  it('50 jobs with distinct ids and one payload key, 10 at a time → one effect; the other 49 complete as duplicates', async () => {
-    await startWorkers();
-    const jobs = await queues.orders.addBulk(
-      Array.from({ length: 50 }, (_, i) => ({ name: 'credit', data: { account: 'acc-fifty', cents: 25, orderId: 'order-fifty' }, opts: { jobId: `fifty-${i}` } })),
-    );
-    await until(async () => (await queues.orders.getJobCounts('completed')).completed === 50, 'all 50 jobs complete', 30_000);
-    const replies = await Promise.all(jobs.map(async (job) => (await queues.orders.getJob(job.id!))!.returnvalue as { balance: number }));
-    const duplicatesLogged = logger.lines.filter((line) => line.includes("Duplicate of 'order-fifty'")).length;
-    console.log(`50 jobs, one payload key: ${await ledgerRows('acc-fifty')} effect, ${duplicatesLogged} duplicates, replies ${JSON.stringify([...new Set(replies.map((reply) => reply.balance))])}`);
-    expect(await ledgerRows('acc-fifty')).toBe(1);
-    expect(await balanceOf('acc-fifty')).toBe('25');
-    expect(duplicatesLogged).toBe(49);
-    expect(replies.every((reply) => reply.balance === 25)).toBe(true);
-    expect((await queues.orders.getJobCounts('failed')).failed).toBe(0);
-    expect(await db.query(`SELECT consumer FROM processed_messages WHERE message_id = 'order-fifty'`)).toEqual([{ consumer: 'bullmq orders' }]);
+  /** The credits a harness message grants: one of its account, `cents` each. */
+  const CENTS = 7;
+  /** The BullMQ jobs of each contract message: their queue and ids. */
+  const jobsOf = new Map<string, { readonly queue: Queue; readonly ids: string[] }>();
+  async function addJobs(key: string, queue: Queue, jobs: { data: object; opts: JobsOptions & { jobId: string } }[]): Promise<void> {
+    jobsOf.set(key, { queue, ids: jobs.map(({ opts }) => opts.jobId) });
+    await queue.addBulk(jobs.map(({ data, opts }) => ({ name: 'credit', data, opts })));
+  }
+  const jobs = async (key: string) => {
+    const { queue, ids } = jobsOf.get(key)!;
+    return Promise.all(ids.map(async (id) => (await queue.getJob(id))!));
+  };
+  /** The workers' application as the harness last started it in this process: what its poison processor counted stays readable after it stopped. */
+  let lastWorkers: INestApplication;
+  const inProcess = (): ContractConsumer => {
+    const lines = logger.lines;
+    lastWorkers = app!;
+    return { logs: () => lines, stop: stopWorkers, kill: () => Promise.reject(new Error('an in-process worker cannot be killed')) };
+  };
+
+  /**
+   * Credits keyed by the job id on the `credits` queue (10 attempts, exponential backoff: the outage
+   * check's jobs outlast it), by `orderId` on the `orders` queue for copies and keyless jobs, and
+   * the `poison` queue's processor, whose jobs get 3 attempts.
+   */
+  const harness: TransportHarness = {
+    async start({ databaseUrl, crashable } = {}) {
+      if (!crashable) {
+        await startWorkers(databaseUrl);
+        return inProcess();
+      }
+      const worker = await startAppProcess(BULLMQ_APP, { DATABASE_URL: databaseUrl ?? db.url, REDIS_URL, BULLMQ_PREFIX: prefix }, '/accounts/ping');
+      children.push(worker);
+      return { logs: () => worker.output().split('\n'), stop: () => worker.kill('SIGTERM'), kill: () => worker.kill('SIGKILL') };
+    },
+    publish: ({ key }) =>
+      addJobs(key, queues.credits, [{ data: { account: key, cents: CENTS } satisfies CreditJob, opts: { jobId: key, attempts: 10, backoff: { type: 'exponential', delay: 200 } } }]),
+    publishCopies: ({ key }, copies) =>
+      addJobs(
+        key,
+        queues.orders,
+        Array.from({ length: copies }, (_, i) => ({ data: { account: key, cents: CENTS, orderId: key } satisfies CreditJob, opts: { jobId: `${key}-${i}` } })),
+      ),
+    publishPoison: ({ key }) => addJobs(key, queues.poison, [{ data: { id: key }, opts: { jobId: key, attempts: 3, backoff: { type: 'fixed', delay: 100 } } }]),
+    publishWithoutKey: ({ key }) => addJobs(key, queues.orders, [{ data: { account: key, cents: CENTS } satisfies CreditJob, opts: { jobId: key, attempts: 5 } }]),
+    effects: async ({ key }) => (await ledgerRows(key)) + (await count('SELECT count(*) AS n FROM effects WHERE key = $1', [key])),
+    async block({ key }) {
+      await db.query('INSERT INTO accounts (account, balance) VALUES ($1, 100)', [key]);
+      const holder = await lockAccount(db, key);
+      return async () => {
+        await holder.query('ROLLBACK');
+        await holder.end();
+      };
+    },
+    async drained() {
+      for (const queue of Object.values(queues)) {
+        const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'waiting-children');
+        if (Object.values(counts).some((n) => n > 0)) {
+          return false;
+        }
+      }
+      return true;
+    },
+    deadLettered: async ({ key }) => (await Promise.all((await jobs(key)).map((job) => job.getState()))).filter((state) => state === 'failed').length,
+    query: (sql, params) => db.query(sql, params),
+    get databaseUrl() {
+      return db.url;
+    },
+    poisonAttempts: 3,
+    missingKey: "'orderId' in the message payload is missing",
+    also: {
+      async fiftyCopies({ key }) {
+        const replies = (await jobs(key)).map((job) => job.returnvalue as { balance: number });
+        console.log(`50 jobs, one payload key: replies ${JSON.stringify([...new Set(replies.map((reply) => reply.balance))])}`);
+        expect(replies.every((reply) => reply.balance === CENTS)).toBe(true);
+        expect(await balanceOf(key)).toBe(String(CENTS));
+        expect(await db.query('SELECT consumer FROM processed_messages WHERE message_id = $1', [key])).toEqual([{ consumer: 'bullmq orders' }]);
+      },
+      beforeKill: async ({ key }) => expect(await stateOf(queues.credits, key)).toBe('active'),
+      async killedMidHandler({ key }) {
+        const [job] = await jobs(key);
+        console.log(`SIGKILL mid-job: state ${await job.getState()}, started ${job.attemptsStarted} times, stalled ${job.stalledCounter} time(s)`);
+        expect(await job.getState()).toBe('completed');
+        expect(job.stalledCounter).toBe(1);
+        expect(await balanceOf(key)).toBe(String(100 + CENTS));
+      },
+      async databaseOutage(messages, consumer) {
+        const attempts = (await Promise.all(messages.map(async ({ key }) => (await jobs(key))[0]))).map((job) => job.attemptsMade);
+        console.log(`2 s outage: 20 jobs, attempts made ${Math.min(...attempts)}..${Math.max(...attempts)} (sum ${attempts.reduce((a, b) => a + b)})`);
+        // Each failed attempt has the module's line, naming its job.
+        expect(consumer.logs()).toContainEqual(
+          expect.stringMatching(/^WARN bullmq message '.+' for 'bullmq credits' failed \(attempt 1 of 10\) and is left to the job's attempts and backoff: The database could not be reached/),
+        );
+        expect(Math.max(...attempts)).toBeGreaterThan(1);
+        for (const { key } of messages) {
+          expect([key, await balanceOf(key)]).toEqual([key, String(CENTS)]);
+        }
+      },
+      async poison({ key }, consumer) {
+        const [job] = await jobs(key);
+        expect(job.attemptsMade).toBe(3);
+        expect(job.failedReason).toBe(`poison job ${key} always fails`);
+        expect(lastWorkers.get(PoisonJobsProcessor).attempts).toBe(3);
+        const cause = `poison job ${key} always fails`;
+        expect(consumer.logs()).toContainEqual(`WARN bullmq message '${key}' for 'bullmq poison' failed (attempt 1 of 3) and is left to the job's attempts and backoff: ${cause}`);
+        expect(consumer.logs()).toContainEqual(`WARN bullmq message '${key}' for 'bullmq poison' failed (attempt 2 of 3) and is left to the job's attempts and backoff: ${cause}`);
+        expect(consumer.logs()).toContainEqual(`ERROR bullmq message '${key}' for 'bullmq poison' failed for good: it failed 3 times; last error: ${cause}`);
+      },
+      async missingKey({ key }, consumer) {
+        const [job] = await jobs(key);
+        expect(job.attemptsMade).toBe(1);
+        expect(job.failedReason).toContain("'orderId' in the message payload");
+        expect(consumer.logs()).toContainEqual(expect.stringMatching(new RegExp(`^ERROR bullmq message '${key}' for 'bullmq orders' failed for good, without further attempts \\(attempt 1 of 5\\)`)));
+      },
+    },
+  };
+
+  describe('the transport contract', () => {
+    for (const check of transportContract(harness)) {
+      it(check.name, check.run);
+    }
   });
 
   it('a custom jobId added again after BullMQ removed the completed job → completes as a duplicate without running', async () => {
@@ -111,99 +216,6 @@ describeWithBroker('exactly-once BullMQ processors', () => {
     expect(await ledgerRows('acc-custom')).toBe(1);
     expect(await balanceOf('acc-custom')).toBe('5');
     expect(await db.query(`SELECT consumer FROM processed_messages WHERE message_id = 'custom-1'`)).toEqual([{ consumer: 'bullmq credits' }]);
-  });
-
-  it("a worker SIGKILLed mid-job: BullMQ's stalled-job check hands the job to another worker, and the effect happens once", async () => {
-    const account = 'acc-sigkill';
-    const first = await startAppProcess(BULLMQ_APP, { DATABASE_URL: db.url, REDIS_URL, BULLMQ_PREFIX: prefix }, '/accounts/ping');
-    children.push(first);
-    await queues.credits.add('credit', { account, cents: 100 } satisfies CreditJob, { jobId: 'seed-sigkill' });
-    await until(async () => (await ledgerRows(account)) === 1, 'the seed credit is processed');
-
-    const holder = await lockAccount(db, account);
-    await queues.credits.add('credit', { account, cents: 7 } satisfies CreditJob, { jobId: 'crash-1' });
-    await until(() => handlerBlocked(db), 'the handler waits on the account lock inside its claim transaction');
-    expect(await stateOf(queues.credits, 'crash-1')).toBe('active');
-    await first.kill('SIGKILL');
-    await holder.query('ROLLBACK');
-    await holder.end();
-    expect(await ledgerRows(account)).toBe(1);
-
-    await startWorkers();
-    await until(settled(queues.credits, 'crash-1'), 'the stalled job is taken over and settled', 30_000);
-    const job = (await queues.credits.getJob('crash-1'))!;
-    console.log(`SIGKILL mid-job: state ${await job.getState()}, started ${job.attemptsStarted} times, stalled ${job.stalledCounter} time(s)`);
-    expect(await job.getState()).toBe('completed');
-    expect(job.stalledCounter).toBe(1);
-    expect(await ledgerRows(account)).toBe(2);
-    expect(await balanceOf(account)).toBe('107');
-    expect(await claims('crash-1')).toBe(1);
-  });
-
-  it('a 2-second database outage: jobs fail, BullMQ backs them off and retries, nothing fails for good, each job has one effect', async () => {
-    const database = new URL(db.url);
-    const proxy = new TcpProxy(database.hostname, Number(database.port || 5432));
-    await proxy.start();
-    try {
-      await startWorkers(proxy.url(db.url));
-      const account = 'acc-outage';
-      proxy.refuse();
-      const outage = performance.now();
-      await queues.credits.addBulk(
-        Array.from({ length: 20 }, (_, i) => ({
-          name: 'credit',
-          data: { account, cents: 1 } satisfies CreditJob,
-          opts: { jobId: `outage-${i}`, attempts: 10, backoff: { type: 'exponential', delay: 200 } },
-        })),
-      );
-      await until(async () => (await queues.credits.getJobCounts('delayed')).delayed > 0, 'jobs fail and are delayed for a retry');
-      await until(() => Promise.resolve(performance.now() - outage >= 2_000), 'the outage has lasted 2 s');
-      proxy.accept();
-      await until(async () => (await ledgerRows(account)) === 20 && (await queues.credits.getJobCounts('completed')).completed >= 20, 'every job is processed after the outage', 60_000);
-      const jobs = await Promise.all(Array.from({ length: 20 }, (_, i) => queues.credits.getJob(`outage-${i}`)));
-      const attempts = jobs.map((job) => job!.attemptsMade);
-      console.log(`2 s outage: 20 jobs, attempts made ${Math.min(...attempts)}..${Math.max(...attempts)} (sum ${attempts.reduce((a, b) => a + b)}); failed for good: ${(await queues.credits.getJobCounts('failed')).failed}`);
-      expect((await queues.credits.getJobCounts('failed')).failed).toBe(0);
-      // Each failed attempt has the module's line, naming its job.
-      expect(logger.lines).toContainEqual(
-        expect.stringMatching(/^WARN bullmq message 'outage-\d+' for 'bullmq credits' failed \(attempt 1 of 10\) and is left to the job's attempts and backoff: The database could not be reached/),
-      );
-      expect(Math.max(...attempts)).toBeGreaterThan(1);
-      expect(await ledgerRows(account)).toBe(20);
-      expect(await balanceOf(account)).toBe('20');
-    } finally {
-      await stopWorkers();
-      await proxy.close();
-    }
-  });
-
-  it("a poison job fails after the job's attempts, with nothing committed", async () => {
-    await startWorkers();
-    await queues.poison.add('poison', { id: 'poison-1' }, { jobId: 'poison-1', attempts: 3, backoff: { type: 'fixed', delay: 100 } });
-    await until(settled(queues.poison, 'poison-1'), 'the job settles');
-    const job = (await queues.poison.getJob('poison-1'))!;
-    expect(await job.getState()).toBe('failed');
-    expect(job.attemptsMade).toBe(3);
-    expect(job.failedReason).toBe('poison job poison-1 always fails');
-    expect(app!.get(PoisonJobsProcessor).attempts).toBe(3);
-    expect(await count(`SELECT count(*) AS n FROM effects WHERE key = 'poison-1'`)).toBe(0);
-    expect(await claims('poison-1')).toBe(0);
-    const cause = 'poison job poison-1 always fails';
-    expect(logger.lines).toContainEqual(`WARN bullmq message 'poison-1' for 'bullmq poison' failed (attempt 1 of 3) and is left to the job's attempts and backoff: ${cause}`);
-    expect(logger.lines).toContainEqual(`WARN bullmq message 'poison-1' for 'bullmq poison' failed (attempt 2 of 3) and is left to the job's attempts and backoff: ${cause}`);
-    expect(logger.lines).toContainEqual(`ERROR bullmq message 'poison-1' for 'bullmq poison' failed for good: it failed 3 times; last error: ${cause}`);
-  });
-
-  it('a job without its key fails at once, whatever attempts it has left, without running the handler', async () => {
-    await startWorkers();
-    await queues.orders.add('credit', { account: 'acc-no-key', cents: 5 } satisfies CreditJob, { jobId: 'no-key-1', attempts: 5 });
-    await until(settled(queues.orders, 'no-key-1'), 'the job settles');
-    const job = (await queues.orders.getJob('no-key-1'))!;
-    expect(await job.getState()).toBe('failed');
-    expect(job.attemptsMade).toBe(1);
-    expect(job.failedReason).toContain("'orderId' in the message payload");
-    expect(await ledgerRows('acc-no-key')).toBe(0);
-    expect(logger.lines).toContainEqual(expect.stringMatching(/^ERROR bullmq message 'no-key-1' for 'bullmq orders' failed for good, without further attempts \(attempt 1 of 5\)/));
   });
 
   it('a payload key reused with another payload fails at once, and the first effect stands alone', async () => {

@@ -1,11 +1,11 @@
 import amqplib from 'amqplib';
+import { transportContract, type TransportHarness } from 'nestjs-idempotent-consumer/testing';
 import { resolve } from 'node:path';
 import { FIXTURE_TABLES_SQL } from './fixtures/fixture.module.js';
 import { RABBITMQ_URL, rabbitMqAvailable } from './support/brokers.js';
 import { startDemoApp } from './support/demo-app.js';
 import { type DemoProcess, startAppProcess } from './support/demo-process.js';
-import { TcpProxy } from './support/tcp-proxy.js';
-import { handlerBlocked, lockAccount } from './support/account-lock.js';
+import { lockAccount } from './support/account-lock.js';
 import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
 
 /**
@@ -49,7 +49,6 @@ describeWithBroker('exactly-once @golevelup/nestjs-rabbitmq @RabbitSubscribe han
   }
 
   const lines = (output: string, pattern: RegExp) => output.split('\n').filter((line) => pattern.test(line));
-  const logged = (pattern: RegExp) => Promise.resolve(lines(consumer?.output() ?? '', pattern).length);
 
   async function publish(queue: string, data: unknown, messageId?: string): Promise<void> {
     channel.sendToQueue(queue, Buffer.from(JSON.stringify(data)), { messageId, persistent: true });
@@ -59,7 +58,7 @@ describeWithBroker('exactly-once @golevelup/nestjs-rabbitmq @RabbitSubscribe han
   const ready = async (name: string) => (await channel.checkQueue(name)).messageCount;
   const count = async (sql: string, params: unknown[] = []) => Number((await db.query<{ n: string }>(sql, params))[0].n);
   const ledgerRows = (account: string) => count('SELECT count(*) AS n FROM ledger_entries WHERE account = $1', [account]);
-  const balance = (account: string) => db.query('SELECT balance FROM accounts WHERE account = $1', [account]);
+  const balanceOf = async (account: string) => (await db.query<{ balance: string }>('SELECT balance FROM accounts WHERE account = $1', [account]))[0]?.balance;
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -91,108 +90,84 @@ describeWithBroker('exactly-once @golevelup/nestjs-rabbitmq @RabbitSubscribe han
     await db?.drop();
   });
 
-  it('one message published 50 times with one messageId → one effect, every copy acked, the queue empty', async () => {
-    await startConsumer();
-    for (let i = 0; i < 50; i++) {
-      await publish(QUEUES.credits, { account: 'acc-fifty', cents: 25 }, 'g-fifty');
-    }
-    await until(async () => (await logged(/Duplicate of 'g-fifty'/)) === 49 && (await ledgerRows('acc-fifty')) === 1, 'every copy is handled');
-    const output = await stopConsumer(); // an unacked copy would return to the queue now
-    expect(lines(output, /Duplicate of 'g-fifty'/)).toHaveLength(49);
-    expect(await ready(QUEUES.credits)).toBe(0);
-    expect(await ready(QUEUES.dead)).toBe(0);
-    expect(await ledgerRows('acc-fifty')).toBe(1);
-    expect(await balance('acc-fifty')).toEqual([{ balance: '25' }]);
-    expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE message_id = 'g-fifty' AND consumer = $1`, [`rabbitmq queue ${QUEUES.credits}`])).toBe(1);
-  });
+  /** The credits a harness message grants to its account, named by its key. */
+  const CENTS = 7;
 
-  it('a consumer SIGKILLed mid-handler: the broker redelivers (redelivered flag) and the effect happens once', async () => {
-    const account = 'acc-sigkill';
-    const first = await startConsumer();
-    await publish(QUEUES.credits, { account, cents: 100 }, 'g-seed-sigkill');
-    await until(async () => (await ledgerRows(account)) === 1, 'the seed credit is processed');
-
-    const holder = await lockAccount(db, account);
-    await publish(QUEUES.credits, { account, cents: 7 }, 'g-sigkill');
-    await until(() => handlerBlocked(db), 'the handler waits on the account lock inside its claim transaction');
-    await first.kill('SIGKILL');
-    await holder.query('ROLLBACK');
-    await holder.end();
-
-    let redelivery: amqplib.GetMessage | false = false;
-    await until(async () => (redelivery = await channel.get(QUEUES.credits, { noAck: false })) !== false, 'the broker redelivers the message');
-    const taken = redelivery as unknown as amqplib.GetMessage;
-    expect(taken.properties.messageId).toBe('g-sigkill');
-    expect(taken.fields.redelivered).toBe(true);
-    channel.nack(taken, false, true);
-
-    await startConsumer();
-    await until(async () => (await ledgerRows(account)) === 2, 'the redelivered credit is processed');
-    await stopConsumer();
-    expect(await ready(QUEUES.credits)).toBe(0);
-    expect(await balance(account)).toEqual([{ balance: '107' }]);
-    expect(await count('SELECT count(*) AS n FROM processed_messages WHERE message_id = $1', ['g-sigkill'])).toBe(1);
-  });
-
-  it('a 2-second database outage during deliveries dead-letters nothing: retries back off, and each message is processed once', async () => {
-    const database = new URL(db.url);
-    const proxy = new TcpProxy(database.hostname, Number(database.port || 5432));
-    await proxy.start();
-    try {
-      await startConsumer(proxy.url(db.url));
-      const account = 'acc-outage';
-      proxy.refuse();
-      const outage = performance.now();
-      for (let i = 0; i < 20; i++) {
-        channel.sendToQueue(QUEUES.credits, Buffer.from(JSON.stringify({ account, cents: 1 })), { messageId: `g-outage-${i}`, persistent: true });
+  /**
+   * The fixture's credits subscription keyed by the AMQP messageId and its poison subscription
+   * (maxAttempts 3, retryDelay 100 ms), each consumer a process of its own; a failure is answered
+   * with `Nack(true)` after its delay, then `Nack(false)`, which dead-letters it to the dead queue.
+   */
+  const harness: TransportHarness = {
+    async start({ databaseUrl } = {}) {
+      const started = await startConsumer(databaseUrl);
+      return { logs: () => started.output().split('\n'), stop: () => started.kill('SIGTERM'), kill: () => started.kill('SIGKILL') };
+    },
+    publish: ({ key }) => publish(QUEUES.credits, { account: key, cents: CENTS }, key),
+    async publishCopies({ key }, copies) {
+      for (let i = 0; i < copies; i++) {
+        await publish(QUEUES.credits, { account: key, cents: CENTS }, key);
       }
-      await channel.waitForConfirms();
-      await until(async () => (await logged(/is requeued in/)) > 0, 'deliveries fail and are requeued');
-      await until(() => Promise.resolve(performance.now() - outage >= 2_000), 'the outage has lasted 2 s');
-      proxy.accept();
-      await until(
-        async () => (await ledgerRows(account)) === 20 && (await ready(QUEUES.credits)) === 0,
-        'every message is processed after the outage',
-        60_000,
-      );
-      const output = await stopConsumer();
-      expect(await ready(QUEUES.credits)).toBe(0);
-      expect(await ready(QUEUES.dead)).toBe(0);
-      expect(await ledgerRows(account)).toBe(20);
-      expect(await balance(account)).toEqual([{ balance: '20' }]);
-      const delays = lines(output, /is requeued in/).map((line) => Number(/requeued in (\d+) ms/.exec(line)![1]));
-      console.log(`golevelup, 2 s outage: ${delays.length} requeues, delays ${[...new Set(delays)].sort((a, b) => a - b).join(', ')} ms; nothing dead-lettered`);
-      expect(Math.min(...delays)).toBe(1_000);
-      expect(Math.max(...delays)).toBeGreaterThanOrEqual(2_000);
-    } finally {
-      await proxy.close();
+    },
+    publishPoison: ({ key }) => publish(QUEUES.poison, { id: key }, key),
+    publishWithoutKey: ({ key }) => publish(QUEUES.credits, { account: key, cents: CENTS }),
+    effects: async ({ key }) => (await ledgerRows(key)) + (await count('SELECT count(*) AS n FROM effects WHERE key = $1', [key])),
+    async block({ key }) {
+      await db.query('INSERT INTO accounts (account, balance) VALUES ($1, 100)', [key]);
+      const holder = await lockAccount(db, key);
+      return async () => {
+        await holder.query('ROLLBACK');
+        await holder.end();
+      };
+    },
+    drained: async () => (await ready(QUEUES.credits)) === 0 && (await ready(QUEUES.poison)) === 0,
+    deadLettered: () => ready(QUEUES.dead),
+    query: (sql, params) => db.query(sql, params),
+    get databaseUrl() {
+      return db.url;
+    },
+    poisonAttempts: 3,
+    missingKey: 'the AMQP messageId property is missing',
+    also: {
+      async fiftyCopies({ key }) {
+        expect(await balanceOf(key)).toBe(String(CENTS));
+        expect(await count('SELECT count(*) AS n FROM processed_messages WHERE message_id = $1 AND consumer = $2', [key, `rabbitmq queue ${QUEUES.credits}`])).toBe(1);
+      },
+      async afterKill({ key }) {
+        let redelivery: amqplib.GetMessage | false = false;
+        await until(async () => (redelivery = await channel.get(QUEUES.credits, { noAck: false })) !== false, 'the broker redelivers the message');
+        const taken = redelivery as unknown as amqplib.GetMessage;
+        expect(taken.properties.messageId).toBe(key);
+        expect(taken.fields.redelivered).toBe(true);
+        channel.nack(taken, false, true);
+      },
+      killedMidHandler: async ({ key }) => expect(await balanceOf(key)).toBe(String(100 + CENTS)),
+      async databaseOutage(messages, consumer) {
+        for (const { key } of messages) {
+          expect([key, await balanceOf(key)]).toEqual([key, String(CENTS)]);
+        }
+        const delays = consumer.logs().flatMap((line) => /is requeued in (\d+) ms/.exec(line)?.[1] ?? []).map(Number);
+        console.log(`golevelup, 2 s outage: ${delays.length} requeues, delays ${[...new Set(delays)].sort((a, b) => a - b).join(', ')} ms; nothing dead-lettered`);
+        expect(Math.min(...delays)).toBe(1_000);
+        expect(Math.max(...delays)).toBeGreaterThanOrEqual(2_000);
+      },
+      async poison({ key }, consumer) {
+        const output = consumer.logs().join('\n');
+        expect(lines(output, /Fixture handler poison ran/)).toHaveLength(3);
+        expect(lines(output, /WARN \[Idempotency\] .*attempt 1 of 3\) and is requeued in 100 ms: poison/)).toHaveLength(1);
+        expect(lines(output, /WARN \[Idempotency\] .*attempt 2 of 3\) and is requeued in 200 ms: poison/)).toHaveLength(1);
+        expect(lines(output, /ERROR \[Idempotency\] .*dead-letter.*failed 3 times/)).toHaveLength(1);
+        expect(lines(output, new RegExp(`WARN \\[Idempotency\\] golevelup-rabbitmq message '${key}' for 'rabbitmq queue ${QUEUES.poison}' failed \\(attempt 1 of 3\\)`))).toHaveLength(1);
+      },
+      missingKey: async (_, consumer) =>
+        expect(lines(consumer.logs().join('\n'), /ERROR \[Idempotency\] .*dead-letter.*the AMQP messageId property is missing/)).toHaveLength(1),
+    },
+  };
+
+  describe('the transport contract', () => {
+    for (const { name, run } of transportContract(harness)) {
+      it(name, run);
     }
-  });
-
-  it('a poison message is dead-lettered after maxAttempts, with nothing committed', async () => {
-    await startConsumer();
-    await publish(QUEUES.poison, { id: 'g-poison-1' }, 'g-poison-1');
-    await until(async () => (await ready(QUEUES.dead)) === 1, 'the message reaches the dead-letter queue');
-    const output = await stopConsumer();
-    expect(lines(output, /Fixture handler poison ran/)).toHaveLength(3);
-    expect(await ready(QUEUES.poison)).toBe(0);
-    expect(await count(`SELECT count(*) AS n FROM effects WHERE key = 'g-poison-1'`)).toBe(0);
-    expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE message_id = 'g-poison-1'`)).toBe(0);
-    expect(lines(output, /WARN \[Idempotency\] .*attempt 1 of 3\) and is requeued in 100 ms: poison/)).toHaveLength(1);
-    expect(lines(output, /WARN \[Idempotency\] .*attempt 2 of 3\) and is requeued in 200 ms: poison/)).toHaveLength(1);
-    expect(lines(output, /ERROR \[Idempotency\] .*dead-letter.*failed 3 times/)).toHaveLength(1);
-    expect(lines(output, new RegExp(`WARN \\[Idempotency\\] golevelup-rabbitmq message 'g-poison-1' for 'rabbitmq queue ${QUEUES.poison}' failed \\(attempt 1 of 3\\)`))).toHaveLength(1);
-  });
-
-  it('a message without messageId is dead-lettered at once, without running the handler, naming the property', async () => {
-    await startConsumer();
-    const claimsBefore = await count('SELECT count(*) AS n FROM processed_messages');
-    await publish(QUEUES.credits, { account: 'acc-no-id', cents: 5 });
-    await until(async () => (await ready(QUEUES.dead)) === 1, 'the message reaches the dead-letter queue');
-    const output = await stopConsumer();
-    expect(await ledgerRows('acc-no-id')).toBe(0);
-    expect(await count('SELECT count(*) AS n FROM processed_messages')).toBe(claimsBefore);
-    expect(lines(output, /ERROR \[Idempotency\] .*dead-letter.*the AMQP messageId property is missing/)).toHaveLength(1);
   });
 
   it("a handler's Nack rolls its claim back: Nack(true) is retried and then processed once, Nack(false) dead-letters with nothing committed", async () => {

@@ -1,11 +1,11 @@
 import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { transportContract, type TransportHarness } from 'nestjs-idempotent-consumer/testing';
 import { resolve } from 'node:path';
 import { JETSTREAM_STREAM, JETSTREAM_SUBJECTS } from './apps/jetstream/jetstream-fixture.module.js';
 import { FIXTURE_TABLES_SQL } from './fixtures/fixture.module.js';
 import { NATS_URL, natsAvailable } from './support/brokers.js';
 import { type DemoProcess, startAppProcess } from './support/demo-process.js';
-import { TcpProxy } from './support/tcp-proxy.js';
 import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
 
 const JETSTREAM_APP = resolve('dist/test-apps/test/apps/jetstream/jetstream-app.main.js');
@@ -29,9 +29,6 @@ describeWithBroker('exactly-once NATS JetStream consumers (@nestjs-plugins/nestj
   }
 
   const publish = (subject: string, payload: object, msgID?: string) => js.publish(subject, JSON.stringify(payload), msgID ? { msgID } : {});
-  const effects = async (handler: string, key: string) =>
-    Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM effects WHERE handler = $1 AND key = $2', [handler, key]))[0].n);
-  const claims = async (key: string) => Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM processed_messages WHERE message_id = $1', [key]))[0].n);
 
   /** The terminations JetStream announces for one consumer, as they arrive. */
   async function terminations(consumer: string): Promise<{ readonly seen: { deliveries: number }[]; readonly subscription: Subscription }> {
@@ -71,65 +68,88 @@ describeWithBroker('exactly-once NATS JetStream consumers (@nestjs-plugins/nestj
     await db?.drop();
   });
 
-  it('50 concurrent deliveries of one event (one payload id, 50 publishes under new Nats-Msg-Ids) → one effect, all acked', async () => {
-    const durable = 'concurrent';
-    await startConsumer(durable);
+  /** The stream sequence numbers of each contract message's publishes, to match JetStream's termination advisories. */
+  const published = new Map<string, number[]>();
+  /** Every message JetStream terminated (what it does in place of dead-lettering), as its advisories announce them. */
+  const terminated: { readonly stream_seq: number; readonly deliveries: number }[] = [];
+  let contractDurable = '';
+  const contractConsumers = () => [JETSTREAM_SUBJECTS.credit, JETSTREAM_SUBJECTS.byPayload, JETSTREAM_SUBJECTS.poison].map((subject) => consumerName(contractDurable, subject));
+  async function publishOf(key: string, subject: string, payload: object, msgID?: string): Promise<void> {
+    const { seq } = await publish(subject, payload, msgID);
+    published.set(key, [...(published.get(key) ?? []), seq]);
+  }
+  const terminationsOf = (key: string) => terminated.filter(({ stream_seq }) => published.get(key)?.includes(stream_seq));
+
+  /**
+   * Credits keyed by the Nats-Msg-Id header (the `credit` subject), by the payload's id for
+   * copies published under new Nats-Msg-Ids (`byPayload`), and the `poison` handler (maxAttempts 3),
+   * on durable consumers of their own for each check; ack_wait 3 s, after which JetStream
+   * redelivers what a killed process held.
+   */
+  const harness: TransportHarness = {
+    async start({ databaseUrl } = {}) {
+      const app = await startConsumer(contractDurable, { ACK_WAIT_MS: '3000' }, databaseUrl);
+      return { logs: () => app.output().split('\n'), stop: () => app.kill('SIGTERM'), kill: () => app.kill('SIGKILL') };
+    },
+    publish: ({ key }) => publishOf(key, JETSTREAM_SUBJECTS.credit, { id: key }, key),
     // JetStream drops a publish whose Nats-Msg-Id it saw in its de-duplication window: a producer that
-    // retries under a fresh id is what makes 50 stream messages of one event, keyed by the payload.
-    await Promise.all(Array.from({ length: 50 }, () => publish(JETSTREAM_SUBJECTS.byPayload, { id: 'event-50' }, crypto.randomUUID())));
-    const consumer = consumerName(durable, JETSTREAM_SUBJECTS.byPayload);
-    await until(() => drained(consumer), 'the 50 deliveries are acknowledged', 30_000);
-    expect(await effects('by-payload', 'event-50')).toBe(1);
-    expect(await claims('event-50')).toBe(1);
-  });
+    // retries under a fresh id is what makes several stream messages of one event, keyed by the payload.
+    publishCopies: async ({ key }, copies) => {
+      await Promise.all(Array.from({ length: copies }, () => publishOf(key, JETSTREAM_SUBJECTS.byPayload, { id: key }, crypto.randomUUID())));
+    },
+    publishPoison: ({ key }) => publishOf(key, JETSTREAM_SUBJECTS.poison, { id: key }, key),
+    publishWithoutKey: ({ key }) => publishOf(key, JETSTREAM_SUBJECTS.credit, { id: key }),
+    effects: async ({ key }) => Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM effects WHERE key = $1', [key]))[0].n),
+    async block() {
+      const holder = await db.connect();
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE effects IN SHARE MODE');
+      return async () => {
+        await holder.query('ROLLBACK');
+        await holder.end();
+      };
+    },
+    drained: async () => (await Promise.all(contractConsumers().map(drained))).every(Boolean),
+    deadLettered: async ({ key }) => {
+      await nats.flush();
+      return terminationsOf(key).length;
+    },
+    query: (sql, params) => db.query(sql, params),
+    get databaseUrl() {
+      return db.url;
+    },
+    poisonAttempts: 3,
+    missingKey: 'the Nats-Msg-Id header is missing',
+    also: {
+      databaseOutage: async (_, consumer) => expect(consumer.logs().some((line) => line.includes('requeued'))).toBe(true),
+      poison: async ({ key }) => expect(terminationsOf(key).map(({ deliveries }) => deliveries)).toEqual([3]),
+    },
+  };
 
-  it('SIGKILL of the consumer mid-handler → redelivered after ack_wait to the next process → one effect', async () => {
-    const durable = 'crash';
-    const first = await startConsumer(durable, { HOLD: 'true', ACK_WAIT_MS: '3000' });
-    await publish(JETSTREAM_SUBJECTS.credit, { id: 'crash-1', hold: true }, 'crash-1');
-    await until(async () => first.output().includes('holding crash-1'), 'the first process holds the message mid-handler');
-    await first.kill('SIGKILL');
-    expect(await effects('credit', 'crash-1')).toBe(0);
-    await startConsumer(durable, { ACK_WAIT_MS: '3000' });
-    const consumer = consumerName(durable, JETSTREAM_SUBJECTS.credit);
-    await until(async () => (await effects('credit', 'crash-1')) === 1 && (await drained(consumer)), 'the redelivery is processed and acked', 30_000);
-    expect(await effects('credit', 'crash-1')).toBe(1);
-  });
+  describe('the transport contract', () => {
+    let check = 0;
+    let subscription: Subscription;
 
-  it('a 2 s database outage → naked and retried, nothing terminated, one effect', async () => {
-    const durable = 'outage';
-    const proxy = new TcpProxy('127.0.0.1', Number(new URL(db.url).port || 5432));
-    await proxy.start();
-    try {
-      const app = await startConsumer(durable, {}, proxy.url(db.url));
-      const consumer = consumerName(durable, JETSTREAM_SUBJECTS.credit);
-      const { seen, subscription } = await terminations(consumer);
-      proxy.refuse();
-      await publish(JETSTREAM_SUBJECTS.credit, { id: 'outage-1' }, 'outage-1');
-      await until(async () => app.output().includes('requeued'), 'a failed delivery is naked for a retry');
-      await new Promise((resolve) => setTimeout(resolve, 2_000)); // the outage itself lasts 2 s
-      proxy.accept();
-      await until(async () => (await effects('credit', 'outage-1')) === 1 && (await drained(consumer)), 'the retry after the outage commits', 30_000);
+    beforeAll(async () => {
+      subscription = nats.subscribe(`$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.${JETSTREAM_STREAM}.>`, {
+        callback: (_, message) => {
+          terminated.push(message.json());
+        },
+      });
+      await nats.flush();
+    });
+
+    beforeEach(() => {
+      contractDurable = `contract-${++check}`;
+    });
+
+    afterAll(() => {
       subscription.unsubscribe();
-      expect(seen).toEqual([]);
-      expect(await effects('credit', 'outage-1')).toBe(1);
-    } finally {
-      await proxy.close();
-    }
-  });
+    });
 
-  it('a poison message → term after maxAttempts (3) deliveries, no more redelivery, nothing committed', async () => {
-    const durable = 'poison';
-    await startConsumer(durable);
-    const consumer = consumerName(durable, JETSTREAM_SUBJECTS.poison);
-    const { seen, subscription } = await terminations(consumer);
-    await publish(JETSTREAM_SUBJECTS.poison, { id: 'poison-1' }, 'poison-1');
-    await until(async () => seen.length === 1, 'JetStream announces the termination', 30_000);
-    subscription.unsubscribe();
-    expect(seen[0].deliveries).toBe(3);
-    expect(await drained(consumer)).toBe(true);
-    expect(await effects('poison', 'poison-1')).toBe(0);
-    expect(await claims('poison-1')).toBe(0);
+    for (const { name, run } of transportContract(harness)) {
+      it(name, run);
+    }
   });
 
   it("logs each failed attempt once, in the module's own line, not again as Nest's RpcExceptionsHandler error; an error outside the module still is", async () => {

@@ -111,7 +111,10 @@ const PUBLIC_NAMES = {
     'RemovableEntry', 'ReplayCacheOptions', 'ReplayOptions', 'ScopeSource', 'SenderDuplicateRate', 'SenderOptions', 'StoreSample', 'StoredLeaseEntry', 'TracingOptions',
     'UnreadableReason', 'UpgradeProcessedMessagesTable1796342400000',
   ],
-  'nestjs-idempotent-consumer/testing': ['ContractCheck', 'IdempotencyTestingModule', 'IdempotencyTestingOptions', 'leaseStoreContract'],
+  'nestjs-idempotent-consumer/testing': [
+    'ContractCheck', 'ContractConsumer', 'ContractExtras', 'ContractMessage', 'ContractStart', 'IdempotencyTestingModule', 'IdempotencyTestingOptions',
+    'TransportHarness', 'leaseStoreContract', 'transportContract',
+  ],
 };
 
 /** The names each entry point's published types export, read by TypeScript from the package installed in `directory`. */

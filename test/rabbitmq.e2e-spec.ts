@@ -1,5 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import amqplib from 'amqplib';
+import { transportContract, type TransportHarness } from 'nestjs-idempotent-consumer/testing';
 import { CREDIT_QUEUE_TYPES, consumeCredits } from '../apps/demo-api/src/messaging/rabbitmq.js';
 import { FIXTURE_TABLES_SQL } from './fixtures/fixture.module.js';
 import { MessageFixtureController, MessageFixtureModule } from './fixtures/message-fixture.module.js';
@@ -23,9 +24,9 @@ describeWithBroker.each(CREDIT_QUEUE_TYPES)('exactly-once RabbitMQ consumers on 
   let app: INestApplication | undefined;
   let logger: CapturingLogger;
 
-  async function startConsumer(brokerUrl = RABBITMQ_URL): Promise<MessageFixtureController> {
+  async function startConsumer(brokerUrl = RABBITMQ_URL, databaseUrl = db.url): Promise<MessageFixtureController> {
     logger = new CapturingLogger();
-    ({ app } = await startDemoApp('express', db.url, [MessageFixtureModule], logger));
+    ({ app } = await startDemoApp('express', databaseUrl, [MessageFixtureModule], logger));
     await consumeCredits(app, brokerUrl, { name: queue, type: queueType });
     return app.get(MessageFixtureController);
   }
@@ -75,46 +76,79 @@ describeWithBroker.each(CREDIT_QUEUE_TYPES)('exactly-once RabbitMQ consumers on 
     await db?.drop();
   });
 
-  it('one message published 50 times with one messageId → one effect, every copy acked, the queue empty', async () => {
-    await startConsumer();
-    for (let i = 0; i < 50; i++) {
-      await publish('credit.grant', { account: 'acc-fifty', cents: 25 }, 'msg-fifty');
+  /** The credits a harness message grants to its account, named by its key. */
+  const CENTS = 7;
+  const balanceOf = async (account: string) => (await db.query<{ balance: string }>('SELECT balance FROM accounts WHERE account = $1', [account]))[0]?.balance;
+  /** The fixture of the consumer the harness last started in this process: what it counted stays readable after it stopped. */
+  let lastFixture: MessageFixtureController;
+
+  /**
+   * The demo's `credit.grant` consumer keyed by the AMQP messageId (in this process, or the built
+   * demo as a process of its own where a check kills it), and the fixture's `fixture.poison`
+   * handler (maxAttempts 3); a failure is requeued with its delay, then dead-lettered to `<queue>.dead`.
+   */
+  const harness: TransportHarness = {
+    async start({ databaseUrl = db.url, crashable } = {}) {
+      if (!crashable) {
+        lastFixture = await startConsumer(RABBITMQ_URL, databaseUrl);
+        const lines = logger.lines;
+        return { logs: () => lines, stop: stopConsumer, kill: () => Promise.reject(new Error('an in-process consumer cannot be killed')) };
+      }
+      const child = await startDemoProcess({ DATABASE_URL: databaseUrl, RABBITMQ_URL, RABBITMQ_QUEUE: queue, RABBITMQ_QUEUE_TYPE: queueType });
+      children.push(child);
+      return { logs: () => child.output().split('\n'), stop: () => child.kill('SIGTERM'), kill: () => child.kill('SIGKILL') };
+    },
+    publish: ({ key }) => publish('credit.grant', { account: key, cents: CENTS }, key),
+    async publishCopies({ key }, copies) {
+      for (let i = 0; i < copies; i++) {
+        await publish('credit.grant', { account: key, cents: CENTS }, key);
+      }
+    },
+    publishPoison: ({ key }) => publish('fixture.poison', { id: key }, key),
+    publishWithoutKey: ({ key }) => publish('credit.grant', { account: key, cents: CENTS }),
+    effects: async ({ key }) => (await ledgerRows(key)) + (await count('SELECT count(*) AS n FROM effects WHERE key = $1', [key])),
+    async block({ key }) {
+      await db.query('INSERT INTO accounts (account, balance) VALUES ($1, 100)', [key]);
+      const holder = await lockAccount(db, key);
+      return async () => {
+        await holder.query('ROLLBACK');
+        await holder.end();
+      };
+    },
+    drained: async () => (await ready()) === 0,
+    deadLettered: () => ready(deadQueue),
+    query: (sql, params) => db.query(sql, params),
+    get databaseUrl() {
+      return db.url;
+    },
+    poisonAttempts: 3,
+    missingKey: 'the AMQP messageId property is missing',
+    also: {
+      fiftyCopies: async ({ key }) => expect(await balanceOf(key)).toBe(String(CENTS)),
+      async afterKill({ key }) {
+        const redelivery = await takeMessage();
+        expect(redelivery.properties.messageId).toBe(key);
+        expect(redelivery.fields.redelivered).toBe(true);
+        channel.nack(redelivery, false, true);
+      },
+      killedMidHandler: async ({ key }) => expect(await balanceOf(key)).toBe(String(100 + CENTS)),
+      async databaseOutage(messages) {
+        for (const { key } of messages) {
+          expect([key, await balanceOf(key)]).toEqual([key, String(CENTS)]);
+        }
+      },
+      async poison(_, consumer) {
+        expect(lastFixture.attempts.poison).toBe(3);
+        expect(consumer.logs().some((line) => line.startsWith('ERROR') && line.includes('dead-letter') && line.includes('failed 3 times'))).toBe(true);
+      },
+      missingKey: async (_, consumer) => expect(consumer.logs()).toContainEqual(expect.stringMatching(/^ERROR .*dead-letter.*the AMQP messageId property is missing/)),
+    },
+  };
+
+  describe('the transport contract', () => {
+    for (const { name, run } of transportContract(harness)) {
+      it(name, run);
     }
-    const duplicatesLogged = () => logger.lines.filter((line) => line.includes("Duplicate of 'msg-fifty'")).length;
-    await until(async () => duplicatesLogged() === 49 && (await ledgerRows('acc-fifty')) === 1, 'every copy is handled');
-    await stopConsumer(); // an unacked copy would return to the queue now
-    expect(await ready()).toBe(0);
-    expect(await ready(deadQueue)).toBe(0);
-    expect(await ledgerRows('acc-fifty')).toBe(1);
-    expect(await db.query('SELECT balance FROM accounts WHERE account = $1', ['acc-fifty'])).toEqual([{ balance: '25' }]);
-    expect(logger.lines.filter((line) => line.includes("Duplicate of 'msg-fifty'"))).toHaveLength(49);
-  });
-
-  it('a consumer SIGKILLed mid-handler: the broker redelivers (redelivered flag) and the effect happens once', async () => {
-    const account = 'acc-sigkill';
-    const first = await startDemoProcess({ DATABASE_URL: db.url, RABBITMQ_URL, RABBITMQ_QUEUE: queue, RABBITMQ_QUEUE_TYPE: queueType });
-    children.push(first);
-    await publish('credit.grant', { account, cents: 100 }, 'seed-sigkill');
-    await until(async () => (await ledgerRows(account)) === 1, 'the seed credit is processed');
-
-    const holder = await lockAccount(db, account);
-    await publish('credit.grant', { account, cents: 7 }, 'msg-sigkill');
-    await until(() => handlerBlocked(db), 'the handler waits on the account lock inside its claim transaction');
-    await first.kill('SIGKILL');
-    await holder.query('ROLLBACK');
-    await holder.end();
-
-    const redelivery = await takeMessage();
-    expect(redelivery.properties.messageId).toBe('msg-sigkill');
-    expect(redelivery.fields.redelivered).toBe(true);
-    channel.nack(redelivery, false, true);
-
-    await startConsumer();
-    await until(async () => (await ledgerRows(account)) === 2, 'the redelivered credit is processed');
-    await stopConsumer();
-    expect(await ready()).toBe(0);
-    expect(await db.query('SELECT balance FROM accounts WHERE account = $1', [account])).toEqual([{ balance: '107' }]);
-    expect(await count('SELECT count(*) AS n FROM processed_messages WHERE message_id = $1', ['msg-sigkill'])).toBe(1);
   });
 
   it('a consumer killed after the commit but before the ack: the redelivery is acked as a duplicate, the handler does not run again', async () => {
@@ -180,18 +214,6 @@ describeWithBroker.each(CREDIT_QUEUE_TYPES)('exactly-once RabbitMQ consumers on 
     expect(await ready()).toBe(0);
     expect(await ready(deadQueue)).toBe(0);
     expect(logger.lines.some((line) => line.startsWith('WARN') && line.includes('attempt 1 of 5') && line.includes('requeued'))).toBe(true);
-  });
-
-  it('a poison message is dead-lettered after the configured attempts, with nothing committed', async () => {
-    const fixture = await startConsumer();
-    await publish('fixture.poison', { id: 'poison-1' }, 'poison-1');
-    await until(async () => (await ready(deadQueue)) === 1, 'the message reaches the dead-letter queue');
-    await stopConsumer();
-    expect(fixture.attempts.poison).toBe(3);
-    expect(await ready()).toBe(0);
-    expect(await count(`SELECT count(*) AS n FROM effects WHERE key = 'poison-1'`)).toBe(0);
-    expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE message_id = 'poison-1'`)).toBe(0);
-    expect(logger.lines.some((line) => line.startsWith('ERROR') && line.includes('dead-letter') && line.includes('failed 3 times'))).toBe(true);
   });
 
   it("a failing message whose consumer restarts before each retry: a quorum queue's x-delivery-count carries the attempts over, a classic queue's consumers each count from 1", async () => {
@@ -290,17 +312,6 @@ describeWithBroker.each(CREDIT_QUEUE_TYPES)('exactly-once RabbitMQ consumers on 
     expect(logger.lines.filter((line) => /already released|terminating connection/i.test(line) && !line.includes('was lost before the claim committed'))).toEqual([]);
     expect(fixture.attempts.paused).toBe(2);
     expect(await count('SELECT count(*) AS n FROM processed_messages WHERE message_id = $1', ['paused-1'])).toBe(1);
-  });
-
-  it('a message without messageId is dead-lettered with a log line naming the property, and nothing is processed', async () => {
-    await startConsumer();
-    const claimsBefore = await count('SELECT count(*) AS n FROM processed_messages');
-    await publish('credit.grant', { account: 'acc-no-id', cents: 5 });
-    await until(async () => (await ready(deadQueue)) === 1, 'the message reaches the dead-letter queue');
-    await stopConsumer();
-    expect(await ledgerRows('acc-no-id')).toBe(0);
-    expect(await count('SELECT count(*) AS n FROM processed_messages')).toBe(claimsBefore);
-    expect(logger.lines).toContainEqual(expect.stringMatching(/^ERROR .*dead-letter.*the AMQP messageId property is missing/));
   });
 
   it('two handlers of one event pattern each process a message once, and it is acked once', async () => {

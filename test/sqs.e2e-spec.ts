@@ -1,4 +1,5 @@
 import { SendMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { transportContract, type TransportHarness } from 'nestjs-idempotent-consumer/testing';
 import { resolve } from 'node:path';
 import { FIXTURE_TABLES_SQL } from './fixtures/fixture.module.js';
 import type { SqsFixtureOverrides, SqsFixtureQueues } from './fixtures/sqs-fixture.module.js';
@@ -67,80 +68,82 @@ describe('exactly-once SQS consumers (@ssut/nestjs-sqs, against the fauxqs emula
     await db?.drop();
   });
 
-  it('one credit sent 50 times (50 SQS messages, one payload id) → one effect, every copy deleted', async () => {
-    await startConsumer();
-    await Promise.all(Array.from({ length: 50 }, () => send(queues.credits, { id: 'credit-fifty', account: 'acc-fifty', cents: 25 })));
-    await until(async () => logged("Duplicate of 'credit-fifty'") === 49 && (await fauxqs.depth(queues.credits)) === 0, 'every copy is handled and deleted');
-    await stopConsumer();
-    expect(await fauxqs.depth(queues.credits)).toBe(0);
-    expect(await fauxqs.depth(dead.credits)).toBe(0);
-    expect(await ledgerRows('acc-fifty')).toBe(1);
-    expect(await balance('acc-fifty')).toBe('25');
-  });
+  /** The credits a harness message grants to its account, named by its key. */
+  const CENTS = 7;
+  /** Each contract message's queue, its dead-letter queue's depth before it was sent, and the SQS MessageIds it was sent as. */
+  const sent = new Map<string, { readonly dead: string; readonly deadBefore: number; readonly messageIds: string[] }>();
+  async function sendOf(key: string, queue: 'credits' | 'poison', body: unknown): Promise<void> {
+    const entry = sent.get(key) ?? { dead: dead[queue], deadBefore: await fauxqs.depth(dead[queue]), messageIds: [] };
+    sent.set(key, entry);
+    const { MessageId } = await send(queues[queue], body);
+    entry.messageIds.push(MessageId!);
+  }
+  /** A consumer process as the contract uses it (`logged` and `runs` read the last one's output). */
+  const started = (app: DemoProcess) => ({ logs: () => app.output().split('\n'), stop: () => app.kill('SIGTERM'), kill: () => app.kill('SIGKILL') });
 
-  it('a consumer SIGKILLed mid-handler: the message reappears after its visibility timeout and the effect happens once', async () => {
-    const account = 'acc-sigkill';
-    const first = await startConsumer();
-    await send(queues.credits, { id: 'seed-sigkill', account, cents: 100 });
-    await until(async () => (await ledgerRows(account)) === 1, 'the seed credit is processed');
+  /**
+   * The fixture's `credits` handler keyed by the payload's id (visibility timeout 2 s, dead-lettered
+   * after 10 receives) and its `poison` handler (visibility timeout 1 s, dead-lettered after 3
+   * receives), each consumer a process of its own; sqs-consumer deletes what committed.
+   */
+  const harness: TransportHarness = {
+    start: async ({ databaseUrl } = {}) => started(await startConsumer(databaseUrl)),
+    publish: ({ key }) => sendOf(key, 'credits', { id: key, account: key, cents: CENTS }),
+    publishCopies: async ({ key }, copies) => {
+      await sendOf(key, 'credits', { id: key, account: key, cents: CENTS }); // the first alone: it notes the dead-letter queue's depth before
+      await Promise.all(Array.from({ length: copies - 1 }, () => sendOf(key, 'credits', { id: key, account: key, cents: CENTS })));
+    },
+    publishPoison: ({ key }) => sendOf(key, 'poison', { id: key }),
+    publishWithoutKey: ({ key }) => sendOf(key, 'poison', { note: key }),
+    effects: async ({ key }) => (await ledgerRows(key)) + (await count('SELECT count(*) AS n FROM effects WHERE key = $1', [key])),
+    async block({ key }) {
+      await db.query('INSERT INTO accounts (account, balance) VALUES ($1, 100)', [key]);
+      const holder = await db.connect();
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM accounts WHERE account = $1 FOR UPDATE', [key]);
+      return async () => {
+        await holder.query('ROLLBACK');
+        await holder.end();
+      };
+    },
+    drained: async () => (await fauxqs.depth(queues.credits)) === 0 && (await fauxqs.depth(queues.poison)) === 0,
+    deadLettered: async ({ key }) => {
+      const { dead: deadQueue, deadBefore } = sent.get(key)!;
+      return (await fauxqs.depth(deadQueue)) - deadBefore;
+    },
+    query: (sql, params) => db.query(sql, params),
+    get databaseUrl() {
+      return db.url;
+    },
+    poisonAttempts: 3,
+    missingKey: "'id' in the message payload is missing",
+    also: {
+      fiftyCopies: async ({ key }) => expect(await balance(key)).toBe(String(CENTS)),
+      afterKill: async () => expect(await fauxqs.depth(queues.credits)).toBe(1), // received, not deleted
+      killedMidHandler: async ({ key }) => expect(await balance(key)).toBe(String(100 + CENTS)),
+      async databaseOutage(messages) {
+        console.log(`SQS, 2 s database outage: ${logged('failed and is left on the queue')} failed receives, each shown again after the visibility timeout; nothing dead-lettered`);
+        for (const { key } of messages) {
+          expect([key, await balance(key)]).toEqual([key, String(CENTS)]);
+        }
+      },
+      async poison({ key }) {
+        expect(runs(key)).toBe(3);
+        expect(logged('run ')).toBe(3);
+        expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE consumer LIKE 'sqs poison'`)).toBe(0);
+        expect(consumer!.output()).toContain(`sqs message '${sent.get(key)!.messageIds[0]}' (key '${key}') for 'sqs poison' failed and is left on the queue`);
+      },
+      async missingKey() {
+        expect(logged('run ')).toBe(0);
+        expect(consumer!.output()).toMatch(/ERROR.*can never succeed.*'id' in the message payload is missing/);
+      },
+    },
+  };
 
-    const holder = await db.connect();
-    await holder.query('BEGIN');
-    await holder.query('SELECT 1 FROM accounts WHERE account = $1 FOR UPDATE', [account]);
-    await send(queues.credits, { id: 'credit-sigkill', account, cents: 7 });
-    const blocked = async () =>
-      (await count(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)) === 1;
-    await until(blocked, 'the handler waits on the account lock inside its claim transaction');
-    await first.kill('SIGKILL');
-    await holder.query('ROLLBACK');
-    await holder.end();
-    expect(await fauxqs.depth(queues.credits)).toBe(1); // received, not deleted
-
-    await startConsumer();
-    await until(async () => (await ledgerRows(account)) === 2 && (await fauxqs.depth(queues.credits)) === 0, 'the message reappears and is processed');
-    await stopConsumer();
-    expect(await balance(account)).toBe('107');
-    expect(await count('SELECT count(*) AS n FROM processed_messages WHERE message_id = $1', ['credit-sigkill'])).toBe(1);
-    expect(await fauxqs.depth(dead.credits)).toBe(0);
-  });
-
-  it('a 2-second database outage: nothing dead-lettered, each message processed once after it', async () => {
-    const database = new URL(db.url);
-    const proxy = new TcpProxy(database.hostname, Number(database.port || 5432));
-    await proxy.start();
-    try {
-      await startConsumer(proxy.url(db.url));
-      const account = 'acc-outage';
-      proxy.refuse();
-      const outage = performance.now();
-      await Promise.all(Array.from({ length: 20 }, (_, i) => send(queues.credits, { id: `outage-${i}`, account, cents: 1 })));
-      await until(() => Promise.resolve(logged('failed and is left on the queue') > 0), 'deliveries fail and stay on the queue');
-      await until(() => Promise.resolve(performance.now() - outage >= 2_000), 'the outage has lasted 2 s');
-      proxy.accept();
-      await until(async () => (await ledgerRows(account)) === 20 && (await fauxqs.depth(queues.credits)) === 0, 'every message is processed after the outage', 60_000);
-      await stopConsumer();
-      console.log(`SQS, 2 s database outage: ${logged('failed and is left on the queue')} failed receives, each shown again after the visibility timeout; nothing dead-lettered`);
-      expect(await fauxqs.depth(dead.credits)).toBe(0);
-      expect(await ledgerRows(account)).toBe(20);
-      expect(await balance(account)).toBe('20');
-    } finally {
-      await proxy.close();
+  describe('the transport contract', () => {
+    for (const { name, run } of transportContract(harness)) {
+      it(name, run);
     }
-  });
-
-  it('a poison message ends in the dead-letter queue after maxReceiveCount receives with nothing committed; one without a key never runs the handler', async () => {
-    await startConsumer();
-    const { MessageId: poisonId } = await send(queues.poison, { id: 'poison-1' });
-    await send(queues.poison, { note: 'no id' });
-    await until(async () => (await fauxqs.depth(dead.poison)) === 2, 'both messages reach the dead-letter queue', 30_000);
-    await stopConsumer();
-    expect(runs('poison-1')).toBe(3);
-    expect(logged('run ')).toBe(3);
-    expect(await fauxqs.depth(queues.poison)).toBe(0);
-    expect(await effects('poison', 'poison-1')).toBe(0);
-    expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE consumer LIKE 'sqs poison'`)).toBe(0);
-    expect(consumer!.output()).toMatch(/ERROR.*can never succeed.*'id' in the message payload is missing/);
-    expect(consumer!.output()).toContain(`sqs message '${poisonId}' (key 'poison-1') for 'sqs poison' failed and is left on the queue`);
   });
 
   it('a batch handler: each message is its own claim, and only those that committed are deleted', async () => {

@@ -22,25 +22,9 @@ import { IdempotencyPurgeService } from './purge/idempotency-purge.service.js';
 import { PurgeScheduler } from './purge/purge.scheduler.js';
 import { ResponseRecording } from './recording/response-recording.js';
 import { replayCacheProvider } from './replay-cache/replay-cache.js';
-import { BullmqProcessorCheck } from './transports/bullmq/bullmq-processor.check.js';
-import { GolevelupRabbitmqPackage } from './transports/golevelup-rabbitmq/golevelup-rabbitmq.package.js';
-import { GolevelupRabbitTransport } from './transports/golevelup-rabbitmq/golevelup-rabbitmq.transport.js';
-import { GolevelupSubscriptionCheck } from './transports/golevelup-rabbitmq/golevelup-subscription.check.js';
 import { HttpDelivery } from './transports/http/http-delivery.js';
 import { MessageDelivery } from './transports/message-delivery.js';
-import { MESSAGE_TRANSPORTS, type MessageTransport } from './transports/message-transport.js';
-import { nestMicroservicesProvider } from './transports/nest-microservices.js';
-import { JetStreamConsumerCheck } from './transports/nats-jetstream/jetstream-consumer.check.js';
-import { NatsJetStreamTransport } from './transports/nats-jetstream/nats-jetstream.transport.js';
-import { NestNatsTransport } from './transports/nest-nats/nest-nats.transport.js';
-import { NestRmqTransport } from './transports/nest-rmq/nest-rmq.transport.js';
-import { RmqAcknowledgements } from './transports/nest-rmq/rmq-acknowledgements.js';
-import { RmqConsumerCheck } from './transports/nest-rmq/rmq-consumer.check.js';
-import { NestRpcTransport } from './transports/nest-rpc.transport.js';
-import { ProviderCallEntries } from './transports/provider-call.entries.js';
-import { SqsConsumerCheck } from './transports/sqs/sqs-consumer.check.js';
-import { SqsConsumers } from './transports/sqs/sqs-consumers.js';
-import { SqsTransport } from './transports/sqs/sqs.transport.js';
+import { TRANSPORT_PROVIDERS } from './transports/transports.js';
 import { IdempotencyTracing } from './tracing/idempotency-tracing.js';
 import { StoreSampler } from './metrics/store.sampler.js';
 
@@ -83,29 +67,8 @@ import { StoreSampler } from './metrics/store.sampler.js';
     DeliveryObserver,
     DeliveryCore,
     HttpDelivery,
-    nestMicroservicesProvider,
-    RmqAcknowledgements,
-    RmqConsumerCheck,
-    NestRmqTransport,
-    NestNatsTransport,
-    NatsJetStreamTransport,
-    JetStreamConsumerCheck,
-    NestRpcTransport,
-    GolevelupRabbitmqPackage,
-    GolevelupRabbitTransport,
-    GolevelupSubscriptionCheck,
-    {
-      provide: MESSAGE_TRANSPORTS,
-      inject: [NestRmqTransport, NestNatsTransport, NatsJetStreamTransport, GolevelupRabbitTransport, NestRpcTransport],
-      // The catch-all of Nest's other transports last.
-      useFactory: (...transports: MessageTransport[]) => transports,
-    },
     MessageDelivery,
-    ProviderCallEntries,
-    BullmqProcessorCheck,
-    SqsConsumers,
-    SqsTransport,
-    SqsConsumerCheck,
+    ...TRANSPORT_PROVIDERS,
     IdempotencyMetricsService,
     PrometheusExporter,
     StoreSampler,

@@ -121,7 +121,7 @@ class ResponseController {
 }
 
 describe('IdempotencyMetadataAccessor', () => {
-  const accessor = new IdempotencyMetadataAccessor(new Reflector(), resolveModuleOptions({ retention: '7d' }));
+  const accessor = new IdempotencyMetadataAccessor(new Reflector(), resolveModuleOptions({ retention: '7d' }), []);
   const resolve = (method: keyof PaymentsController) => accessor.resolveFor(PaymentsController, method);
 
   it('defaults the consumer to the route, keeps the former name, fingerprints the client key, and the rest to the module', () => {
@@ -227,7 +227,7 @@ describe('IdempotencyMetadataAccessor', () => {
 
   it('scopes client-keyed routes by the module\'s scope, unless a handler opts out; webhooks and messages are not scoped by it', () => {
     const scope = () => 'alice';
-    const scoped = new IdempotencyMetadataAccessor(new Reflector(), resolveModuleOptions({ scope }));
+    const scoped = new IdempotencyMetadataAccessor(new Reflector(), resolveModuleOptions({ scope }), []);
     expect(scoped.resolveFor(PaymentsController, 'plain').scope).toBe(scope);
     expect(scoped.resolveFor(PaymentsController, 'shared').scope).toBe(false);
     expect(scoped.resolveFor(PaymentsController, 'refund').scope).toBeUndefined();
@@ -239,7 +239,7 @@ describe('IdempotencyMetadataAccessor', () => {
   it('records the error statuses a handler lists, else the module\'s for HTTP handlers in the transactional mode only', () => {
     expect(resolve('charge').recordErrors).toEqual(new Set([402]));
     expect(resolve('plain').recordErrors).toEqual(new Set());
-    const byDefault = new IdempotencyMetadataAccessor(new Reflector(), resolveModuleOptions({ recordErrors: [402, 409] }));
+    const byDefault = new IdempotencyMetadataAccessor(new Reflector(), resolveModuleOptions({ recordErrors: [402, 409] }), []);
     expect(byDefault.resolveFor(PaymentsController, 'plain').recordErrors).toEqual(new Set([402, 409]));
     expect(byDefault.resolveFor(PaymentsController, 'charge').recordErrors).toEqual(new Set([402]));
     expect(byDefault.resolveFor(PaymentsController, 'leased').recordErrors).toEqual(new Set());

@@ -10,7 +10,7 @@ import { keyMessages } from '../keys/key.messages.js';
 import { optionValueMessages } from '../options/option-values.messages.js';
 import { toSenderName } from '../keys/message-key.js';
 import { patternKey } from '../discovery/pattern-key.js';
-import { providerHandlerOf } from '../transports/provider-handlers.js';
+import { PROVIDER_HANDLER_KINDS, type ProviderHandlerKind, providerHandlerOf } from '../transports/message-transport.js';
 import {
   DEFAULT_SENDER,
   HANDLER_OPTIONS_METADATA,
@@ -118,6 +118,7 @@ export class IdempotencyMetadataAccessor {
   constructor(
     private readonly reflector: Reflector,
     @Inject(RESOLVED_OPTIONS) private readonly moduleOptions: ResolvedIdempotencyOptions,
+    @Inject(PROVIDER_HANDLER_KINDS) private readonly providerHandlerKinds: readonly ProviderHandlerKind[],
   ) {}
 
   /** The raw options of a decorated method, or undefined when it is not an idempotent handler. */
@@ -186,7 +187,7 @@ export class IdempotencyMetadataAccessor {
       ? patterns.patterns.map(patternKey).join(' | ')
       : requestMethod
         ? `${requestMethod} ${routePath(target, method)}`
-        : providerHandlerOf(target, methodName)?.contract;
+        : providerHandlerOf(this.providerHandlerKinds, target, methodName)?.contract;
     const consumer = options.consumer ?? contract ?? name;
     const clientKey = !patterns && isClientKey(options.key);
     const mode = oneOf(`mode of ${name}`, options.mode, MODES) ?? 'transaction';

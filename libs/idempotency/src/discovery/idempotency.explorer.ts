@@ -10,7 +10,7 @@ import { DEFAULT_SENDER } from '../decorators/idempotency-metadata.constants.js'
 import { discoveryMessages } from './discovery.messages.js';
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { LeaseStores, POSTGRES_STORE } from '../leasing/lease-stores.js';
-import { type ProviderHandlerKind, providerHandlerOf } from '../transports/provider-handlers.js';
+import { PROVIDER_HANDLER_KINDS, type ProviderHandlerKind, providerHandlerOf } from '../transports/message-transport.js';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
 import { globalGuardNames } from './nest-global-guards.js';
 import { patternKey } from './pattern-key.js';
@@ -65,6 +65,7 @@ export class IdempotencyExplorer implements OnModuleInit {
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
     private readonly stores: LeaseStores,
     private readonly modules: ModulesContainer,
+    @Inject(PROVIDER_HANDLER_KINDS) private readonly providerHandlerKinds: readonly ProviderHandlerKind[],
   ) {}
 
   onModuleInit(): void {
@@ -110,7 +111,7 @@ export class IdempotencyExplorer implements OnModuleInit {
         const target = wrapper.metatype as Type;
         const handler = this.accessor.resolveFor(target, method);
         const methodRef = target.prototype[method] as object;
-        const provider = controllers.has(wrapper) ? undefined : providerHandlerOf(target, method);
+        const provider = controllers.has(wrapper) ? undefined : providerHandlerOf(this.providerHandlerKinds, target, method);
         if (!controllers.has(wrapper) && !provider) {
           throw new IdempotencyUnsupportedHandlerError(discoveryMessages.notInController(handler.name), handler.name);
         }

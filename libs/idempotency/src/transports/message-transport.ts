@@ -1,4 +1,4 @@
-import type { ExecutionContext } from '@nestjs/common';
+import type { ExecutionContext, Provider, Type } from '@nestjs/common';
 
 /**
  * How a message is to be settled with its broker once every idempotent handler it reached has
@@ -62,9 +62,8 @@ export type FailureAnswer = { readonly error: Error } | { readonly reply: Promis
 /**
  * One broker's side of the seam between a transport and the claim core: which deliveries are
  * its own, where their key and payload are, how they are settled. The core (`MessageDelivery`)
- * knows no transport; an adapter knows nothing of claims. Adapters are providers of
- * `IdempotencyModule` listed under `MESSAGE_TRANSPORTS`; whatever an adapter checks at boot (a
- * consumer that auto-acknowledges, say) it does in its own lifecycle hooks.
+ * knows no transport; an adapter knows nothing of claims. Each adapter is listed once, in
+ * `transports.ts`, as a `TransportDefinition` with the boot checks that go with it.
  * @internal
  */
 export interface MessageTransport {
@@ -82,5 +81,79 @@ export interface MessageTransport {
   read(context: ExecutionContext): InboundMessage | undefined;
 }
 
+/**
+ * A transport whose handlers are methods of providers rather than of controllers (a BullMQ
+ * processor's `process`, a `@RabbitSubscribe` method), recognised by its framework's metadata
+ * alone, so its package is not loaded to find them.
+ * @internal
+ */
+export interface ProviderHandlerKind {
+  /** The transport's name, as its `MessageTransport` names it. */
+  readonly transport: string;
+  /**
+   * The handler's external contract, its default consumer (`bullmq payments`: the queue it
+   * consumes), when `methodName` of `target` is one of this transport's handlers; else undefined.
+   */
+  contract(target: Type, methodName: string): string | undefined;
+  /**
+   * For a framework that calls its handlers itself, without Nest's interceptors (BullMQ's
+   * `WorkerHost.process`): the adapter that reads each call, given as an execution context of
+   * this transport's type whose arguments are the call's; a provider of the module, resolved in
+   * each application. Absent where calls go through Nest's interceptors (`@RabbitSubscribe`).
+   */
+  readonly calls?: Type<MessageTransport>;
+  /**
+   * For a framework that reads a call's answer as the messages' settlement (sqs-consumer deletes
+   * the messages a handler returns): the call's messages, each delivered by its own claim, one
+   * after another until one fails, and what the call answers for those that ended well. Absent:
+   * a call is one message, answered with the handler's reply.
+   */
+  splitCall?(method: object, args: unknown[]): ProviderCallSplit;
+}
+
+/** The messages of one call of a provider handler, and the call's answer. @internal */
+export interface ProviderCallSplit {
+  /** Each message: what its execution context reads (`getArgByIndex(0)`: the message) and the arguments the method gets for it alone. */
+  readonly messages: readonly { readonly contextArgs: unknown[]; readonly callArgs: unknown[] }[];
+  /**
+   * What the call answers, given how many messages (from the first) committed or were duplicates,
+   * and the failure of the next one when one failed; it may throw that failure.
+   */
+  answer(settled: number, failure?: unknown): unknown;
+}
+
+/**
+ * One transport as the module lists it (`transports.ts`): its adapter, the boot checks that refuse
+ * settings of its framework that would lose messages, and, where its handlers are provider
+ * methods, how they are found.
+ * @internal
+ */
+export interface TransportDefinition {
+  /** The adapter Nest's interceptors choose from (`MESSAGE_TRANSPORTS`); absent where every call reaches the core as a provider call (`providerHandlers.calls`). */
+  readonly adapter?: Type<MessageTransport>;
+  /** Its boot checks, and the providers its adapter and its checks use: providers of the module. */
+  readonly providers: readonly Provider[];
+  /** How its handlers are found where they are provider methods. */
+  readonly providerHandlers?: ProviderHandlerKind;
+}
+
 /** The injection token of the adapters the interceptor chooses from, in order. @internal */
 export const MESSAGE_TRANSPORTS = Symbol('MESSAGE_TRANSPORTS');
+
+/** The injection token of the `ProviderHandlerKind` of every transport that has one. @internal */
+export const PROVIDER_HANDLER_KINDS = Symbol('PROVIDER_HANDLER_KINDS');
+
+/** The kind and contract of a provider's method that one of `kinds` delivers to; undefined when none does. @internal */
+export function providerHandlerOf(
+  kinds: readonly ProviderHandlerKind[],
+  target: Type,
+  methodName: string,
+): { readonly kind: ProviderHandlerKind; readonly contract: string } | undefined {
+  for (const kind of kinds) {
+    const contract = kind.contract(target, methodName);
+    if (contract !== undefined) {
+      return { kind, contract };
+    }
+  }
+  return undefined;
+}

@@ -41,10 +41,10 @@ export class ProviderCallEntries implements OnModuleDestroy {
 
   private entryFor(found: DiscoveredHandler, instance: object): ProviderCallEntry {
     const { kind, methodName } = found.provider!;
-    const transport = typeof kind.calls === 'function' ? this.moduleRef.get(kind.calls) : kind.calls;
-    if (!transport) {
+    if (!kind.calls) {
       return (_args, run) => run();
     }
+    const transport = this.moduleRef.get(kind.calls);
     const target = instance.constructor as Type;
     const method = target.prototype[methodName] as (...args: unknown[]) => unknown;
     const deliver = (contextArgs: unknown[], run: () => Promise<unknown>) => {

@@ -1,7 +1,6 @@
-import { type ExecutionContext, Logger, type Type } from '@nestjs/common';
-import type { FailureAnswer, InboundMessage, MessageTransport, Verdict } from '../message-transport.js';
+import { type ExecutionContext, Injectable, Logger, type Type } from '@nestjs/common';
+import type { FailureAnswer, InboundMessage, MessageTransport, ProviderHandlerKind, Verdict } from '../message-transport.js';
 import { failureOutcomes, transportMessages } from '../transport.messages.js';
-import type { ProviderHandlerKind } from '../provider-handlers.js';
 
 /** The metadata `@Processor()` of `@nestjs/bullmq` sets on a processor class (its queue's name). @internal */
 export const PROCESSOR_METADATA = 'bullmq:processor_metadata';
@@ -38,6 +37,7 @@ class JobFailedForGood extends Error {
  * a job that can never succeed (no usable key, a key reused with another payload) fails at once.
  * @internal
  */
+@Injectable()
 export class BullmqTransport implements MessageTransport {
   readonly name = 'bullmq';
   readonly messageIdSource = 'the BullMQ job id';
@@ -99,5 +99,5 @@ export const BULLMQ_PROCESSORS: ProviderHandlerKind = {
     const processor = Reflect.getMetadata(PROCESSOR_METADATA, target) as { readonly name?: string } | undefined;
     return processor && methodName === 'process' ? `bullmq ${processor.name}` : undefined;
   },
-  calls: new BullmqTransport(),
+  calls: BullmqTransport,
 };

@@ -1,5 +1,5 @@
 import type { Type } from '@nestjs/common';
-import type { ProviderHandlerKind } from '../provider-handlers.js';
+import type { ProviderHandlerKind } from '../message-transport.js';
 
 /** The transport's name in metrics, traces and logs. */
 export const GOLEVELUP_RABBITMQ_TRANSPORT = 'golevelup-rabbitmq';

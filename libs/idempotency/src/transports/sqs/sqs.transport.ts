@@ -2,8 +2,7 @@ import { type ExecutionContext, Injectable, Logger } from '@nestjs/common';
 import { SqsConsumers } from './sqs-consumers.js';
 import { sqsMessages } from './sqs.messages.js';
 import { transportMessages } from '../transport.messages.js';
-import type { InboundMessage, MessageTransport, Verdict } from '../message-transport.js';
-import type { ProviderCallSplit, ProviderHandlerKind } from '../provider-handlers.js';
+import type { InboundMessage, MessageTransport, ProviderCallSplit, ProviderHandlerKind, Verdict } from '../message-transport.js';
 
 /** The metadata key under which `@ssut/nestjs-sqs` keeps `@SqsMessageHandler(name, batch)`. */
 const SQS_CONSUMER_METHOD = Symbol.for('SQS_CONSUMER_METHOD');
