@@ -17,7 +17,7 @@ const shared = {
 export default {
   testTimeout: 180_000,
   projects: [
-    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts'] },
+    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts', '<rootDir>/test/*.spec.ts'] },
     {
       ...shared,
       displayName: 'e2e',
