@@ -2,7 +2,7 @@ import { connect, type NatsConnection, type Subscription } from '@nats-io/transp
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { transportContract, type TransportHarness } from 'nestjs-idempotent-consumer/testing';
 import { resolve } from 'node:path';
-import { JETSTREAM_STREAM, JETSTREAM_SUBJECTS } from './apps/jetstream/jetstream-fixture.module.js';
+import { JETSTREAM_RUN, JETSTREAM_STREAM, JETSTREAM_SUBJECT_TOKEN, JETSTREAM_SUBJECTS } from './apps/jetstream/jetstream-fixture.module.js';
 import { FIXTURE_TABLES_SQL } from './fixtures/fixture.module.js';
 import { NATS_URL, natsAvailable } from './support/brokers.js';
 import { type DemoProcess, startAppProcess } from './support/demo-process.js';
@@ -11,8 +11,10 @@ import { createTestDatabase, type TestDatabase, until } from './support/test-dat
 const JETSTREAM_APP = resolve('dist/test-apps/test/apps/jetstream/jetstream-app.main.js');
 const describeWithBroker = (await natsAvailable()) ? describe : describe.skip;
 
+/** A durable consumer's name in this run: its deliver subject (the durable's name) is the run's alone. */
+const ofRun = (durable: string) => `${durable}-${JETSTREAM_RUN}`;
 /** The plugin names each durable consumer `<durable>-<subject with dots as underscores>`. */
-const consumerName = (durable: string, subject: string) => `${durable}-${subject.replaceAll('.', '_')}`;
+const consumerName = (durable: string, subject: string) => `${ofRun(durable)}-${subject.replaceAll('.', '_')}`;
 
 describeWithBroker('exactly-once NATS JetStream consumers (@nestjs-plugins/nestjs-nats-jetstream-transport)', () => {
   let db: TestDatabase;
@@ -21,9 +23,9 @@ describeWithBroker('exactly-once NATS JetStream consumers (@nestjs-plugins/nestj
   let jsm: JetStreamManager;
   const running: DemoProcess[] = [];
 
-  /** The suite's app as a process of its own, consuming through the durable consumers named `durable`. */
+  /** The suite's app as a process of its own, consuming through the durable consumers named `durable` (of this run). */
   async function startConsumer(durable: string, env: Record<string, string> = {}, databaseUrl = db.url): Promise<DemoProcess> {
-    const app = await startAppProcess(JETSTREAM_APP, { DATABASE_URL: databaseUrl, NATS_URL, DURABLE: durable, ...env }, '/ping');
+    const app = await startAppProcess(JETSTREAM_APP, { DATABASE_URL: databaseUrl, NATS_URL, JETSTREAM_RUN, DURABLE: ofRun(durable), ...env }, '/ping');
     running.push(app);
     return app;
   }
@@ -55,7 +57,7 @@ describeWithBroker('exactly-once NATS JetStream consumers (@nestjs-plugins/nestj
     js = jetstream(nats);
     jsm = await jetstreamManager(nats);
     await jsm.streams.delete(JETSTREAM_STREAM).catch(() => undefined);
-    await jsm.streams.add({ name: JETSTREAM_STREAM, subjects: ['idem-jetstream-e2e.>'] });
+    await jsm.streams.add({ name: JETSTREAM_STREAM, subjects: [`${JETSTREAM_SUBJECT_TOKEN}.>`] });
   });
 
   afterEach(async () => {
@@ -170,16 +172,18 @@ describeWithBroker('exactly-once NATS JetStream consumers (@nestjs-plugins/nestj
   });
 
   it("refuses to start, before the plugin connects, when deliverTo is inside its streamConfig's subjects, naming the handler, the subject and the stream's subjects", async () => {
-    const start = startConsumer('refused-cycle', { DELIVER_TO: 'idem-jetstream-e2e', STREAM_SUBJECTS: 'idem-jetstream-e2e.>,i27rl-jetstream-extra.>' });
-    await expect(start).rejects.toThrow(/IdempotencyOptionsError.*JetStreamFixtureController\.(credit|byPayload|poison) deliver to 'idem-jetstream-e2e\.\*'/s);
-    await expect(start).rejects.toThrow(/stream 'IDEM_JETSTREAM_E2E' stores \(subjects: 'idem-jetstream-e2e\.>', 'i27rl-jetstream-extra\.>'\)/);
+    const start = startConsumer('refused-cycle', { DELIVER_TO: JETSTREAM_SUBJECT_TOKEN, STREAM_SUBJECTS: `${JETSTREAM_SUBJECT_TOKEN}.>,i27rl-jetstream-extra.>` });
+    await expect(start).rejects.toThrow(new RegExp(`IdempotencyOptionsError.*JetStreamFixtureController\\.(credit|byPayload|poison) deliver to '${JETSTREAM_SUBJECT_TOKEN}\\.\\*'`, 's'));
+    await expect(start).rejects.toThrow(new RegExp(`stream '${JETSTREAM_STREAM}' stores \\(subjects: '${JETSTREAM_SUBJECT_TOKEN}\\.>', 'i27rl-jetstream-extra\\.>'\\)`));
     // Refused before the plugin's listen(): it would have added the extra subject to the stream.
-    expect((await jsm.streams.info(JETSTREAM_STREAM)).config.subjects).toEqual(['idem-jetstream-e2e.>']);
+    expect((await jsm.streams.info(JETSTREAM_STREAM)).config.subjects).toEqual([`${JETSTREAM_SUBJECT_TOKEN}.>`]);
   });
 
   it("turns nats-server's refusal of a deliver subject its stream stores (a stream declared elsewhere) into a boot error naming the handler", async () => {
-    const start = startConsumer('refused-cycle-server', { DELIVER_TO: 'idem-jetstream-e2e' });
-    await expect(start).rejects.toThrow(/IdempotencyOptionsError: nats-server refused the NATS JetStream consumer of JetStreamFixtureController\.\w+ \(.*cycle.*\): it delivers to 'idem-jetstream-e2e\.\*'/);
+    const start = startConsumer('refused-cycle-server', { DELIVER_TO: JETSTREAM_SUBJECT_TOKEN });
+    await expect(start).rejects.toThrow(
+      new RegExp(`IdempotencyOptionsError: nats-server refused the NATS JetStream consumer of JetStreamFixtureController\\.\\w+ \\(.*cycle.*\\): it delivers to '${JETSTREAM_SUBJECT_TOKEN}\\.\\*'`),
+    );
   });
 
   it.each([

@@ -2,7 +2,7 @@ import type { ExecutionContext, INestApplication } from '@nestjs/common';
 import { type NatsOptions, Transport } from '@nestjs/microservices';
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { IdempotencyAdmin } from 'nestjs-idempotent-consumer';
-import { SCOPE_TABLES_SQL, ScopeModule } from './fixtures/scope.module.js';
+import { SCOPE_TABLES_SQL, SCOPED_CREDIT_SUBJECT, ScopeModule } from './fixtures/scope.module.js';
 import { NATS_URL, natsAvailable } from './support/brokers.js';
 import { CapturingLogger } from './support/capturing-logger.js';
 import { PLATFORMS, post, startDemoApp } from './support/demo-app.js';
@@ -244,7 +244,7 @@ describeWithNats('message handlers scoped by their payload (NATS)', () => {
   async function request(msgId: string, data: unknown): Promise<Record<string, unknown>> {
     const requestHeaders = headers();
     requestHeaders.set('Nats-Msg-Id', msgId);
-    const reply = await nats.request('scope.credit', JSON.stringify({ pattern: 'scope.credit', data, id: crypto.randomUUID() }), {
+    const reply = await nats.request(SCOPED_CREDIT_SUBJECT, JSON.stringify({ pattern: SCOPED_CREDIT_SUBJECT, data, id: crypto.randomUUID() }), {
       headers: requestHeaders,
       timeout: 10_000,
     });

@@ -2,13 +2,21 @@ import { Controller, Get, Logger, Module } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { IdempotencyContext, IdempotentHandler } from 'nestjs-idempotent-consumer';
 
-/** The stream and subjects of the JetStream suite, unique to it. */
-export const JETSTREAM_STREAM = 'IDEM_JETSTREAM_E2E';
+/**
+ * One run of the JetStream suite: its stream, subjects and durable consumers carry it, so two runs
+ * on one nats-server at once (CI's passes) never see each other's messages. The suite's processes
+ * are told the suite's run in JETSTREAM_RUN.
+ */
+export const JETSTREAM_RUN = process.env.JETSTREAM_RUN ?? String(process.pid);
+/** The stream and subjects of the JetStream suite, unique to it and to the run. */
+export const JETSTREAM_STREAM = `IDEM_JETSTREAM_E2E_${JETSTREAM_RUN}`;
+/** The first token of every subject of the suite's stream, which stores `<token>.>`. */
+export const JETSTREAM_SUBJECT_TOKEN = `idem-jetstream-e2e-${JETSTREAM_RUN}`;
 export const JETSTREAM_SUBJECTS = {
-  credit: 'idem-jetstream-e2e.credit',
-  byPayload: 'idem-jetstream-e2e.by-payload',
-  poison: 'idem-jetstream-e2e.poison',
-  notIdempotent: 'idem-jetstream-e2e.not-idempotent',
+  credit: `${JETSTREAM_SUBJECT_TOKEN}.credit`,
+  byPayload: `${JETSTREAM_SUBJECT_TOKEN}.by-payload`,
+  poison: `${JETSTREAM_SUBJECT_TOKEN}.poison`,
+  notIdempotent: `${JETSTREAM_SUBJECT_TOKEN}.not-idempotent`,
 } as const;
 
 /** What a test publishes: `hold` keeps the first process's handler busy after its write, until it is killed. */
