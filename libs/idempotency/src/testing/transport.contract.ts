@@ -73,14 +73,19 @@ export interface TransportHarness {
 
 /** A transport's own checks, each run where the contract's check of its name ends. */
 export interface ContractExtras {
+  /** After the 50 copies were settled and the consumer stopped (the replies each copy got, say). */
   readonly fiftyCopies?: (message: ContractMessage, consumer: ContractConsumer) => Promise<void>;
   /** Before the kill, the handler waiting mid-handler. */
   readonly beforeKill?: (message: ContractMessage) => Promise<void>;
-  /** After the kill, before the next consumer starts. */
+  /** After the kill, before the next consumer starts (the broker's redelivered flag, say). */
   readonly afterKill?: (message: ContractMessage) => Promise<void>;
+  /** After the redelivery was processed by the next consumer, stopped since. */
   readonly killedMidHandler?: (message: ContractMessage, consumer: ContractConsumer) => Promise<void>;
+  /** After the outage's messages were processed (the retry delays the consumer logged, say). */
   readonly databaseOutage?: (messages: readonly ContractMessage[], consumer: ContractConsumer) => Promise<void>;
+  /** After the poison message was dead-lettered (how often the handler ran, say). */
   readonly poison?: (message: ContractMessage, consumer: ContractConsumer) => Promise<void>;
+  /** After the message without its key was dead-lettered. */
   readonly missingKey?: (message: ContractMessage, consumer: ContractConsumer) => Promise<void>;
 }
 
