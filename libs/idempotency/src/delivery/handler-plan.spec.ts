@@ -1,0 +1,37 @@
+import type { Type } from '@nestjs/common';
+import { HandlerPlans } from './handler-plan.js';
+
+class Base {
+  grant(): void {}
+}
+class First extends Base {}
+class Second extends Base {}
+
+describe('HandlerPlans, the plans of one entry by the method Nest calls', () => {
+  const grant = Base.prototype.grant;
+
+  it('finds a plan by its method and class, and none for a method it was not given', () => {
+    const plans = new HandlerPlans<string>();
+    expect(plans.set(First as Type, grant, 'first')).toBe('first');
+    expect(plans.get(First as Type, grant)).toBe('first');
+    expect(plans.get(First as Type, () => undefined)).toBeUndefined();
+  });
+
+  it('a method inherited by two controllers has a plan for each', () => {
+    const plans = new HandlerPlans<string>();
+    plans.set(First as Type, grant, 'first');
+    expect(plans.get(Second as Type, grant)).toBeUndefined();
+    plans.set(Second as Type, grant, 'second');
+    expect(plans.get(First as Type, grant)).toBe('first');
+    expect(plans.get(Second as Type, grant)).toBe('second');
+  });
+
+  it('a bound copy of a method is its own key', () => {
+    const plans = new HandlerPlans<string>();
+    const bound = grant.bind(new First());
+    plans.set(First as Type, grant, 'first');
+    expect(plans.get(First as Type, bound)).toBeUndefined();
+    plans.set(First as Type, bound, 'first');
+    expect(plans.get(First as Type, bound)).toBe('first');
+  });
+});
