@@ -23,6 +23,8 @@ import { StoreSchemaCheck } from './schema/store-schema.check.js';
 import { BullmqProcessorCheck } from './transports/bullmq/bullmq-processor.check.js';
 import { GolevelupRabbitmqPackage } from './transports/golevelup-rabbitmq/golevelup-rabbitmq.package.js';
 import { GolevelupRabbitTransport } from './transports/golevelup-rabbitmq/golevelup-rabbitmq.transport.js';
+import { GraphqlResolverCheck } from './transports/graphql/graphql-resolver.check.js';
+import { GraphqlTransport } from './transports/graphql/graphql.transport.js';
 import { GolevelupSubscriptionCheck } from './transports/golevelup-rabbitmq/golevelup-subscription.check.js';
 import { HttpDelivery } from './transports/http/http-delivery.js';
 import { MessageDelivery } from './transports/message-delivery.js';
@@ -98,9 +100,11 @@ import { StoreSampler } from './metrics/store.sampler.js';
     GolevelupRabbitmqPackage,
     GolevelupRabbitTransport,
     GolevelupSubscriptionCheck,
+    GraphqlTransport,
+    GraphqlResolverCheck,
     {
       provide: MESSAGE_TRANSPORTS,
-      inject: [NestRmqTransport, NestNatsTransport, NatsJetStreamTransport, GolevelupRabbitTransport, NestRpcTransport],
+      inject: [NestRmqTransport, NestNatsTransport, NatsJetStreamTransport, GolevelupRabbitTransport, GraphqlTransport, NestRpcTransport],
       // The catch-all of Nest's other transports last.
       useFactory: (...transports: MessageTransport[]) => transports,
     },

@@ -62,7 +62,12 @@ export class MessageDelivery {
     let request: LeaseClaimRequest | undefined;
     try {
       try {
-        request = claimRequestFor(handler, context, { key: () => readKey(handler, context, transport, message), defaultInFlight: 'wait' }, this.metrics);
+        request = claimRequestFor(
+          handler,
+          context,
+          { key: () => readKey(handler, context, transport, message), request: message.request, defaultInFlight: transport.defaultInFlight ?? 'wait' },
+          this.metrics,
+        );
       } catch (error) {
         trace.fail(error);
         throw error;
@@ -71,6 +76,7 @@ export class MessageDelivery {
       const outcome = await trace.claim(claimed, () => claimByMode(handler, claimed, this.claims, this.leases, this.recording));
       if (outcome.kind === 'duplicate') {
         message.settle?.({ kind: 'ack' }, handler.consumer);
+        message.replayed?.();
         return replyOf(outcome.response);
       }
       const { claim } = outcome;

@@ -1,4 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
+import type { InFlightPolicy } from '../decorators/idempotent-handler.options.js';
 
 /**
  * How a message is to be settled with its broker once every idempotent handler it reached has
@@ -36,6 +37,13 @@ export interface InboundMessage {
   readonly messageId: unknown;
   /** The value of the message header `name`, if it has one. */
   header(name: string): unknown;
+  /**
+   * What a handler's `'request'` fingerprint (the default for a key the client chose) covers: a
+   * GraphQL mutation's arguments. Unset: nothing of the message is compared.
+   */
+  readonly request?: () => unknown;
+  /** Marks the answer of a duplicate as replayed (GraphQL: the HTTP response's `Idempotent-Replayed: true` header). */
+  readonly replayed?: () => void;
   /**
    * Settles the message with the broker, once, after the claim ended (committed, found a
    * duplicate, or rolled back), and logs a failure; `consumer` is the handler's. Where the
@@ -80,6 +88,11 @@ export interface MessageTransport {
    * enlist the delivery for settlement (several handlers of one message settle it together).
    */
   read(context: ExecutionContext): InboundMessage | undefined;
+  /**
+   * What a delivery does while its twin is in flight, unless its handler sets `inFlight`.
+   * @default 'wait'
+   */
+  readonly defaultInFlight?: InFlightPolicy;
 }
 
 /** The injection token of the adapters the interceptor chooses from, in order. @internal */

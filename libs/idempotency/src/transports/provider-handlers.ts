@@ -1,12 +1,13 @@
 import type { Type } from '@nestjs/common';
 import { BULLMQ_PROCESSORS } from './bullmq/bullmq.transport.js';
 import { golevelupRabbitHandlerKind } from './golevelup-rabbitmq/golevelup-rabbitmq.handler-kind.js';
+import { GRAPHQL_RESOLVERS } from './graphql/graphql-resolvers.handler-kind.js';
 import type { MessageTransport } from './message-transport.js';
 import { SQS_HANDLERS } from './sqs/sqs.transport.js';
 
 /**
  * A transport whose handlers are methods of providers rather than of controllers (a BullMQ
- * processor's `process`, a `@RabbitSubscribe` method), recognised by its framework's metadata
+ * processor's `process`, a `@RabbitSubscribe` method, a GraphQL resolver's `@Mutation()`), recognised by its framework's metadata
  * alone, so its package is not loaded to find them.
  * @internal
  */
@@ -47,7 +48,7 @@ export interface ProviderCallSplit {
 }
 
 /** Every transport whose handlers are provider methods; each adapter's folder supplies its kind. @internal */
-export const PROVIDER_HANDLER_KINDS: readonly ProviderHandlerKind[] = [BULLMQ_PROCESSORS, SQS_HANDLERS, golevelupRabbitHandlerKind];
+export const PROVIDER_HANDLER_KINDS: readonly ProviderHandlerKind[] = [BULLMQ_PROCESSORS, SQS_HANDLERS, golevelupRabbitHandlerKind, GRAPHQL_RESOLVERS];
 
 /** The kind and contract of a provider's method that a transport delivers to; undefined when none does. */
 export function providerHandlerOf(target: Type, methodName: string): { readonly kind: ProviderHandlerKind; readonly contract: string } | undefined {
