@@ -35,7 +35,7 @@ async function mutate(baseUrl: string, mutation: Mutation, input: CreditInput, k
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(key === undefined ? {} : { 'Idempotency-Key': key }) },
     body: JSON.stringify({
-      query: `mutation Grant($input: GrantCreditInput!) { ${mutation}(input: $input) { entryId account cents balance } }`,
+      query: `mutation Grant($input: GrantCreditInput!) { ${mutation}(input: $input) { entryId account cents balance grantedAt } }`,
       variables: { input },
     }),
   });

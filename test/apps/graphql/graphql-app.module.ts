@@ -1,6 +1,6 @@
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
 import { Injectable, Module } from '@nestjs/common';
-import { Args, Field, GraphQLModule, InputType, Int, Mutation, ObjectType, Query, Resolver } from '@nestjs/graphql';
+import { Args, Field, GraphQLISODateTime, GraphQLModule, InputType, Int, Mutation, ObjectType, Query, Resolver } from '@nestjs/graphql';
 import { IdempotencyContext, IdempotentHandler } from 'nestjs-idempotent-consumer';
 
 @InputType()
@@ -30,6 +30,10 @@ export class CreditGrant {
 
   @Field(() => Int)
   balance!: number;
+
+  /** When the ledger row was written: a custom scalar, which a replay gives back as the first answer did. */
+  @Field(() => GraphQLISODateTime)
+  grantedAt!: Date;
 }
 
 /** Makes the next credits fail after their writes, for the tests of a resolver that throws. */
@@ -80,12 +84,15 @@ export class CreditsResolver {
        RETURNING balance`,
       [account, cents],
     );
-    const [{ id }] = await manager.query<{ id: string }[]>('INSERT INTO ledger_entries (account, cents) VALUES ($1, $2) RETURNING id', [account, cents]);
+    const [{ id, created_at }] = await manager.query<{ id: string; created_at: Date }[]>(
+      'INSERT INTO ledger_entries (account, cents) VALUES ($1, $2) RETURNING id, created_at',
+      [account, cents],
+    );
     if (this.faults.failNext > 0) {
       this.faults.failNext--;
       throw new Error('the credit failed after its writes');
     }
-    return { entryId: Number(id), account, cents, balance: Number(balance) };
+    return { entryId: Number(id), account, cents, balance: Number(balance), grantedAt: created_at };
   }
 }
 

@@ -76,8 +76,8 @@ export class MessageDelivery {
       const outcome = await trace.claim(claimed, () => claimByMode(handler, claimed, this.claims, this.leases, this.recording));
       if (outcome.kind === 'duplicate') {
         message.settle?.({ kind: 'ack' }, handler.consumer);
-        message.replayed?.();
-        return replyOf(outcome.response);
+        const recorded = replyOf(outcome.response);
+        return message.replay ? message.replay(recorded) : recorded;
       }
       const { claim } = outcome;
       let result: unknown;

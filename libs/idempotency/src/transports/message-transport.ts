@@ -42,8 +42,12 @@ export interface InboundMessage {
    * GraphQL mutation's arguments. Unset: nothing of the message is compared.
    */
   readonly request?: () => unknown;
-  /** Marks the answer of a duplicate as replayed (GraphQL: the HTTP response's `Idempotent-Replayed: true` header). */
-  readonly replayed?: () => void;
+  /**
+   * A duplicate's answer, made of the reply recorded as JSON (GraphQL: custom scalars such as
+   * `DateTime` read back by the field's type, the HTTP response marked `Idempotent-Replayed: true`).
+   * Unset: the recorded reply as it is.
+   */
+  readonly replay?: (recorded: unknown) => unknown;
   /**
    * Settles the message with the broker, once, after the claim ended (committed, found a
    * duplicate, or rolled back), and logs a failure; `consumer` is the handler's. Where the
