@@ -406,6 +406,23 @@ import { start } from './app.js';
 
 await start({ imports: [PaymentsModule] });
 `,
+  'run/graphql.main.ts': `
+import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
+import { GraphQLModule, Query, Resolver } from '@nestjs/graphql';
+import { CreditsResolver } from '../examples/credits.resolver.js';
+import { start } from './app.js';
+
+/** A schema needs a query. */
+@Resolver()
+class PingResolver {
+  @Query(() => String)
+  ping(): string {
+    return 'pong';
+  }
+}
+
+await start({ imports: [GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true })], providers: [CreditsResolver, PingResolver] });
+`,
   'run/bullmq.main.ts': `
 import { BullModule, getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
@@ -514,6 +531,11 @@ describe('the guide\'s examples, compiled and run from the packed tarball', () =
             '@nestjs-plugins/nestjs-nats-jetstream-transport',
             '@nats-io/jetstream',
             '@nats-io/transport-node',
+            '@nestjs/graphql',
+            '@nestjs/apollo',
+            '@apollo/server',
+            '@as-integrations/express5',
+            'graphql',
             'amqplib',
             'amqp-connection-manager',
             'typeorm',
@@ -620,6 +642,23 @@ describe('the guide\'s examples, compiled and run from the packed tarball', () =
       expect(again.bytes).toEqual(charged.bytes);
       expect(charged.json).toEqual({ chargeId: expect.stringMatching(/^ch_o-7_[0-9a-f]{64}$/) });
       expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE consumer = 'POST /orders/:id/charge'`)).toBe(1);
+    });
+  });
+
+  it('"A GraphQL mutation": a mutation and its retry with one Idempotency-Key grant once, the retry replayed; the key reused with other arguments is IDEMPOTENCY_KEY_REUSED', async () => {
+    await scenario(['credits.resolver.ts'], async () => {
+      const app = await startRunner('graphql');
+      const query = 'mutation Grant($input: GrantCreditInput!) { grantCredit(input: $input) { account balance } }';
+      const send = (cents: number) => postJson(`${app.baseUrl}/graphql`, { query, variables: { input: { account: 'acc-gql', cents } } }, { 'Idempotency-Key': 'guide-gql-1' });
+      const first = await send(500);
+      const retry = await send(500);
+      expect(first.json).toEqual({ data: { grantCredit: { account: 'acc-gql', balance: 500 } } });
+      expect([first.headers.get('idempotent-replayed'), retry.headers.get('idempotent-replayed')]).toEqual([null, 'true']);
+      expect(retry.json).toEqual(first.json);
+      const reused = await send(600);
+      expect(reused.json).toMatchObject({ data: null, errors: [{ extensions: { code: 'IDEMPOTENCY_KEY_REUSED', type: 'urn:idempotency:key-reused', status: 422 } }] });
+      expect(await count(`SELECT count(*) AS n FROM credits WHERE account = 'acc-gql'`)).toBe(1);
+      expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE consumer = 'graphql Mutation.grantCredit'`)).toBe(1);
     });
   });
 

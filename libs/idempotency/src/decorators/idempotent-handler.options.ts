@@ -4,7 +4,8 @@ import type { Duration } from '../duration/duration.js';
 /**
  * Where a message's idempotency key is read from:
  * - `{ header: 'Idempotency-Key' }`: a request header (HTTP) or message header (brokers);
- * - `{ body: 'data.id' }`: a dotted path in the HTTP body or the message payload (webhooks);
+ * - `{ body: 'data.id' }`: a dotted path in the HTTP body, the message payload (webhooks) or a
+ *   GraphQL mutation's arguments (`'input.requestId'`);
  * - a function of the execution context that returns the key.
  */
 export type KeySource =
@@ -79,7 +80,8 @@ export interface IdempotentHandlerOptions {
   store?: string;
   /**
    * Where the idempotency key comes from.
-   * @default `{ header: 'Idempotency-Key' }` for HTTP; the AMQP `messageId` property for RabbitMQ;
+   * @default `{ header: 'Idempotency-Key' }` for HTTP and GraphQL mutations (the header of the
+   * request that carries the operation); the AMQP `messageId` property for RabbitMQ;
    * the `Nats-Msg-Id` header for NATS and NATS JetStream; for SQS the `MessageDeduplicationId`
    * (FIFO queues), else the `MessageId`; the job id for BullMQ
    */
@@ -126,7 +128,7 @@ export interface IdempotentHandlerOptions {
    * `Retry-After`; a broker message is retried after a delay); `'wait'` waits for the twin (up to
    * the module's `inFlightWaitTimeout`, without holding a pooled connection) and replays its
    * response, or processes if the twin rolled back.
-   * @default 'reject' for HTTP, 'wait' for message handlers
+   * @default 'reject' for HTTP and GraphQL mutations, 'wait' for message handlers
    */
   inFlight?: InFlightPolicy;
   /**
@@ -134,7 +136,8 @@ export interface IdempotentHandlerOptions {
    * function of the execution context whose answer is hashed (SHA-256 of canonical JSON; bytes as
    * bytes), or `false` to compare nothing, so any delivery of a processed key is a duplicate. A key
    * reused with another fingerprint is refused (HTTP 422; RabbitMQ: dead-lettered).
-   * @default HTTP: the method, the URL (path and query string) and the body; messages: the payload
+   * @default for a key in the client's `Idempotency-Key` header, HTTP: the method, the URL (path
+   * and query string) and the body; GraphQL: the mutation's arguments. Any other key: none
    * @example Leave out a provider's attempt counter:
    * `fingerprint: (context) => omit(context.switchToHttp().getRequest().body, 'attempt')`
    */

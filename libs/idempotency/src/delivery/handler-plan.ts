@@ -17,7 +17,7 @@ import type { LeaseClaimRequest } from '../leasing/lease-claiming.service.js';
 export interface EntryReading<S> {
   /** The delivery's key, read where the handler's `key` option says; throws IdempotencyKeyError when there is none usable. */
   readonly key: (context: ExecutionContext, source: S) => string;
-  /** What the `'request'` fingerprint covers: HTTP's method, URL and body (messages have none). */
+  /** What the `'request'` fingerprint covers: HTTP's method, URL and body; a message's `request` (a GraphQL mutation's arguments; other messages have none). */
   readonly request?: (source: S) => unknown;
   readonly defaultInFlight: InFlightPolicy;
   /**

@@ -50,7 +50,7 @@ export const discoveryMessages = {
     `${handler} is an @Sse() stream, which cannot be recorded and replayed to duplicates: remove @IdempotentHandler() from it.`,
   notInController: (handler: string) =>
     `${handler} has @IdempotentHandler() but is neither a controller's method nor a handler of a supported ` +
-    "message consumer (see the guide's transports): not GraphQL resolvers, WebSocket gateways or other providers.",
+    "message consumer or a GraphQL mutation (see the guide's transports): not WebSocket gateways or other providers.",
   providerRequestScoped: (handler: string) =>
     `${handler} has @IdempotentHandler() but its provider is request-scoped (or depends on one), so its framework calls ` +
     'instances the module cannot enlist, and every call would be refused: make it and its dependencies singleton-scoped.',

@@ -294,7 +294,7 @@ describe('IdempotencyExplorer', () => {
     expect((error as Error).message).toMatch(/cannot be recorded and replayed/);
   });
 
-  it('refuses a decorated method of a provider (a GraphQL resolver, a gateway), naming it', async () => {
+  it('refuses a decorated method of a provider no transport delivers to (a gateway), naming it', async () => {
     const error = await start({}, [ResolverModule]).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(IdempotencyUnsupportedHandlerError);
     expect((error as Error).message).toMatch(/^CreditsResolver.grantCredit has @IdempotentHandler\(\) but is neither a controller's method nor a handler of a supported message consumer/);

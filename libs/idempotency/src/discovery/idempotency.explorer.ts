@@ -46,8 +46,8 @@ export interface ProviderHandler {
  * the claims will, and refuses to start when two of them claim one consumer name, when one keeps
  * its ids for less than its sender's redelivery horizon, when its store is unknown (or not
  * PostgreSQL for the transactional mode), or when one cannot be made idempotent
- * (an `@Sse()` stream; a method of a provider that is no controller, such as a GraphQL resolver or
- * a WebSocket gateway; a request-scoped provider whose framework calls it without interceptors).
+ * (an `@Sse()` stream; a method of a provider that is no controller nor a transport's handler, such
+ * as a WebSocket gateway; a request-scoped provider whose framework calls it without interceptors).
  * @internal
  */
 @Injectable()

@@ -3,6 +3,7 @@ import { HttpAdapterHost } from '@nestjs/core';
 import { throwError, type Observable } from 'rxjs';
 import { classify, CLASSIFIED_ERRORS } from '../errors/delivery-error-classes.js';
 import type { IdempotencyError } from '../errors/idempotency.error.js';
+import { asGraphqlError } from './graphql/graphql-errors.js';
 import { problemAnswer } from './http/problem-details.js';
 import { ReportedFailure } from './reported-failures.js';
 
@@ -20,7 +21,9 @@ function nestRpcAnswer(error: Error): object {
 
 /**
  * Answers the library's delivery errors with an RFC 9457 `application/problem+json` body; 409 and
- * 503 carry `Retry-After`. A message handler's requester gets `{ status: 'error', name, message }`.
+ * 503 carry `Retry-After`. A GraphQL mutation's error carries the same problem type in its
+ * `extensions` (`code`, `type`, `status`, `retryAfter`). A message handler's requester gets
+ * `{ status: 'error', name, message }`.
  * A failed message the module settled with its broker and logged itself (RabbitMQ, JetStream) is
  * answered as Nest would answer it, without Nest's second log line: the interceptors around the
  * handler still see the error. Applied by `@IdempotentHandler()`; other errors pass on to the
@@ -30,7 +33,11 @@ function nestRpcAnswer(error: Error): object {
 export class IdempotencyErrorFilter implements ExceptionFilter<Error> {
   constructor(private readonly adapterHost: HttpAdapterHost) {}
 
-  catch(error: Error, host: ArgumentsHost): void | Observable<never> {
+  catch(error: Error, host: ArgumentsHost): void | Error | Observable<never> {
+    if (host.getType<string>() === 'graphql') {
+      // A resolver's answer that is an error becomes a GraphQL error, with the extensions it carries.
+      return asGraphqlError(error as IdempotencyError);
+    }
     if (host.getType() !== 'http') {
       return throwError(() => (classify(error) ? { status: 'error', name: error.name, message: error.message } : nestRpcAnswer(error)));
     }

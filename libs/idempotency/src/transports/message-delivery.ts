@@ -51,7 +51,7 @@ export class MessageDelivery implements DeliveryEntry<MessageSource>, OnApplicat
   onApplicationBootstrap(): void {
     for (const { handler, patterns, provider, target, methodName } of this.explorer.discovered()) {
       if (provider) {
-        this.planOf(handler);
+        this.planOf(handler, this.transports.find(({ name }) => name === provider.kind.transport));
       } else if (patterns) {
         this.plans.set(target, target.prototype[methodName] as object, this.planOf(handler));
       }
@@ -65,7 +65,7 @@ export class MessageDelivery implements DeliveryEntry<MessageSource>, OnApplicat
       if (message) {
         const target = context.getClass();
         const method = context.getHandler();
-        const plan = this.plans.get(target, method) ?? this.plans.set(target, method, this.planOf(this.accessor.resolve(context)));
+        const plan = this.plans.get(target, method) ?? this.plans.set(target, method, this.planOf(this.accessor.resolve(context), transport));
         return this.core.deliver(plan, context, { transport, message, run: () => lastValueFrom(next.handle(), LAST_VALUE) }, this);
       }
     }
@@ -79,7 +79,7 @@ export class MessageDelivery implements DeliveryEntry<MessageSource>, OnApplicat
    * @returns the handler's reply, or the recorded reply of a duplicate.
    */
   deliver(handler: ResolvedHandler, context: ExecutionContext, transport: MessageTransport, message: InboundMessage, run: () => Promise<unknown>): Promise<unknown> {
-    return this.core.deliver(this.planOf(handler), context, { transport, message, run }, this);
+    return this.core.deliver(this.planOf(handler, transport), context, { transport, message, run }, this);
   }
 
   transport({ transport }: MessageSource): string {
@@ -88,7 +88,8 @@ export class MessageDelivery implements DeliveryEntry<MessageSource>, OnApplicat
 
   replay(delivery: Delivery<MessageSource>, { message }: MessageSource, recorded: RecordedResponse): unknown {
     message.settle?.({ kind: 'ack' }, delivery.consumer);
-    return replyOf(recorded);
+    const reply = replyOf(recorded);
+    return message.replay ? message.replay(reply) : reply;
   }
 
   async process(delivery: Delivery<MessageSource>, { message, run }: MessageSource): Promise<unknown> {
@@ -120,11 +121,15 @@ export class MessageDelivery implements DeliveryEntry<MessageSource>, OnApplicat
     throw answer?.error ?? error;
   }
 
-  /** The plan of `handler`, compiled once. */
-  private planOf(handler: ResolvedHandler): MessagePlan {
+  /** The plan of `handler`, compiled once, with the in-flight default of `transport` (the one that delivers to it, where known). */
+  private planOf(handler: ResolvedHandler, transport?: MessageTransport): MessagePlan {
     let plan = this.byHandler.get(handler);
     if (!plan) {
-      plan = this.core.plan<MessageSource>(handler, { key: keyReader(handler), defaultInFlight: 'wait' });
+      plan = this.core.plan<MessageSource>(handler, {
+        key: keyReader(handler),
+        request: ({ message }) => message.request,
+        defaultInFlight: transport?.defaultInFlight ?? 'wait',
+      });
       this.byHandler.set(handler, plan);
     }
     return plan;

@@ -1,4 +1,5 @@
 import type { ExecutionContext, Provider, Type } from '@nestjs/common';
+import type { InFlightPolicy } from '../decorators/idempotent-handler.options.js';
 
 /**
  * How a message is to be settled with its broker once every idempotent handler it reached has
@@ -36,6 +37,17 @@ export interface InboundMessage {
   readonly messageId: unknown;
   /** The value of the message header `name`, if it has one. */
   header(name: string): unknown;
+  /**
+   * What a handler's `'request'` fingerprint (the default for a key the client chose) covers: a
+   * GraphQL mutation's arguments. Unset: nothing of the message is compared.
+   */
+  readonly request?: unknown;
+  /**
+   * A duplicate's answer, made of the reply recorded as JSON (GraphQL: custom scalars such as
+   * `DateTime` read back by the field's type, the HTTP response marked `Idempotent-Replayed: true`).
+   * Unset: the recorded reply as it is.
+   */
+  readonly replay?: (recorded: unknown) => unknown;
   /**
    * Settles the message with the broker, once, after the claim ended (committed, found a
    * duplicate, or rolled back), and logs a failure; `consumer` is the handler's. Where the
@@ -79,11 +91,16 @@ export interface MessageTransport {
    * enlist the delivery for settlement (several handlers of one message settle it together).
    */
   read(context: ExecutionContext): InboundMessage | undefined;
+  /**
+   * What a delivery does while its twin is in flight, unless its handler sets `inFlight`.
+   * @default 'wait'
+   */
+  readonly defaultInFlight?: InFlightPolicy;
 }
 
 /**
  * A transport whose handlers are methods of providers rather than of controllers (a BullMQ
- * processor's `process`, a `@RabbitSubscribe` method), recognised by its framework's metadata
+ * processor's `process`, a `@RabbitSubscribe` method, a GraphQL resolver's `@Mutation()`), recognised by its framework's metadata
  * alone, so its package is not loaded to find them.
  * @internal
  */

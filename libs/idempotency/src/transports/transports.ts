@@ -5,6 +5,9 @@ import { golevelupRabbitHandlerKind } from './golevelup-rabbitmq/golevelup-rabbi
 import { GolevelupRabbitmqPackage } from './golevelup-rabbitmq/golevelup-rabbitmq.package.js';
 import { GolevelupRabbitTransport } from './golevelup-rabbitmq/golevelup-rabbitmq.transport.js';
 import { GolevelupSubscriptionCheck } from './golevelup-rabbitmq/golevelup-subscription.check.js';
+import { GraphqlResolverCheck } from './graphql/graphql-resolver.check.js';
+import { GRAPHQL_RESOLVERS } from './graphql/graphql-resolvers.handler-kind.js';
+import { GraphqlTransport } from './graphql/graphql.transport.js';
 import { MESSAGE_TRANSPORTS, type MessageTransport, PROVIDER_HANDLER_KINDS, type TransportDefinition } from './message-transport.js';
 import { nestMicroservicesProvider } from './nest-microservices.js';
 import { JetStreamConsumerCheck } from './nats-jetstream/jetstream-consumer.check.js';
@@ -31,6 +34,7 @@ export const TRANSPORTS: readonly TransportDefinition[] = [
   { adapter: GolevelupRabbitTransport, providers: [GolevelupRabbitmqPackage, GolevelupSubscriptionCheck], providerHandlers: golevelupRabbitHandlerKind },
   { providers: [BullmqTransport, BullmqProcessorCheck], providerHandlers: BULLMQ_PROCESSORS },
   { providers: [SqsConsumers, SqsTransport, SqsConsumerCheck], providerHandlers: SQS_HANDLERS },
+  { adapter: GraphqlTransport, providers: [GraphqlResolverCheck], providerHandlers: GRAPHQL_RESOLVERS },
   { adapter: NestRpcTransport, providers: [] },
 ];
 

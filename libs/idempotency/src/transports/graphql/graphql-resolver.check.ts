@@ -1,0 +1,35 @@
+import { Injectable, type OnModuleInit, type Type } from '@nestjs/common';
+import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
+import { IdempotencyOptionsError } from '../../errors/idempotency-options.error.js';
+import { IdempotencyUnsupportedHandlerError } from '../../errors/idempotency-unsupported-handler.error.js';
+import { graphqlMessages } from './graphql.messages.js';
+import { GRAPHQL_RESOLVERS, resolverField } from './graphql-resolvers.handler-kind.js';
+
+/**
+ * Refuses at start-up the idempotent resolvers whose answer cannot be replayed: a query, a
+ * subscription or a field resolver (only a `@Mutation()` changes state); a mutation that records
+ * its status alone (`record: 'status'`: a duplicate would get no result); a request-scoped
+ * resolver, whose per-request instances the module cannot enlist.
+ */
+@Injectable()
+export class GraphqlResolverCheck implements OnModuleInit {
+  constructor(private readonly explorer: IdempotencyExplorer) {}
+
+  onModuleInit(): void {
+    for (const { handler, provider } of this.explorer.discovered()) {
+      if (provider?.kind !== GRAPHQL_RESOLVERS) {
+        continue;
+      }
+      const { type } = resolverField(provider.wrapper.metatype as Type, provider.methodName)!;
+      if (type !== 'Mutation') {
+        throw new IdempotencyUnsupportedHandlerError(graphqlMessages.notAMutation(handler.name, type), handler.name);
+      }
+      if (handler.record === 'status') {
+        throw new IdempotencyOptionsError(graphqlMessages.statusNotRecorded(handler.name));
+      }
+      if (!provider.wrapper.isDependencyTreeStatic()) {
+        throw new IdempotencyUnsupportedHandlerError(graphqlMessages.requestScoped(handler.name), handler.name);
+      }
+    }
+  }
+}

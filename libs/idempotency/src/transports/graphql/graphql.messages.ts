@@ -1,0 +1,12 @@
+/** The message texts of the GraphQL entry's start-up checks. */
+export const graphqlMessages = {
+  notAMutation: (handler: string, type: string | undefined) =>
+    `${handler} has @IdempotentHandler() on a GraphQL ${type === 'Query' || type === 'Subscription' ? type.toLowerCase() : 'field resolver'}: ` +
+    'only a @Mutation() changes state, so only a mutation can be made idempotent. Remove @IdempotentHandler() from it.',
+  statusNotRecorded: (handler: string) =>
+    `${handler} is a GraphQL mutation with record: 'status', which keeps no result to give its duplicates: ` +
+    "remove record: 'status' (a mutation's result is recorded as JSON and replayed).",
+  requestScoped: (handler: string) =>
+    `${handler} has @IdempotentHandler() but its resolver is request-scoped (or depends on one), and the module enlists ` +
+    'only the singleton instance, so every call would be refused: make it and its dependencies singleton-scoped.',
+};
