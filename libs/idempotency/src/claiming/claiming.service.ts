@@ -9,7 +9,7 @@ import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotenc
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { functionDroppedError, postgresErrorCode, translateDatabaseError } from './claim-errors.js';
 import type { ClaimOutcome, ClaimRequest, RecordedResponse } from './claim.js';
-import { type ClaimSql, claimStatement, claimWon, type StoredClaim, twinStatement, WORK_SAVEPOINT } from './claim.queries.js';
+import { type ClaimSql, claimStatement, claimWon, type RecordExpiry, recordExpiryStatement, type StoredClaim, twinStatement, WORK_SAVEPOINT } from './claim.queries.js';
 import { ClaimTransaction } from './claim-transaction.js';
 import { within } from '../duration/within.js';
 import { type InFlightTwin, InFlightTwins, type TwinEnding } from './in-flight-twins.js';
@@ -17,7 +17,6 @@ import { StoredConsumers } from '../discovery/stored-consumers.js';
 import { DeliveryClaiming } from './delivery-claiming.js';
 import { OpenClaim } from './open-claim.js';
 import { ReplayCache } from '../replay-cache/replay-cache.js';
-import { type RecordExpiry, recordExpiryStatement } from '../replay-cache/replay-cache.queries.js';
 
 /** The settle hooks of a read that cannot win the claim (it reads a committed twin's record). */
 const ignore = (): void => undefined;

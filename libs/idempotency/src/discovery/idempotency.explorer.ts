@@ -13,7 +13,7 @@ import { LeaseStores, POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { PROVIDER_HANDLER_KINDS, type ProviderHandlerKind, providerHandlerOf } from '../transports/message-transport.js';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
 import { globalGuardNames } from './nest-global-guards.js';
-import { patternKey } from './pattern-key.js';
+import { patternKey } from '../decorators/pattern-key.js';
 
 /**
  * An `@IdempotentHandler()` found in a controller, with its options resolved.

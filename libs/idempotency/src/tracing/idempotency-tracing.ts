@@ -4,7 +4,7 @@ import type { IdempotencyMode } from '../decorators/idempotent-handler.options.j
 import { IDEMPOTENCY_CHANNELS } from '../idempotency.constants.js';
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { loadIfInstalled } from '../optional/load-optional-package.js';
-import type { PurgeRun } from '../purge/purge-run.js';
+import type { PurgeRun } from '../errors/idempotency-purge.error.js';
 
 type OpenTelemetry = typeof import('@opentelemetry/api');
 
