@@ -1,4 +1,5 @@
 import type { ExecutionContext, Provider } from '@nestjs/common';
+import { CLAIM_OPTIONS, type ResolvedClaimOptions } from './claiming/claim.options.js';
 import type { RecordPolicy } from './decorators/idempotent-handler.options.js';
 import { DISCOVERY_OPTIONS, resolveDiscovery, type ResolvedDiscoveryOptions, type SenderOptions } from './discovery/discovery.options.js';
 import { type Duration, MAX_RETENTION_MS, MAX_TIMER_MS, toMilliseconds } from './duration/duration.js';
@@ -222,6 +223,7 @@ export function resolvedOptionsProviders<Given>(
     slice(HEALTH_OPTIONS, (options) => options.health),
     slice(METRICS_OPTIONS, (options) => options.metrics),
     slice(REPLAY_CACHE_OPTIONS, (options) => options.replayCache),
+    slice<ResolvedClaimOptions>(CLAIM_OPTIONS, ({ tableName, inFlightWaitTimeoutMs, connectionTimeoutMs }) => ({ tableName, inFlightWaitTimeoutMs, connectionTimeoutMs })),
     slice(TRACING_OPTIONS, (options) => options.tracing),
     slice<ResolvedRecordingOptions>(RECORDING_OPTIONS, ({ keyring }) => ({ keyring })),
   ];

@@ -5,7 +5,7 @@ import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.
 import { IdempotencyTransientError } from '../errors/idempotency-transient.error.js';
 import { PG_LOCK_NOT_AVAILABLE, REJECT_LOCK_TIMEOUT_MS } from './claim.constants.js';
 import { claimMessages } from './claim.messages.js';
-import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { CLAIM_OPTIONS, type ResolvedClaimOptions } from './claim.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { functionDroppedError, postgresErrorCode, translateDatabaseError } from './claim-errors.js';
 import type { ClaimOutcome, ClaimRequest, RecordedResponse } from './claim.js';
@@ -35,7 +35,7 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
   private readonly twins = new InFlightTwins();
 
   constructor(
-    @Inject(RESOLVED_OPTIONS) options: ResolvedIdempotencyOptions,
+    @Inject(CLAIM_OPTIONS) options: ResolvedClaimOptions,
     @Inject(CLAIM_STORAGE) private readonly storage: AsyncLocalStorage<ActiveClaim>,
     private readonly join: DataSourceJoin,
     private readonly consumers: StoredConsumers,
