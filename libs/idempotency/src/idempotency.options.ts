@@ -1,4 +1,5 @@
 import type { ExecutionContext, Provider } from '@nestjs/common';
+import { CLAIM_OPTIONS, type ResolvedClaimOptions } from './claiming/claim.options.js';
 import type { RecordPolicy } from './decorators/idempotent-handler.options.js';
 import { DISCOVERY_OPTIONS, resolveDiscovery, type ResolvedDiscoveryOptions, type SenderOptions } from './discovery/discovery.options.js';
 import { type Duration, MAX_RETENTION_MS, MAX_TIMER_MS, toMilliseconds } from './duration/duration.js';
@@ -10,10 +11,10 @@ import { LEASE_OPTIONS, resolveLeasing, type ResolvedLeaseOptions } from './leas
 import type { LeaseStore } from './leasing/lease-store.js';
 import { METRICS_OPTIONS, type MetricsOptions, resolveMetrics, type ResolvedMetricsOptions } from './metrics/metrics.options.js';
 import { PURGE_OPTIONS, type PurgeOptions, type ResolvedPurgeOptions, resolvePurge } from './purge/purge.options.js';
-import { type EncryptionOptions, resolveKeyring, toRecordedErrors, toRecordPolicy } from './recording/recording.options.js';
+import { type EncryptionOptions, RECORDING_OPTIONS, resolveKeyring, type ResolvedRecordingOptions, toRecordedErrors, toRecordPolicy } from './recording/recording.options.js';
 import type { Keyring } from './recording/response-seal.js';
 import { REPLAY_CACHE_OPTIONS, type ReplayCacheOptions, resolveReplayCache, type ResolvedReplayCacheOptions } from './replay-cache/replay-cache.options.js';
-import { resolveTracing, type ResolvedTracingOptions, type TracingOptions } from './tracing/tracing.options.js';
+import { resolveTracing, type ResolvedTracingOptions, TRACING_OPTIONS, type TracingOptions } from './tracing/tracing.options.js';
 import { type ReplayOptions, type ResolvedReplayOptions, resolveReplay } from './transports/http/http.options.js';
 
 /** The token of the resolved options. @internal */
@@ -222,6 +223,9 @@ export function resolvedOptionsProviders<Given>(
     slice(HEALTH_OPTIONS, (options) => options.health),
     slice(METRICS_OPTIONS, (options) => options.metrics),
     slice(REPLAY_CACHE_OPTIONS, (options) => options.replayCache),
+    slice<ResolvedClaimOptions>(CLAIM_OPTIONS, ({ tableName, inFlightWaitTimeoutMs, connectionTimeoutMs }) => ({ tableName, inFlightWaitTimeoutMs, connectionTimeoutMs })),
+    slice(TRACING_OPTIONS, (options) => options.tracing),
+    slice<ResolvedRecordingOptions>(RECORDING_OPTIONS, ({ keyring }) => ({ keyring })),
   ];
 }
 

@@ -5,11 +5,11 @@ import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.
 import { IdempotencyTransientError } from '../errors/idempotency-transient.error.js';
 import { PG_LOCK_NOT_AVAILABLE, REJECT_LOCK_TIMEOUT_MS } from './claim.constants.js';
 import { claimMessages } from './claim.messages.js';
-import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { CLAIM_OPTIONS, type ResolvedClaimOptions } from './claim.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { functionDroppedError, postgresErrorCode, translateDatabaseError } from './claim-errors.js';
 import type { ClaimOutcome, ClaimRequest, RecordedResponse } from './claim.js';
-import { type ClaimSql, claimStatement, claimWon, type StoredClaim, twinStatement, WORK_SAVEPOINT } from './claim.queries.js';
+import { type ClaimSql, claimStatement, claimWon, type RecordExpiry, recordExpiryStatement, type StoredClaim, twinStatement, WORK_SAVEPOINT } from './claim.queries.js';
 import { ClaimTransaction } from './claim-transaction.js';
 import { within } from '../duration/within.js';
 import { type InFlightTwin, InFlightTwins, type TwinEnding } from './in-flight-twins.js';
@@ -17,7 +17,6 @@ import { StoredConsumers } from '../discovery/stored-consumers.js';
 import { DeliveryClaiming } from './delivery-claiming.js';
 import { OpenClaim } from './open-claim.js';
 import { ReplayCache } from '../replay-cache/replay-cache.js';
-import { type RecordExpiry, recordExpiryStatement } from '../replay-cache/replay-cache.queries.js';
 
 /** The settle hooks of a read that cannot win the claim (it reads a committed twin's record). */
 const ignore = (): void => undefined;
@@ -36,7 +35,7 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
   private readonly twins = new InFlightTwins();
 
   constructor(
-    @Inject(RESOLVED_OPTIONS) options: ResolvedIdempotencyOptions,
+    @Inject(CLAIM_OPTIONS) options: ResolvedClaimOptions,
     @Inject(CLAIM_STORAGE) private readonly storage: AsyncLocalStorage<ActiveClaim>,
     private readonly join: DataSourceJoin,
     private readonly consumers: StoredConsumers,

@@ -4,7 +4,7 @@ import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.
 import { IdempotencyKeyReusedError } from '../errors/idempotency-key-reused.error.js';
 import { TWIN_POLL_FIRST_MS, TWIN_POLL_MAX_MS } from './claim.constants.js';
 import { claimMessages } from './claim.messages.js';
-import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import type { ResolvedClaimOptions } from './claim.options.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
 import type { ReplayCache } from '../replay-cache/replay-cache.js';
 import type { ClaimOutcome, ClaimRequest, RecordedResponse } from './claim.js';
@@ -26,7 +26,7 @@ export abstract class DeliveryClaiming<R extends ClaimRequest> {
   private readonly logger = new Logger('Idempotency');
 
   constructor(
-    protected readonly options: ResolvedIdempotencyOptions,
+    protected readonly options: ResolvedClaimOptions,
     protected readonly cache: ReplayCache,
   ) {}
 

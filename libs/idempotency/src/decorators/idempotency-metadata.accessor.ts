@@ -9,7 +9,7 @@ import { handlerMessages } from './idempotent-handler.messages.js';
 import { keyMessages } from '../keys/key.messages.js';
 import { optionValueMessages } from '../options/option-values.messages.js';
 import { toSenderName } from '../keys/message-key.js';
-import { patternKey } from '../discovery/pattern-key.js';
+import { patternKey } from './pattern-key.js';
 import { PROVIDER_HANDLER_KINDS, type ProviderHandlerKind, providerHandlerOf } from '../transports/message-transport.js';
 import {
   DEFAULT_SENDER,

@@ -91,7 +91,7 @@ describe('DeliveryCore, the claim core of every entry, and its observer', () => 
   function coreClaiming(claim: () => Promise<ClaimOutcome>): DeliveryCore {
     const options = resolveModuleOptions({});
     metrics = new IdempotencyMetricsService(options);
-    const observer = new DeliveryObserver(metrics, new IdempotencyTracing(options));
+    const observer = new DeliveryObserver(metrics, new IdempotencyTracing(options.tracing));
     return new DeliveryCore({ claim } as unknown as ClaimingService, {} as LeaseClaimingService, new ResponseRecording(options), observer);
   }
 

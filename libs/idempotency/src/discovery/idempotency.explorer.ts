@@ -8,12 +8,12 @@ import { IdempotencyRetentionError } from '../errors/idempotency-retention.error
 import { IdempotencyUnsupportedHandlerError } from '../errors/idempotency-unsupported-handler.error.js';
 import { DEFAULT_SENDER } from '../decorators/idempotency-metadata.constants.js';
 import { discoveryMessages } from './discovery.messages.js';
-import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { LeaseStores, POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { PROVIDER_HANDLER_KINDS, type ProviderHandlerKind, providerHandlerOf } from '../transports/message-transport.js';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
 import { globalGuardNames } from './nest-global-guards.js';
-import { patternKey } from './pattern-key.js';
+import { patternKey } from '../decorators/pattern-key.js';
+import { DISCOVERY_OPTIONS, type ResolvedDiscoveryOptions } from './discovery.options.js';
 
 /**
  * An `@IdempotentHandler()` found in a controller, with its options resolved.
@@ -62,7 +62,7 @@ export class IdempotencyExplorer implements OnModuleInit {
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     private readonly accessor: IdempotencyMetadataAccessor,
-    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    @Inject(DISCOVERY_OPTIONS) private readonly options: ResolvedDiscoveryOptions,
     private readonly stores: LeaseStores,
     private readonly modules: ModulesContainer,
     @Inject(PROVIDER_HANDLER_KINDS) private readonly providerHandlerKinds: readonly ProviderHandlerKind[],

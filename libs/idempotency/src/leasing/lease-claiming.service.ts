@@ -6,7 +6,7 @@ import { DeliveryClaiming } from '../claiming/delivery-claiming.js';
 import { type ActiveClaim, CLAIM_STORAGE } from '../context/idempotency.context.js';
 import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
 import { leaseMessages } from './lease.messages.js';
-import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { CLAIM_OPTIONS, type ResolvedClaimOptions } from '../claiming/claim.options.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import type { LeaseAttempt, LeaseRequest } from './lease-store.js';
 import { LeaseStores } from './lease-stores.js';
@@ -36,7 +36,7 @@ export interface LeaseClaimRequest extends ClaimRequest, LeaseRequest {
 @Injectable()
 export class LeaseClaimingService extends DeliveryClaiming<LeaseClaimRequest> {
   constructor(
-    @Inject(RESOLVED_OPTIONS) options: ResolvedIdempotencyOptions,
+    @Inject(CLAIM_OPTIONS) options: ResolvedClaimOptions,
     @Inject(CLAIM_STORAGE) private readonly storage: AsyncLocalStorage<ActiveClaim>,
     private readonly stores: LeaseStores,
     private readonly metrics: IdempotencyMetricsService,

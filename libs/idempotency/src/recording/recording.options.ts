@@ -24,6 +24,18 @@ export interface EncryptionOptions {
  * The choices of `record`.
  * @internal
  */
+/** The token of the recording's slice of the module's options. @internal */
+export const RECORDING_OPTIONS = Symbol('IDEMPOTENCY:RECORDING_OPTIONS');
+
+/**
+ * The recording's slice of the module's options.
+ * @internal
+ */
+export interface ResolvedRecordingOptions {
+  /** null: responses are recorded in plaintext. */
+  keyring: Keyring | null;
+}
+
 export const RECORD_POLICIES: readonly RecordPolicy[] = ['response', 'status'];
 
 /**

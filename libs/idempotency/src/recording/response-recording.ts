@@ -2,8 +2,8 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { ClaimRequest, RecordedResponse } from '../claiming/claim.js';
 import type { RecordPolicy } from '../decorators/idempotent-handler.options.js';
 import { IdempotencyRecordUnreadableError } from '../errors/idempotency-record-unreadable.error.js';
-import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { openResponse, sealResponse, UnreadableRecord } from './response-seal.js';
+import { RECORDING_OPTIONS, type ResolvedRecordingOptions } from './recording.options.js';
 
 /**
  * What is kept of an answer, and how, between the transports and the stores: every response on
@@ -16,7 +16,7 @@ import { openResponse, sealResponse, UnreadableRecord } from './response-seal.js
 export class ResponseRecording {
   private readonly logger = new Logger('Idempotency');
 
-  constructor(@Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions) {}
+  constructor(@Inject(RECORDING_OPTIONS) private readonly options: ResolvedRecordingOptions) {}
 
   /**
    * How a won claim of a handler whose `record` policy is `policy` turns its response into what

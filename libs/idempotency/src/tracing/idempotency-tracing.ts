@@ -2,9 +2,9 @@ import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { channel } from 'node:diagnostics_channel';
 import type { IdempotencyMode } from '../decorators/idempotent-handler.options.js';
 import { IDEMPOTENCY_CHANNELS } from '../idempotency.constants.js';
-import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { loadIfInstalled } from '../optional/load-optional-package.js';
-import type { PurgeRun } from '../purge/purge-run.js';
+import type { PurgeRun } from '../errors/idempotency-purge.error.js';
+import { type ResolvedTracingOptions, TRACING_OPTIONS } from './tracing.options.js';
 
 type OpenTelemetry = typeof import('@opentelemetry/api');
 
@@ -54,10 +54,10 @@ export class IdempotencyTracing implements OnModuleInit {
     purge: channel(IDEMPOTENCY_CHANNELS.purge),
   };
 
-  constructor(@Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions) {}
+  constructor(@Inject(TRACING_OPTIONS) private readonly options: ResolvedTracingOptions) {}
 
   async onModuleInit(): Promise<void> {
-    if (this.options.tracing.spans) {
+    if (this.options.spans) {
       this.otel = await loadIfInstalled(() => import('@opentelemetry/api'));
     }
   }
@@ -69,7 +69,7 @@ export class IdempotencyTracing implements OnModuleInit {
 
   /** Whether the key goes on spans and channel messages. */
   get recordKey(): boolean {
-    return this.options.tracing.recordKey;
+    return this.options.recordKey;
   }
 
   /** Publishes a purge run on its channel. */

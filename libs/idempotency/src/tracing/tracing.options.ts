@@ -13,6 +13,9 @@ export interface TracingOptions {
   recordKey?: boolean;
 }
 
+/** The token of the tracing's slice of the module's options. @internal */
+export const TRACING_OPTIONS = Symbol('IDEMPOTENCY:TRACING_OPTIONS');
+
 /**
  * `tracing` with its defaults applied.
  * @internal

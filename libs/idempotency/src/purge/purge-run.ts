@@ -1,1 +1,0 @@
-export type { PurgeOutcome, PurgeRun } from '../errors/idempotency-purge.error.js';
