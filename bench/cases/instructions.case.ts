@@ -34,6 +34,12 @@ const QUICK: InstructionWindows = { connections: 4, preWarmup: 300, warmupWindow
  */
 const PARALLEL_ARMS = 3;
 
+/**
+ * How long a request may take: under valgrind on a loaded machine one can take more than
+ * autocannon's default 10 s, and a request autocannon gives up on is one the window did not count.
+ */
+const REQUEST_TIMEOUT_SECONDS = 300;
+
 /** Node options of every process of the case: no V8 background threads, and its collector on a fixed schedule, so a count depends on the requests alone. */
 const NODE_ARGS = ['--single-threaded', '--predictable-gc-schedule'];
 
@@ -227,10 +233,16 @@ async function httpArm({ database, runtimes }: BenchContext, how: InstructionWin
     const first = sent;
     sent += requests;
     const unique = uniqueCredits(label);
-    await runHttpLoad({ url, connections: how.connections, amount: requests, request: arm.replays ? () => replayed : (n) => unique(first + n) });
+    await runHttpLoad({
+      url,
+      connections: how.connections,
+      amount: requests,
+      timeout: REQUEST_TIMEOUT_SECONDS,
+      request: arm.replays ? () => replayed : (n) => unique(first + n),
+    });
   };
   if (arm.replays) {
-    await runHttpLoad({ url, connections: 1, amount: 1, request: () => replayed });
+    await runHttpLoad({ url, connections: 1, amount: 1, timeout: REQUEST_TIMEOUT_SECONDS, request: () => replayed });
   }
   return {
     pid: app.pid,
