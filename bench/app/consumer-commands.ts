@@ -1,10 +1,13 @@
 /** The variants of the JetStream and SQS consumers, one process each. */
 export type TransportArm = 'plain' | 'idempotent';
 
-/** What the runner asks of a bench consumer: to consume a queue (until paused), or to pause. */
-export type ConsumerCommand = { consume: string } | { pause: true };
+/**
+ * What the runner asks of a bench consumer: to consume a queue (until paused), to pause, or to run
+ * a full garbage collection (which its `--expose-gc` allows) before a measured window.
+ */
+export type ConsumerCommand = { consume: string } | { pause: true } | { collect: true };
 
-/** The answer to a command: the process's CPU time (user + system, µs) when it arrived, or the error. */
+/** The answer to a command: the process's CPU time (user + system, µs) when it arrived (after collecting, for `collect`), or the error. */
 export type ConsumerReply = { cpuMicros: number } | { error: string };
 
 /** What a bench consumer process does on the runner's commands, and how it shuts down. */
@@ -27,9 +30,13 @@ export function answerRunner(control: ConsumerControl): void {
     throw new Error('the bench consumer is started by the bench runner (npm run bench), not by hand');
   }
   const run = async (command: ConsumerCommand): Promise<ConsumerReply> => {
-    const { user, system } = process.cpuUsage();
+    if ('collect' in command) {
+      (globalThis as { gc?: () => void }).gc?.();
+      return { cpuMicros: cpuMicros() };
+    }
+    const before = cpuMicros();
     await ('consume' in command ? control.consume(command.consume) : control.pause());
-    return { cpuMicros: user + system };
+    return { cpuMicros: before };
   };
   process.on('message', (command: ConsumerCommand) => {
     run(command).then(
@@ -41,4 +48,9 @@ export function answerRunner(control: ConsumerControl): void {
   process.once('SIGTERM', stop);
   process.once('disconnect', stop);
   send({ ready: true });
+}
+
+function cpuMicros(): number {
+  const { user, system } = process.cpuUsage();
+  return user + system;
 }

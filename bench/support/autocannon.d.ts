@@ -17,6 +17,8 @@ declare module 'autocannon' {
     requests?: { setupRequest?: (request: RawRequest) => RawRequest }[];
     /** Milliseconds between samples; a `stop()` takes effect at the next one. */
     sampleInt?: number;
+    /** Seconds before a request counts as timed out (and is sent again). */
+    timeout?: number;
   }
 
   interface Histogram {

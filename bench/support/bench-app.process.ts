@@ -19,9 +19,20 @@ export interface BenchAppOptions {
   readonly tracing?: boolean;
 }
 
+/**
+ * How to start a bench process other than as plain `node <entry>`: under a tool (`wrapper`, the
+ * command and its arguments before the Node binary: valgrind), with Node options of its own.
+ */
+export interface ProcessLaunch {
+  readonly wrapper?: readonly string[];
+  readonly nodeArgs?: readonly string[];
+}
+
 /** The bench app running as a child process, on one platform. */
 export interface BenchAppProcess {
   readonly platform: Platform;
+  /** Its process id (that of the tool it runs under, which is the same process). */
+  readonly pid: number;
   /** The Node.js it runs on. */
   readonly runtime: BenchRuntime;
   readonly baseUrl: string;
@@ -36,18 +47,26 @@ export interface BenchAppProcess {
 
 /**
  * Starts the bench app on `platform` in a process of its own on `runtime`, so the load generator
- * (this process) and the app do not share an event loop; `options` switch on encryption and tracing.
+ * (this process) and the app do not share an event loop; `options` switch on encryption and tracing,
+ * `launch` starts it under a tool.
  */
-export async function startBenchApp(platform: Platform, databaseUrl: string, runtime: BenchRuntime, options: BenchAppOptions = {}): Promise<BenchAppProcess> {
+export async function startBenchApp(
+  platform: Platform,
+  databaseUrl: string,
+  runtime: BenchRuntime,
+  options: BenchAppOptions = {},
+  launch: ProcessLaunch = {},
+): Promise<BenchAppProcess> {
   const app = await forkBenchProcess<{ port: number }>(`the bench app (${platform}, ${runtime.name})`, APP_ENTRY, runtime, {
     BENCH_DATABASE_URL: databaseUrl,
     BENCH_PLATFORM: platform,
     BENCH_ENCRYPTION: options.encryption ? '1' : '0',
     BENCH_TRACING: options.tracing ? '1' : '0',
-  });
+  }, launch);
   const baseUrl = `http://127.0.0.1:${app.ready.port}`;
   return {
     platform,
+    pid: app.child.pid as number,
     runtime,
     baseUrl,
     usage: (options) => answer<ProcessUsage>(`${baseUrl}/usage?gc=${options?.gc === true}`),
@@ -79,19 +98,22 @@ export interface ForkedBenchProcess<Ready> {
 /**
  * Forks the bench process `entry` (named `name` in errors) on `runtime` with `env` added to the
  * runner's, and waits for its first IPC message; every bench process is given the run's Redis lease store. It is started with `--expose-gc` for the memory readings; only
- * those call the collector. `BENCH_APP_NODE_ARGS` adds Node options, for looking into a figure:
- * `BENCH_APP_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof'`.
+ * those call the collector. `launch` runs it under a tool and adds Node options; so does
+ * `BENCH_APP_NODE_ARGS`, for looking into a figure: `BENCH_APP_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof'`.
  */
 export async function forkBenchProcess<Ready>(
   name: string,
   entry: string,
   runtime: BenchRuntime,
   env: Record<string, string>,
+  { wrapper = [], nodeArgs = [] }: ProcessLaunch = {},
 ): Promise<ForkedBenchProcess<Ready>> {
+  const node = ['--expose-gc', ...nodeArgs, ...(process.env.BENCH_APP_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
   const child = fork(entry, [], {
-    execPath: runtime.execPath,
+    // Under a wrapper, fork() runs the wrapper with its arguments, then the Node binary and its options.
+    execPath: wrapper.length > 0 ? wrapper[0] : runtime.execPath,
     env: { ...process.env, ...REDIS_ENV, ...env },
-    execArgv: ['--expose-gc', ...(process.env.BENCH_APP_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
+    execArgv: wrapper.length > 0 ? [...wrapper.slice(1), runtime.execPath, ...node] : node,
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   let output = '';

@@ -177,7 +177,8 @@ async function readServerCpu(postmaster: number): Promise<number | undefined> {
   }
 }
 
-async function createSchema(url: string): Promise<void> {
+/** Creates the demo's credit tables and the processed-messages table, with their functions, in the database at `url`. */
+export async function createSchema(url: string): Promise<void> {
   const dataSource = new DataSource({
     type: 'postgres',
     url,

@@ -13,6 +13,8 @@ export interface HttpLoad {
   amount?: number;
   /** Stop as soon as this settles (within 0.1 s), if before `seconds` are up. */
   until?: Promise<unknown>;
+  /** Seconds a request may take before it counts as an error (autocannon's default: 10). */
+  timeout?: number;
   /** The key and JSON body of the load's n-th request. */
   request(n: number): { key: string; body: string };
 }
@@ -28,6 +30,7 @@ export async function runHttpLoad(load: HttpLoad): Promise<Measurement> {
     url: load.url,
     connections: load.connections,
     ...(load.amount === undefined ? { duration: load.seconds } : { amount: load.amount }),
+    ...(load.timeout === undefined ? {} : { timeout: load.timeout }),
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     requests: [

@@ -1,0 +1,254 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { chown, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { startBenchApp } from '../support/bench-app.process.js';
+import { createSchema, freePort } from '../support/bench-database.js';
+import { readDumps } from '../support/callgrind.js';
+import { creditBody, runHttpLoad } from '../support/http-load.js';
+import { median, round } from '../support/stats.js';
+import type { BenchContext } from './bench-case.js';
+import type { InstructionWindows } from './instructions.case.js';
+
+const run = promisify(execFile);
+
+/** Where the machine's PostgreSQL packages put their binaries; the newest major is used. */
+const POSTGRES_BINARIES = '/usr/lib/postgresql';
+
+/** One replayed transaction's counts, per transaction. */
+export interface ReplayedInstructions {
+  readonly windows: number[];
+  readonly median: number;
+  readonly min: number;
+  readonly max: number;
+  /** (max − min) / median, in %. */
+  readonly spreadPercent: number;
+}
+
+/** What the database side measured: the statements replayed, and their instructions per transaction. */
+export interface DatabaseInstructions {
+  readonly server: string;
+  /** The statements of one first delivery as the server logged them, the app's parameters inlined. */
+  readonly statements: { readonly plain: string[]; readonly idempotent: string[] };
+  readonly transactions: { readonly warmup: number; readonly window: number };
+  readonly plain: ReplayedInstructions;
+  readonly idempotent: ReplayedInstructions;
+  /** idempotent − plain, medians. */
+  readonly added: number;
+}
+
+/**
+ * The database side of a first delivery, in instructions: a private PostgreSQL (the machine's
+ * newest, with initdb's defaults and `log_statement = 'all'`) logs the statements the bench app
+ * (Express, natively) sends for one plain and one idempotent first delivery with a recorded
+ * response; the server is stopped, and a single-user backend (`postgres --single`) on the same
+ * data directory, under callgrind, replays each transaction from emptied tables: `warmup`
+ * transactions, then `windows` windows of `window` transactions, each a new key and one of 1,000
+ * accounts, as the app's would be (see `replayUnderCallgrind`).
+ * The single-user backend prints each result row, which the wire protocol would not (about 6k
+ * instructions a statement); both transactions pay it.
+ */
+export async function measureDatabaseInstructions(context: BenchContext, how: InstructionWindows): Promise<DatabaseInstructions | { skipped: string }> {
+  const binaries = await newestBinaries();
+  if (!binaries) {
+    return { skipped: `no PostgreSQL binaries under ${POSTGRES_BINARIES}` };
+  }
+  const owner = process.getuid?.() === 0 ? await postgresUser() : undefined;
+  const dataDir = await mkdtemp(join(tmpdir(), 'bench-instructions-pg-'));
+  const dumpDir = await mkdtemp(join(tmpdir(), 'bench-instructions-dumps-'));
+  if (owner) {
+    await chown(dataDir, owner.uid, owner.gid);
+    await chown(dumpDir, owner.uid, owner.gid);
+  }
+  try {
+    await run(join(binaries, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'], { ...owner });
+    const { stdout: version } = await run(join(binaries, 'postgres'), ['--version']);
+    const statements = await captureStatements(context, binaries, dataDir, owner);
+    const transactions = { warmup: how.preWarmup / 4, window: how.window };
+    const replay = (arm: keyof typeof statements) => replayUnderCallgrind(binaries, dataDir, dumpDir, owner, statements[arm], how);
+    const plain = await replay('plain');
+    const idempotent = await replay('idempotent');
+    const added = idempotent.median - plain.median;
+    context.log(`database: plain ${plain.median} instr/transaction (${plain.windows.join(', ')}), idempotent ${idempotent.median} (${idempotent.windows.join(', ')}), +${added}`);
+    return { server: `${version.trim()}, single-user backend`, statements, transactions, plain, idempotent, added };
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+    await rm(dumpDir, { recursive: true, force: true });
+  }
+}
+
+/** The bin folder of the newest PostgreSQL major installed under `POSTGRES_BINARIES`. */
+async function newestBinaries(): Promise<string | undefined> {
+  const majors = await readdir(POSTGRES_BINARIES).catch(() => []);
+  const newest = majors.filter((name) => /^\d+$/.test(name)).sort((a, b) => Number(a) - Number(b)).at(-1);
+  return newest === undefined ? undefined : join(POSTGRES_BINARIES, newest, 'bin');
+}
+
+async function postgresUser(): Promise<{ uid: number; gid: number }> {
+  const id = (flag: string) => run('id', [flag, 'postgres']).then(({ stdout }) => Number(stdout.trim()));
+  return { uid: await id('-u'), gid: await id('-g') };
+}
+
+type Owner = { uid: number; gid: number } | undefined;
+
+/** The key and account of the captured deliveries, which the replay varies per transaction. */
+const CAPTURED_ACCOUNT = 'a0';
+
+/**
+ * Starts the server on `dataDir` with every statement logged, creates the bench schema, and logs
+ * what the bench app sends for one first delivery of `POST /plain/credits` and one of
+ * `POST /idempotent/credits` (each after a few unlogged ones, so the app's boot and first-use
+ * queries are not in them). Returns each as statements with the app's parameters inlined.
+ */
+async function captureStatements(
+  { runtimes }: BenchContext,
+  binaries: string,
+  dataDir: string,
+  owner: Owner,
+): Promise<{ plain: string[]; idempotent: string[] }> {
+  const port = await freePort();
+  const server = spawn(
+    join(binaries, 'postgres'),
+    ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-k', dataDir, '-c', 'log_statement=all', '-c', 'log_line_prefix=@@ '],
+    { ...owner, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let log = '';
+  server.stderr?.on('data', (chunk) => (log += chunk));
+  try {
+    const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+    await waitForConnections(url, server);
+    await createSchema(url);
+    const app = await startBenchApp('express', url, runtimes.headline);
+    try {
+      const key = `c16-database-${Date.now().toString(36)}`;
+      const capture = async (route: 'plain' | 'idempotent') => {
+        const post = (n: number, label: string) =>
+          runHttpLoad({ url: `${app.baseUrl}/${route}/credits`, connections: 1, amount: n, request: (i) => ({ key: `${label}-${i}`, body: creditBody(0) }) });
+        await post(20, `${key}-${route}-warm`);
+        const from = log.length;
+        await post(1, `${key}-${route}`);
+        const statements = await loggedStatements(() => log.slice(from));
+        return statements.map((statement) => statement.replaceAll(`${key}-${route}-0`, KEY_PLACEHOLDER));
+      };
+      return { plain: await capture('plain'), idempotent: await capture('idempotent') };
+    } finally {
+      await app.stop();
+    }
+  } finally {
+    const exited = new Promise((done) => server.once('exit', done));
+    server.kill('SIGINT');
+    await exited;
+  }
+}
+
+/** Where a replayed transaction puts its own key. */
+const KEY_PLACEHOLDER = '{{key}}';
+
+/** The statements logged in `log()` up to the COMMIT that ends the delivery, waiting for the server to write them. */
+async function loggedStatements(log: () => string): Promise<string[]> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const statements = parseLog(log());
+    const commit = statements.findIndex((statement) => /\bCOMMIT\s*;?\s*$/i.test(statement));
+    if (commit >= 0) {
+      return statements.slice(0, commit + 1);
+    }
+    await new Promise((done) => setTimeout(done, 50));
+  }
+  throw new Error(`the server logged no COMMIT for the delivery:\n${log()}`);
+}
+
+/**
+ * The statements of a server log (`log_line_prefix = '@@ '`): `statement: <sql>` as it is,
+ * `execute <name>: <sql>` with the `parameters: $1 = '…'` of its DETAIL line inlined as literals.
+ */
+function parseLog(log: string): string[] {
+  const entries = log.split(/^@@ /m).filter(Boolean);
+  const statements: string[] = [];
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i].replace(/\n\t/g, '\n').trimEnd();
+    const simple = /^LOG:\s+statement: ([\s\S]*)$/.exec(entry);
+    const extended = /^LOG:\s+execute [^:]*: ([\s\S]*)$/.exec(entry);
+    if (simple) {
+      statements.push(simple[1]);
+    } else if (extended) {
+      const detail = /^DETAIL:\s+parameters: ([\s\S]*)$/.exec(entries[i + 1]?.replace(/\n\t/g, '\n').trimEnd() ?? '');
+      const values = new Map<string, string>();
+      for (const [, n, value] of detail?.[1].matchAll(/\$(\d+) = (NULL|'(?:[^']|'')*')/g) ?? []) {
+        values.set(n, value);
+      }
+      statements.push(extended[1].replace(/\$(\d+)\b/g, (parameter, n: string) => values.get(n) ?? parameter));
+    }
+  }
+  return statements;
+}
+
+async function waitForConnections(url: string, server: ChildProcess): Promise<void> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    if (server.exitCode !== null) {
+      throw new Error(`the private PostgreSQL exited with code ${server.exitCode}`);
+    }
+    const client = new pg.Client(url);
+    try {
+      await client.connect();
+      await client.end();
+      return;
+    } catch {
+      await new Promise((done) => setTimeout(done, 200));
+    }
+  }
+  throw new Error('the private PostgreSQL did not accept connections within 20 s');
+}
+
+/**
+ * A single-user backend on `dataDir` under callgrind, its tables emptied, runs `statements` as
+ * transactions with a new key each (`KEY_PLACEHOLDER`) and one of 1,000 accounts in turn:
+ * `preWarmup / 4` not counted, then `windows` counted windows of `window`, a `CHECKPOINT` after
+ * each. callgrind dumps its counters as each checkpoint starts and counts nothing inside one
+ * (`--dump-before` and `--toggle-collect` of `CreateCheckPoint`), so each dump is one window
+ * and each window starts, as the first does, from a checkpoint. Returns instructions per transaction.
+ */
+async function replayUnderCallgrind(binaries: string, dataDir: string, dumpDir: string, owner: Owner, statements: string[], how: InstructionWindows): Promise<ReplayedInstructions> {
+  const callgrind = [
+    '--tool=callgrind',
+    '--quiet',
+    '--dump-before=CreateCheckPoint',
+    '--toggle-collect=CreateCheckPoint',
+    // After --toggle-collect, which would otherwise count only inside the function.
+    '--collect-atstart=yes',
+    `--callgrind-out-file=${join(dumpDir, 'callgrind.out.%p')}`,
+  ];
+  const backend = spawn('valgrind', [...callgrind, join(binaries, 'postgres'), '--single', '-j', '-D', dataDir, 'postgres'], { ...owner, stdio: ['pipe', 'ignore', 'pipe'] });
+  let errors = '';
+  backend.stderr.on('data', (chunk) => (errors += chunk));
+  const exited = new Promise<number | null>((done) => backend.once('exit', done));
+  let sent = 0;
+  const transactions = (count: number) =>
+    Array.from({ length: count }, () => {
+      const n = sent++;
+      return statements.map((statement) => statement.replaceAll(KEY_PLACEHOLDER, `replayed-${n}`).replaceAll(`'${CAPTURED_ACCOUNT}'`, `'a${n % 1000}'`));
+    }).flat();
+  const inputs = [
+    'TRUNCATE ledger_entries, accounts, processed_messages',
+    'CHECKPOINT',
+    ...transactions(how.preWarmup / 4),
+    'CHECKPOINT',
+    ...Array.from({ length: how.windows }, () => [...transactions(how.window), 'CHECKPOINT']).flat(),
+  ];
+  // -j: each input ends with a semicolon and an empty line; the backend exits at the end of its input.
+  backend.stdin.end(inputs.map((statement) => `${statement.replace(/;\s*$/, '')};\n\n`).join(''));
+  const code = await exited;
+  if (code !== 0 || /\bERROR:/.test(errors)) {
+    throw new Error(`the single-user backend exited with ${code}:\n${errors.slice(-4000)}`);
+  }
+  // Dumps: the start and the TRUNCATE, the warm-up, each window, then the shutdown's checkpoint.
+  const dumps = await readDumps(dumpDir, backend.pid as number);
+  if (dumps.length !== how.windows + 3) {
+    throw new Error(`callgrind dumped the single-user backend ${dumps.length} times, not ${how.windows + 3}`);
+  }
+  const windows = dumps.slice(2, -1).map((instructions) => Math.round(instructions / how.window));
+  const middle = median(windows);
+  const [min, max] = [Math.min(...windows), Math.max(...windows)];
+  return { windows, median: Math.round(middle), min, max, spreadPercent: round((100 * (max - min)) / middle, 1) };
+}
