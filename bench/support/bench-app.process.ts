@@ -112,7 +112,8 @@ export async function forkBenchProcess<Ready>(
   const child = fork(entry, [], {
     // Under a wrapper, fork() runs the wrapper with its arguments, then the Node binary and its options.
     execPath: wrapper.length > 0 ? wrapper[0] : runtime.execPath,
-    env: { ...process.env, ...REDIS_ENV, ...env },
+    // Under a tool the process runs tens of times slower: BENCH_UNDER_TOOL gives its waits room (bench-app.module.ts).
+    env: { ...process.env, ...REDIS_ENV, ...env, ...(wrapper.length > 0 ? { BENCH_UNDER_TOOL: '1' } : {}) },
     execArgv: wrapper.length > 0 ? [...wrapper.slice(1), runtime.execPath, ...node] : node,
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
