@@ -2,10 +2,6 @@ import { shownKey } from '../keys/scoped-key.js';
 
 /** The message texts of the claim and its transaction. */
 export const claimMessages = {
-  transactionAborted: (consumer: string, key: string) =>
-    `PostgreSQL aborted the transaction of ${shownKey(key)} for ${consumer}: a statement in the handler failed and the handler ` +
-    'carried on, so nothing could be committed, the claim included. Run statements that may fail in a savepoint ' +
-    '(manager.transaction(...)) to carry on after their failure.',
   noConnection: (consumer: string, key: string, timeoutMs: number, pool: { size?: number; waiting?: number }) =>
     `No database connection came within ${timeoutMs} ms for ${shownKey(key)} (${consumer})` +
     (pool.size === undefined ? '' : `: all ${pool.size} connections of the pool were busy, ${pool.waiting ?? 0} requests waiting`) +
@@ -24,8 +20,6 @@ export const claimMessages = {
   strongerIsolationRequested: (consumer: string, requested: string, claim: string) =>
     `${consumer} asked for a ${requested} transaction inside the claim's ${claim} transaction, which cannot be raised. ` +
     `Run the handler at that level: @IdempotentHandler({ isolationLevel: '${requested}' }).`,
-  inFlight: (key: string) =>
-    `A message with the idempotency key ${shownKey(key)} is still being processed; retry after it completes.`,
   transient: (key: string, code: string) =>
     `The database aborted the transaction of ${shownKey(key)} (PostgreSQL ${code}); nothing was committed, retry.`,
   claimVanished: (key: string) =>

@@ -1,10 +1,5 @@
-import { shownKey } from '../keys/scoped-key.js';
-
 /** The message texts of recorded responses and their encryption. */
 export const recordingMessages = {
-  responseTooLarge: (consumer: string, key: string, maxBodyBytes: number) =>
-    `The response of ${consumer} to ${shownKey(key)} is larger than replay.maxBodyBytes (${maxBodyBytes} bytes), so it cannot be ` +
-    'recorded for its duplicates; nothing was committed. Raise replay.maxBodyBytes, or answer with less (an id and a link).',
   invalidRecordedErrors: (name: string, value: unknown) =>
     `${name} must be a list of client-error statuses, from 400 to 499, e.g. [402, 403]; got ${JSON.stringify(value)}.`,
   serverErrorRecorded: (name: string, status: number) =>
@@ -29,21 +24,4 @@ export const recordingMessages = {
   unknownCurrentKey: (current: unknown, known: readonly string[]) =>
     `encryption.current is ${JSON.stringify(current)}, which is not a key id of encryption.keys ` +
     `(${known.map((id) => `'${id}'`).join(', ')}): new records are sealed with encryption.keys[encryption.current].`,
-  recordUnreadable: (consumer: string, key: string, reason: string, keyId: string | null, version: number, configured: readonly string[]) =>
-    `The recorded response of ${consumer} to '${key}' cannot be read, so it is not replayed (and the handler is not run again): ` +
-    unreadableCause(reason, keyId, version, configured),
-  unreadableCause,
 };
-
-/** Why a sealed record cannot be opened, and what to do: the end of a sentence. */
-function unreadableCause(reason: string, keyId: string | null, version: number, configured: readonly string[]): string {
-  return reason === 'no-encryption'
-    ? `it was sealed with the key '${keyId}', and the module has no encryption option. Configure encryption.keys with that key.`
-    : reason === 'unknown-key'
-      ? `it was sealed with the key '${keyId}', which is not in encryption.keys (${configured.map((id) => `'${id}'`).join(', ')}). ` +
-        'Put that key back in encryption.keys while records sealed with it are kept (their retention).'
-      : reason === 'not-authentic'
-        ? `it did not authenticate under the key '${keyId}' of encryption.keys: the record was altered or moved from another ` +
-          `consumer or key, or encryption.keys['${keyId}'] is not the key that sealed it.`
-        : `it is sealed in format ${version}, which this version of nestjs-idempotent-consumer does not read; upgrade the module.`;
-}
