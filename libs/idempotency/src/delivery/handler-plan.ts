@@ -65,21 +65,22 @@ export function requestBuilder<S>(handler: ResolvedHandler, reading: EntryReadin
   const savepoint = handler.recordErrors.size > 0;
   const readKey = reading.key;
   const fingerprintOf = fingerprintReader(handler, reading);
+  const claimRequest = (key: string, clientKey: string | undefined, context: ExecutionContext, source: S, sender: string) => ({
+    consumer,
+    key,
+    clientKey,
+    sender,
+    fingerprint: fingerprintOf(context, source),
+    retentionMs,
+    waitForTwin,
+    isolationLevel,
+    savepoint,
+    leaseMs,
+    renewLeaseForMs,
+    store,
+  });
   if (!scope) {
-    return (context, source, sender) => ({
-      consumer,
-      key: readKey(context, source),
-      clientKey: undefined,
-      sender,
-      fingerprint: fingerprintOf(context, source),
-      retentionMs,
-      waitForTwin,
-      isolationLevel,
-      savepoint,
-      leaseMs,
-      renewLeaseForMs,
-      store,
-    });
+    return (context, source, sender) => claimRequest(readKey(context, source), undefined, context, source, sender);
   }
   const { onAnonymousCaller } = reading;
   return (context, source, sender) => {
@@ -94,20 +95,7 @@ export function requestBuilder<S>(handler: ResolvedHandler, reading: EntryReadin
     } else {
       throw new IdempotencyKeyError(keyMessages.scopeUnanswered(answer), 'the scope function');
     }
-    return {
-      consumer,
-      key: scopedMessageId(key, caller),
-      clientKey: key,
-      sender,
-      fingerprint: fingerprintOf(context, source),
-      retentionMs,
-      waitForTwin,
-      isolationLevel,
-      savepoint,
-      leaseMs,
-      renewLeaseForMs,
-      store,
-    };
+    return claimRequest(scopedMessageId(key, caller), key, context, source, sender);
   };
 }
 
