@@ -362,6 +362,10 @@ export async function start(
     },
     { logger: ['error', 'warn', 'log'] },
   );
+  // SIGTERM closes the app: consumers are cancelled and the handlers in flight settle their
+  // messages before the connection closes, so what a test finds on the queue afterwards is
+  // what the module left unsettled, not a copy whose ack the signal cut off.
+  app.enableShutdownHooks();
   await app.init();
   await beforeListen?.(app);
   await app.listen(Number(process.env.PORT), '127.0.0.1');
@@ -694,7 +698,7 @@ describe('the guide\'s examples, compiled and run from the packed tarball', () =
         channel.sendToQueue(queues.credits, packet, { persistent: true });
         await until(async () => (await ready(queues.creditsDead)) === 1, 'the keyless message is dead-lettered', 30_000);
         await until(async () => (await count(`SELECT count(*) AS n FROM processed_messages WHERE message_id = 'guide-rmq-1'`)) === 1, 'the message is processed');
-        await stopRunners(); // an unacked copy would return to the queue now
+        await stopRunners(); // a graceful stop: a copy the module left unsettled returns to the queue
         expect(await ready(queues.credits)).toBe(0);
         expect(await count(`SELECT count(*) AS n FROM credits WHERE account = 'acc-rmq'`)).toBe(1);
       });
