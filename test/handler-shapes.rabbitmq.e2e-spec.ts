@@ -76,6 +76,20 @@ describeWithBroker.each(CREDIT_QUEUE_TYPES)('the guarantee on the message handle
     expect(logger.lines).toContainEqual(expect.stringMatching(/^ERROR .*dead-letter.*failed 3 times/));
   });
 
+  it('a reply JSON cannot hold fails the delivery: its transaction rolled back, not left open holding the claim; retried, then dead-lettered', async () => {
+    await startConsumer();
+    publish('shapes.unserialisable', { id: 'bigint-1' }, 'bigint-1');
+    await channel.waitForConfirms();
+    // Left open, the first attempt's transaction would hold the claim's row lock, and the retry would wait on it for ever.
+    await until(async () => (await ready(deadQueue)) === 1, 'the message reaches the dead-letter queue after its two attempts');
+    expect(await effects('unserialisable', 'bigint-1')).toBe(0);
+    expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE message_id = 'bigint-1'`)).toBe(0);
+    expect(await count(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'`)).toBe(0);
+    expect(logger.lines).toContainEqual(expect.stringMatching(/^WARN .*attempt 1 of 2\) and is requeued in 100 ms: .*BigInt/));
+    publish('credit.grant', { account: 'acc-after-bigint', cents: 5 }, 'after-bigint-1');
+    await until(async () => (await count(`SELECT count(*) AS n FROM ledger_entries WHERE account = 'acc-after-bigint'`)) === 1, 'the next message is processed');
+  });
+
   it('a 2-second database outage during deliveries dead-letters nothing: retries back off, and each message is processed once', async () => {
     const database = new URL(db.url);
     const proxy = new TcpProxy(database.hostname, Number(database.port || 5432));

@@ -94,15 +94,17 @@ export class MessageDelivery implements DeliveryEntry<MessageSource>, OnApplicat
 
   async process(delivery: Delivery<MessageSource>, { message, run }: MessageSource): Promise<unknown> {
     let result: unknown;
+    let reply: string | undefined;
     try {
       const { checkReply } = message;
       result = await delivery.run(checkReply ? async () => checkReply(await run()) : run);
+      // A reply JSON cannot hold (a BigInt, a cycle) fails the delivery like the handler's own error.
+      reply = JSON.stringify(result);
     } catch (error) {
       const failure = translateDatabaseError(error, delivery.request!);
       await delivery.rollback(failureOutcome(failure), failure);
       throw failure;
     }
-    const reply = JSON.stringify(result);
     await delivery.commit({ status: null, headers: null, body: reply === undefined ? null : Buffer.from(reply) });
     message.settle?.({ kind: 'ack' }, delivery.consumer);
     return result;
