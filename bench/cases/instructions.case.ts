@@ -1,7 +1,7 @@
 import { type BenchAppProcess, type Platform, PLATFORMS, type ProcessLaunch, startBenchApp } from '../support/bench-app.process.js';
 import { openBenchBroker, RABBITMQ_URL } from '../support/bench-broker.js';
 import { startBenchConsumer } from '../support/bench-consumer.process.js';
-import { type Callgrind, openCallgrind } from '../support/callgrind.js';
+import { type Callgrind, type InstructionWindows, openCallgrind } from '../support/callgrind.js';
 import { creditBody, nthCredit, runHttpLoad, uniqueCredits } from '../support/http-load.js';
 import { lastLedgerRow, waitForEffects } from '../support/ledger-effects.js';
 import { median, round } from '../support/stats.js';
@@ -9,21 +9,6 @@ import { CREDIT_PATTERNS } from '../app/bench-messages.controller.js';
 import { type BenchCase, type BenchContext, type CaseReport, CaseSkipped, checkFloor, emptyReport } from './bench-case.js';
 import { type DatabaseInstructions, measureDatabaseInstructions } from './instructions.database.js';
 import { PEER_LABEL } from './peer.case.js';
-
-/** How many requests (or messages) the case sends to each arm; `--quick` sends fewer. */
-export interface InstructionWindows {
-  /** Concurrent HTTP connections: few and fixed, so that a count is per request, not per batch. */
-  readonly connections: number;
-  /** Requests sent first, uninstrumented and not counted: the app's code compiled and its pools filled. */
-  readonly preWarmup: number;
-  /** Requests per warm-up window; warm-up windows run until two in a row agree within `settledWithin`. */
-  readonly warmupWindow: number;
-  readonly settledWithin: number;
-  readonly maxWarmupWindows: number;
-  /** Measured windows per arm, and requests per window. */
-  readonly windows: number;
-  readonly window: number;
-}
 
 const FULL: InstructionWindows = { connections: 4, preWarmup: 1000, warmupWindow: 200, settledWithin: 0.03, maxWarmupWindows: 4, windows: 3, window: 200 };
 const QUICK: InstructionWindows = { connections: 4, preWarmup: 300, warmupWindow: 100, settledWithin: 0.05, maxWarmupWindows: 2, windows: 3, window: 100 };

@@ -6,11 +6,10 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { startBenchApp } from '../support/bench-app.process.js';
 import { createSchema, freePort } from '../support/bench-database.js';
-import { readDumps } from '../support/callgrind.js';
+import { type InstructionWindows, readDumps } from '../support/callgrind.js';
 import { creditBody, runHttpLoad } from '../support/http-load.js';
 import { median, round } from '../support/stats.js';
 import type { BenchContext } from './bench-case.js';
-import type { InstructionWindows } from './instructions.case.js';
 
 const run = promisify(execFile);
 

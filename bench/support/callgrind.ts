@@ -6,6 +6,21 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
+/** How many requests (or messages) the case sends to each arm; `--quick` sends fewer. */
+export interface InstructionWindows {
+  /** Concurrent HTTP connections: few and fixed, so that a count is per request, not per batch. */
+  readonly connections: number;
+  /** Requests sent first, uninstrumented and not counted: the app's code compiled and its pools filled. */
+  readonly preWarmup: number;
+  /** Requests per warm-up window; warm-up windows run until two in a row agree within `settledWithin`. */
+  readonly warmupWindow: number;
+  readonly settledWithin: number;
+  readonly maxWarmupWindows: number;
+  /** Measured windows per arm, and requests per window. */
+  readonly windows: number;
+  readonly window: number;
+}
+
 /**
  * valgrind's callgrind for counting the instructions a process executes in a window: the process
  * runs under `wrapper`, uninstrumented (some 5 times as fast as instrumented) until `instrument()`,

@@ -1,6 +1,6 @@
 import type { ExecutionContext, Provider } from '@nestjs/common';
 import { CLAIM_OPTIONS, type ResolvedClaimOptions } from './claiming/claim.options.js';
-import type { RecordPolicy } from './decorators/idempotent-handler.options.js';
+import type { RecordPolicy } from './options/handler-values.js';
 import { DISCOVERY_OPTIONS, resolveDiscovery, type ResolvedDiscoveryOptions, type SenderOptions } from './discovery/discovery.options.js';
 import { type Duration, MAX_RETENTION_MS, MAX_TIMER_MS, toMilliseconds } from './duration/duration.js';
 import { IdempotencyOptionsError } from './errors/idempotency-options.error.js';

@@ -10,15 +10,8 @@ export type { SenderOptions } from './discovery/discovery.options.js';
 export type { TracingOptions } from './tracing/tracing.options.js';
 export { IdempotentHandler } from './decorators/idempotent-handler.decorator.js';
 export { IdempotencyInterceptor } from './transports/idempotency.interceptor.js';
-export type {
-  IdempotencyMode,
-  IdempotentHandlerOptions,
-  InFlightPolicy,
-  IsolationLevel,
-  KeySource,
-  RecordPolicy,
-  ScopeSource,
-} from './decorators/idempotent-handler.options.js';
+export type { IdempotentHandlerOptions, KeySource, ScopeSource } from './decorators/idempotent-handler.options.js';
+export type { IdempotencyMode, InFlightPolicy, IsolationLevel, RecordPolicy } from './options/handler-values.js';
 export { IdempotencyContext } from './context/idempotency.context.js';
 export type { RecordedResponse } from './claiming/claim.js';
 export type { LeaseAttempt, LeaseKey, LeaseRequest, LeaseStore, RemovableEntry, StoredLeaseEntry } from './leasing/lease-store.js';

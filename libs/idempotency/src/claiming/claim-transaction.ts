@@ -1,5 +1,5 @@
 import type { DataSource, QueryRunner } from 'typeorm';
-import type { IsolationLevel } from '../decorators/idempotent-handler.options.js';
+import type { IsolationLevel } from '../options/handler-values.js';
 import { IdempotencyClaimTransactionError } from '../errors/idempotency-claim-transaction.error.js';
 import { IdempotencyTransactionAbortedError } from '../errors/idempotency-transaction-aborted.error.js';
 import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';

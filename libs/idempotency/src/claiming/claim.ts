@@ -1,4 +1,4 @@
-import type { IsolationLevel } from '../decorators/idempotent-handler.options.js';
+import type { IsolationLevel } from '../options/handler-values.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
 
 /**

@@ -23,7 +23,8 @@ import {
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { toRecordedErrors, toRecordPolicy } from '../recording/recording.options.js';
 import { recordingMessages } from '../recording/recording.messages.js';
-import type { IdempotencyMode, IdempotentHandlerOptions, InFlightPolicy, IsolationLevel, KeySource, RecordPolicy } from './idempotent-handler.options.js';
+import type { IdempotentHandlerOptions, KeySource } from './idempotent-handler.options.js';
+import type { IdempotencyMode, InFlightPolicy, IsolationLevel, RecordPolicy } from '../options/handler-values.js';
 
 /** How long a lease is renewed while its handler runs, unless the handler says otherwise. */
 const DEFAULT_RENEW_LEASE_FOR = '10m';

@@ -2,7 +2,7 @@ import { type ExecutionContext, Injectable } from '@nestjs/common';
 import type { ClaimOutcome, CommitOptions, OpenDelivery, RecordedResponse } from '../claiming/claim.js';
 import { ClaimingService } from '../claiming/claiming.service.js';
 import type { ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
-import type { IdempotencyMode } from '../decorators/idempotent-handler.options.js';
+import type { IdempotencyMode } from '../options/handler-values.js';
 import { failureOutcome } from '../errors/delivery-error-classes.js';
 import { LeaseClaimingService, type LeaseClaimRequest } from '../leasing/lease-claiming.service.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { ClaimRequest } from '../claiming/claim.js';
-import type { IdempotencyMode } from '../decorators/idempotent-handler.options.js';
+import type { IdempotencyMode } from '../options/handler-values.js';
 import { classify, failureOutcome } from '../errors/delivery-error-classes.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';

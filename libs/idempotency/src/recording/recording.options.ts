@@ -1,5 +1,5 @@
 import { createSecretKey, type KeyObject } from 'node:crypto';
-import type { RecordPolicy } from '../decorators/idempotent-handler.options.js';
+import type { RecordPolicy } from '../options/handler-values.js';
 import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
 import { optionValueMessages } from '../options/option-values.messages.js';
 import { recordingMessages } from './recording.messages.js';

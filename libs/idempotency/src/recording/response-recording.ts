@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { ClaimRequest, RecordedResponse } from '../claiming/claim.js';
-import type { RecordPolicy } from '../decorators/idempotent-handler.options.js';
+import type { RecordPolicy } from '../options/handler-values.js';
 import { IdempotencyRecordUnreadableError } from '../errors/idempotency-record-unreadable.error.js';
 import { openResponse, sealResponse, UnreadableRecord } from './response-seal.js';
 import { RECORDING_OPTIONS, type ResolvedRecordingOptions } from './recording.options.js';

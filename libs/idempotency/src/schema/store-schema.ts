@@ -1,4 +1,4 @@
-import type { IdempotencyMode } from '../decorators/idempotent-handler.options.js';
+import type { IdempotencyMode } from '../options/handler-values.js';
 import { claimSignature, recordSignature } from './store-schema.queries.js';
 
 /** The library's migrations, by what they create. */

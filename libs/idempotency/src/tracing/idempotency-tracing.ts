@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { channel } from 'node:diagnostics_channel';
-import type { IdempotencyMode } from '../decorators/idempotent-handler.options.js';
+import type { IdempotencyMode } from '../options/handler-values.js';
 import { IDEMPOTENCY_CHANNELS } from '../idempotency.constants.js';
 import { loadIfInstalled } from '../optional/load-optional-package.js';
 import type { PurgeRun } from '../errors/idempotency-purge.error.js';

@@ -1,5 +1,5 @@
 import type { ExecutionContext, Provider, Type } from '@nestjs/common';
-import type { InFlightPolicy } from '../decorators/idempotent-handler.options.js';
+import type { InFlightPolicy } from '../options/handler-values.js';
 
 /**
  * How a message is to be settled with its broker once every idempotent handler it reached has

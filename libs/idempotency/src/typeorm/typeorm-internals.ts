@@ -1,5 +1,5 @@
 import type { DataSource, QueryRunner } from 'typeorm';
-import type { IsolationLevel } from '../decorators/idempotent-handler.options.js';
+import type { IsolationLevel } from '../options/handler-values.js';
 
 /*
  * What the module relies on in TypeORM beyond its documented API, and nothing else. These parts
