@@ -155,7 +155,8 @@ export function transportContract(harness: TransportHarness): ContractCheck[] {
         await harness.publishCopies(fifty, 50);
         const duplicate = `Duplicate of '${fifty.key}'`;
         await until(
-          async () => logged(consumer, duplicate) === 49 && (await harness.effects(fifty)) === 1 && (await harness.drained()),
+          // At least one effect: a transport that runs more copies fails the assertions below at once, not this wait's bound.
+          async () => logged(consumer, duplicate) === 49 && (await harness.effects(fifty)) >= 1 && (await harness.drained()),
           'every copy is settled',
         );
         await consumer.stop(); // an unsettled copy would return to the broker now
@@ -184,7 +185,7 @@ export function transportContract(harness: TransportHarness): ContractCheck[] {
         strictEqual(await harness.effects(killed), 0, 'nothing of the killed delivery is committed');
         await harness.also?.afterKill?.(killed);
         const next = await start();
-        await until(async () => (await harness.effects(killed)) === 1 && (await harness.drained()), 'the redelivery is processed');
+        await until(async () => (await harness.effects(killed)) >= 1 && (await harness.drained()), 'the redelivery is processed');
         await next.stop();
         ok(await harness.drained(), 'nothing is left on the broker');
         strictEqual(await harness.deadLettered(killed), 0);
