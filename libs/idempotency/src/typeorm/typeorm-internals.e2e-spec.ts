@@ -7,7 +7,7 @@ import * as typeormInternals from './typeorm-internals.js';
  * The parts of TypeORM and node-postgres that the module relies on without their being documented
  * API (TypeORM's in typeorm-internals.ts beside this file), checked on a real PostgreSQL with the
  * installed versions: CI runs this suite on TypeORM 1.1 (the lock file) and on 0.3.31
- * (.ci/typeorm-0.3). When an upgrade changes one of them, this suite fails before a claim goes
+ * (.ci/variables). When an upgrade changes one of them, this suite fails before a claim goes
  * wrong: then check the module against the new version and widen the peer range in
  * libs/idempotency/package.json.
  */
