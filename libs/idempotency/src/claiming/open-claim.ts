@@ -25,15 +25,7 @@ export class OpenClaim extends SettlingDelivery {
     onSettled: (outcome: DeliveryOutcome, recorded?: RecordedResponse) => void,
   ) {
     super(storage, onSettled);
-    this.active = {
-      consumer: request.consumer,
-      key: request.clientKey ?? request.key,
-      sender: request.sender,
-      get downstreamKey() {
-        return downstreamKey(request);
-      },
-      transaction,
-    };
+    this.active = new ClaimInHandler(request, transaction);
   }
 
   /**
@@ -61,5 +53,25 @@ export class OpenClaim extends SettlingDelivery {
   /** Gives the connection back, rolling back what a failed commit left open. */
   protected override afterCommit(): Promise<void> {
     return this.transaction.close();
+  }
+}
+
+/** What `IdempotencyContext` answers in the transactional mode; the downstream key, which few handlers read, is derived when read. */
+class ClaimInHandler implements ActiveClaim {
+  readonly consumer: string;
+  readonly key: string;
+  readonly sender: string;
+
+  constructor(
+    private readonly request: ClaimRequest,
+    readonly transaction: ClaimTransaction,
+  ) {
+    this.consumer = request.consumer;
+    this.key = request.clientKey ?? request.key;
+    this.sender = request.sender;
+  }
+
+  get downstreamKey(): string {
+    return downstreamKey(this.request);
   }
 }

@@ -53,11 +53,13 @@ describe('ReplayCache', () => {
     expect(kept(cache, 'b', 'c', 'd')).toEqual(['b', 'c']);
   });
 
-  it('counts the headers as JSON in the bytes', () => {
+  it("counts the headers' names and values in the bytes, each line of a repeated header", () => {
     const cache = cacheOf({ maxBytes: 30 });
-    const headers = { 'x-a': 'y'.repeat(20) }; // {"x-a":"yyyy…"}: 30 bytes, 32 with consumer and key
+    const headers = { 'x-a': 'y'.repeat(20), 'set-cookie': ['a=1', 'b=2'] }; // 3 + 20 + 10 + 6 bytes
     cache.fill(message('a'), { fingerprint: null, response: { status: 200, headers, body: null } }, clock + HOUR);
     expect(cache.get(message('a'))).toBeUndefined();
+    cache.fill(message('b'), { fingerprint: null, response: { status: 200, headers: { 'x-a': 'y'.repeat(20) }, body: null } }, clock + HOUR);
+    expect(cache.get(message('b'))).toBeDefined(); // 23 bytes, 25 with consumer and key
   });
 
   it('goes to the store for a record past its deadline, and past maxAge whatever the deadline', () => {

@@ -70,7 +70,8 @@ export class ReplayCache {
    * expiry), or `maxAge` from now when that is sooner; evicts the least recently replayed past the bounds.
    */
   fill(message: CachedMessage, record: CachedRecord, expiresAt: number): void {
-    this.forget(message);
+    const id = idOf(message);
+    this.drop(id);
     if (this.bounds === null) {
       return;
     }
@@ -79,7 +80,7 @@ export class ReplayCache {
     if (bytes > this.bounds.maxBytes || expiresAt <= now) {
       return;
     }
-    this.entries.set(idOf(message), { ...record, expiresAt: Math.min(expiresAt, now + this.bounds.maxAgeMs), bytes });
+    this.entries.set(id, { fingerprint: record.fingerprint, response: record.response, expiresAt: Math.min(expiresAt, now + this.bounds.maxAgeMs), bytes });
     this.bytes += bytes;
     for (const [id, oldest] of this.entries) {
       if (this.entries.size <= this.bounds.maxEntries && this.bytes <= this.bounds.maxBytes) {
@@ -92,7 +93,10 @@ export class ReplayCache {
 
   /** Drops the record of `message`. @returns whether one was kept (expired or not). */
   forget(message: CachedMessage): boolean {
-    const id = idOf(message);
+    return this.drop(idOf(message));
+  }
+
+  private drop(id: string): boolean {
     const entry = this.entries.get(id);
     if (entry === undefined) {
       return false;
@@ -107,10 +111,14 @@ function idOf({ consumer, key }: CachedMessage): string {
   return `${consumer}\u0000${key}`;
 }
 
-/** What a record weighs: its body, its headers as JSON, its consumer and key. */
+/** What a record weighs: its body, its headers' names and values, its consumer and key. */
 function sizeOf({ consumer, key }: CachedMessage, { headers, body }: RecordedResponse): number {
-  const headerBytes = headers === null ? 0 : Buffer.byteLength(JSON.stringify(headers));
-  return (body?.length ?? 0) + headerBytes + Buffer.byteLength(consumer) + Buffer.byteLength(key);
+  let bytes = (body?.length ?? 0) + Buffer.byteLength(consumer) + Buffer.byteLength(key);
+  for (const name in headers) {
+    const value = headers[name];
+    bytes += Buffer.byteLength(name) + (typeof value === 'string' ? Buffer.byteLength(value) : value.reduce((sum, line) => sum + Buffer.byteLength(line), 0));
+  }
+  return bytes;
 }
 
 /**

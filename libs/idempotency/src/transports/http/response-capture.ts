@@ -260,7 +260,8 @@ export class ResponseCapture {
 
   private captured(): CapturedResponse {
     // writeHead()'s headers go out over those set before, named as writeHead() was given them.
-    const headers = mergeHeaders(headersAsSent(this.raw), headersAsSent(this.raw, this.headArguments));
+    const set = headersAsSent(this.raw);
+    const headers = Object.keys(this.headArguments).length === 0 ? set : mergeHeaders(set, headersAsSent(this.raw, this.headArguments));
     return {
       status: this.status ?? this.raw.statusCode,
       headers,
