@@ -8,6 +8,7 @@ import { AppModule } from '../apps/demo-api/src/app.module.js';
 import { CreditFaults, GraphqlAppModule } from './apps/graphql/graphql-app.module.js';
 import { startDemoApp } from './support/demo-app.js';
 import { type DemoProcess, startAppProcess } from './support/demo-process.js';
+import { postJson } from './support/post-json.js';
 import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
 
 const GRAPHQL_APP = resolve('dist/test-apps/test/apps/graphql/graphql-app.main.js');
@@ -161,6 +162,28 @@ describe('exactly-once GraphQL mutations (Apollo on Express)', () => {
     expect(answer.errors![0].message).toMatch(/Idempotency-Key header/);
     expect(answer.errors![0].extensions).toMatchObject({ code: 'IDEMPOTENCY_INVALID_KEY', type: 'urn:idempotency:invalid-key', status: 400 });
     expect(answer.errors![0].extensions.retryAfter).toBeUndefined();
+    expect(await ledgerCount(account)).toBe(0);
+  });
+
+  it('refuses an Idempotency-Key header sent twice (IDEMPOTENCY_INVALID_KEY), as over HTTP, and claims nothing', async () => {
+    const account = newAccount();
+    const [first, second] = [newKey(), newKey()];
+    // Two header lines, as fetch cannot send them (it joins them into one).
+    const { json } = await postJson(
+      `${baseUrl}/graphql`,
+      { query: `mutation { grantCredit(input: { cents: 7, account: "${account}" }) { balance } }` },
+      { 'Idempotency-Key': [first, second] },
+    );
+    const answer = json as { data: unknown; errors: GraphqlError[] };
+    expect(answer.data).toBeNull();
+    expect(answer.errors[0].message).toBe(
+      'The idempotency key (the Idempotency-Key header) came 2 times in one request; it takes exactly one value ' +
+        '(as the IETF Idempotency-Key draft defines): send the header once.',
+    );
+    expect(answer.errors[0].extensions).toMatchObject({ code: 'IDEMPOTENCY_INVALID_KEY', status: 400 });
+    expect(await claimsOf(first)).toEqual([]);
+    expect(await claimsOf(second)).toEqual([]);
+    expect(await claimsOf(`${first}, ${second}`)).toEqual([]);
     expect(await ledgerCount(account)).toBe(0);
   });
 

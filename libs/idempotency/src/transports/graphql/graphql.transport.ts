@@ -1,14 +1,13 @@
 import { type ExecutionContext, Injectable } from '@nestjs/common';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from '../../idempotency.constants.js';
-import { headerText } from '../http/header-text.js';
+import { type HeaderSource, requestHeaderText } from '../http/header-text.js';
 import type { InboundMessage, MessageTransport } from '../message-transport.js';
 import { type GraphqlOutputType, revive } from './graphql-replay.js';
 import { GRAPHQL_TRANSPORT } from './graphql-resolvers.handler-kind.js';
 
 /** What the transport reads of a resolver's GraphQL context: the HTTP request that carries the operation, as the Apollo driver puts it (`req`). */
 interface GraphqlContext {
-  readonly req?: {
-    readonly headers?: Record<string, string | string[] | undefined>;
+  readonly req?: HeaderSource & {
     /** Express: the response the GraphQL answer is sent in. */
     readonly res?: { setHeader(name: string, value: string): unknown };
   };
@@ -36,7 +35,7 @@ export class GraphqlTransport implements MessageTransport {
     }
     const [, args, graphqlContext, info] = context.getArgs<[unknown, unknown, GraphqlContext | undefined, { readonly returnType: GraphqlOutputType }]>();
     const request = graphqlContext?.req;
-    const header = (name: string) => headerText(request?.headers?.[name.toLowerCase()], `the ${name} header`);
+    const header = (name: string) => requestHeaderText(request, name.toLowerCase(), `the ${name} header`);
     return {
       payload: args,
       get messageId() {

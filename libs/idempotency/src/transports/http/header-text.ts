@@ -26,3 +26,41 @@ export function headerText(value: unknown, source: string): unknown {
     throw new IdempotencyKeyError(keyMessages.textNotUtf8('idempotency key', source), source);
   }
 }
+
+/** What `requestHeaderText` reads of a request: Node's headers (lower-case names) and its raw lines. */
+export interface HeaderSource {
+  readonly headers?: Record<string, string | string[] | undefined>;
+  readonly rawHeaders?: string[];
+  /** Fastify's request: Node's request, whose raw lines these are. */
+  readonly raw?: { readonly rawHeaders?: string[] };
+}
+
+/**
+ * The value of the request header `name` (lower-case) as `headerText` reads it, refusing a header
+ * sent more than once: Node joins its lines into one value with ', ', which is no key the client
+ * sent (the draft defines one value).
+ * @throws IdempotencyKeyError when the header came in several lines, or its bytes are not UTF-8.
+ * @internal
+ */
+export function requestHeaderText(request: HeaderSource | undefined, name: string, source: string): unknown {
+  const value = request?.headers?.[name];
+  // Only a joined value holds ', ': count its lines only then.
+  if (typeof value === 'string' && value.includes(',')) {
+    const lines = headerLines(request?.rawHeaders ?? request?.raw?.rawHeaders ?? [], name);
+    if (lines > 1) {
+      throw new IdempotencyKeyError(keyMessages.textRepeated('idempotency key', source, lines), source);
+    }
+  }
+  return headerText(value, source);
+}
+
+/** How many lines of `rawHeaders` carry the header `name` (lower-case). */
+function headerLines(rawHeaders: string[], name: string): number {
+  let lines = 0;
+  for (let index = 0; index < rawHeaders.length; index += 2) {
+    if (rawHeaders[index].length === name.length && rawHeaders[index].toLowerCase() === name) {
+      lines++;
+    }
+  }
+  return lines;
+}

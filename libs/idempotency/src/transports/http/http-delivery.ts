@@ -10,15 +10,13 @@ import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
 import { classify, failureOutcome, statusOutcome } from '../../errors/delivery-error-classes.js';
 import { IdempotencyClaimTransactionError } from '../../errors/idempotency-claim-transaction.error.js';
 import { IdempotencyError } from '../../errors/idempotency.error.js';
-import { IdempotencyKeyError } from '../../errors/idempotency-key.error.js';
 import { IdempotencyResponseTooLargeError } from '../../errors/idempotency-response-too-large.error.js';
 import { IdempotencySchemaError } from '../../errors/idempotency-schema.error.js';
 import { IdempotencyTransientError } from '../../errors/idempotency-transient.error.js';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from '../../idempotency.constants.js';
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../../idempotency.options.js';
-import { keyMessages } from '../../keys/key.messages.js';
 import { readPath, toMessageKey } from '../../keys/message-key.js';
-import { headerText } from './header-text.js';
+import { type HeaderSource, requestHeaderText } from './header-text.js';
 import { httpMessages } from './http.messages.js';
 import { problemAnswer } from './problem-details.js';
 import { type CapturedResponse, findHeaderName, headersAsSent, type HeaderValues, mergeHeaders, ResponseCapture } from './response-capture.js';
@@ -35,16 +33,12 @@ const UNDO_WORK: CommitOptions = { undoWork: true };
 /** The header of a replayed message reply. */
 const JSON_BODY = { 'Content-Type': 'application/json; charset=utf-8' };
 
-interface HttpRequestLike {
+interface HttpRequestLike extends HeaderSource {
   method: string;
   url: string;
   /** Express: the URL as received, before any router rewrote `url`. */
   originalUrl?: string;
   headers: Record<string, string | string[] | undefined>;
-  /** Node's header lines as received (Express's request is Node's). */
-  rawHeaders?: string[];
-  /** Fastify: Node's request. */
-  raw?: { rawHeaders: string[] };
   body?: unknown;
   /** Set by an authentication guard (Passport's convention). */
   user?: unknown;
@@ -294,17 +288,7 @@ function keyReader(handler: ResolvedHandler): (context: ExecutionContext, exchan
   if ('header' in source) {
     const name = source.header.toLowerCase();
     const where = `the ${source.header} header`;
-    return (_context, { request }) => {
-      const value = request.headers[name];
-      // Node joins a header sent twice into one value with ', ': count its lines only then.
-      if (typeof value === 'string' && value.includes(',')) {
-        const lines = headerLines(request.rawHeaders ?? request.raw?.rawHeaders ?? [], name);
-        if (lines > 1) {
-          throw new IdempotencyKeyError(keyMessages.textRepeated('idempotency key', where, lines), where);
-        }
-      }
-      return toMessageKey(headerText(value, where), where);
-    };
+    return (_context, { request }) => toMessageKey(requestHeaderText(request, name, where), where);
   }
   const path = source.body;
   const where = `'${path}' in the request body`;
@@ -314,17 +298,6 @@ function keyReader(handler: ResolvedHandler): (context: ExecutionContext, exchan
 /** A status that commits: 2xx, and 3xx but 304 (an answer to a conditional request, not the operation's). */
 function isSuccess(status: number): boolean {
   return status >= 200 && status < 400 && status !== 304;
-}
-
-/** How many lines of `rawHeaders` carry the header `name` (lower-case). */
-function headerLines(rawHeaders: string[], name: string): number {
-  let lines = 0;
-  for (let index = 0; index < rawHeaders.length; index += 2) {
-    if (rawHeaders[index].length === name.length && rawHeaders[index].toLowerCase() === name) {
-      lines++;
-    }
-  }
-  return lines;
 }
 
 function parsedBody(recorded: RecordedResponse): unknown {
