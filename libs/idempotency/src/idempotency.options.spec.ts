@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { IdempotencyOptionsError } from './errors/idempotency-options.error.js';
+import { IdempotencyOptionsError } from './errors/idempotency.errors.js';
 import { resolveModuleOptions } from './idempotency.options.js';
 
 describe('resolveModuleOptions', () => {

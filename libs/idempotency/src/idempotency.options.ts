@@ -3,7 +3,7 @@ import { CLAIM_OPTIONS, type ResolvedClaimOptions } from './claiming/claim.optio
 import type { RecordPolicy } from './options/handler-values.js';
 import { DISCOVERY_OPTIONS, resolveDiscovery, type ResolvedDiscoveryOptions, type SenderOptions } from './discovery/discovery.options.js';
 import { type Duration, MAX_RETENTION_MS, MAX_TIMER_MS, toMilliseconds } from './duration/duration.js';
-import { IdempotencyOptionsError } from './errors/idempotency-options.error.js';
+import { IdempotencyOptionsError } from './errors/idempotency.errors.js';
 import { HEALTH_OPTIONS, type HealthOptions, resolveHealth, type ResolvedHealthOptions } from './health/health.options.js';
 import { resolveStore, type ResolvedStoreOptions, STORE_OPTIONS } from './joining/store.options.js';
 import { keyMessages } from './keys/key.messages.js';

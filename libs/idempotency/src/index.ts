@@ -23,24 +23,27 @@ export { CreateProcessedMessagesFunctions1796256000000 } from './migrations/crea
 export { UpgradeProcessedMessagesTable1796342400000 } from './migrations/upgrade-processed-messages-table.migration.js';
 export type { Duration } from './duration/duration.js';
 export { DEFAULT_TABLE_NAME, IDEMPOTENCY_CHANNELS, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, MAX_KEY_LENGTH } from './idempotency.constants.js';
-export { IdempotencyError } from './errors/idempotency.error.js';
-export { IdempotencyOptionsError } from './errors/idempotency-options.error.js';
-export { IdempotencyContextError } from './errors/idempotency-context.error.js';
-export { IdempotencyKeyError } from './errors/idempotency-key.error.js';
-export { IdempotencyKeyReusedError } from './errors/idempotency-key-reused.error.js';
-export { IdempotencyInFlightError } from './errors/idempotency-in-flight.error.js';
-export { IdempotencyTransientError } from './errors/idempotency-transient.error.js';
-export { IdempotencyUnavailableError } from './errors/idempotency-unavailable.error.js';
-export { IdempotencyLeaseLostError } from './errors/idempotency-lease-lost.error.js';
-export { IdempotencyTransactionAbortedError } from './errors/idempotency-transaction-aborted.error.js';
-export { IdempotencyClaimTransactionError } from './errors/idempotency-claim-transaction.error.js';
-export { IdempotencyResponseTooLargeError } from './errors/idempotency-response-too-large.error.js';
-export { IdempotencyRecordUnreadableError } from './errors/idempotency-record-unreadable.error.js';
-export { IdempotencyUnsupportedHandlerError } from './errors/idempotency-unsupported-handler.error.js';
-export { IdempotencyRetentionError } from './errors/idempotency-retention.error.js';
-export { IdempotencyConsumerConflictError } from './errors/idempotency-consumer-conflict.error.js';
-export { IdempotencyPurgeError } from './errors/idempotency-purge.error.js';
-export { IdempotencySchemaError } from './errors/idempotency-schema.error.js';
+export {
+  IdempotencyAdminError,
+  IdempotencyClaimTransactionError,
+  IdempotencyConsumerConflictError,
+  IdempotencyContextError,
+  IdempotencyError,
+  IdempotencyInFlightError,
+  IdempotencyKeyError,
+  IdempotencyKeyReusedError,
+  IdempotencyLeaseLostError,
+  IdempotencyOptionsError,
+  IdempotencyPurgeError,
+  IdempotencyRecordUnreadableError,
+  IdempotencyResponseTooLargeError,
+  IdempotencyRetentionError,
+  IdempotencySchemaError,
+  IdempotencyTransactionAbortedError,
+  IdempotencyTransientError,
+  IdempotencyUnavailableError,
+  IdempotencyUnsupportedHandlerError,
+} from './errors/idempotency.errors.js';
 export { IdempotencyAdmin } from './admin/idempotency-admin.service.js';
 export { IdempotencyAdminModule } from './admin/idempotency-admin.module.js';
 export type { IdempotencyAdminModuleOptions } from './admin/idempotency-admin.options.js';
@@ -55,10 +58,8 @@ export type {
   AdminReleaseOptions,
   AdminUnreadableResponse,
 } from './admin/idempotency-admin.service.js';
-export type { UnreadableReason } from './errors/idempotency-record-unreadable.error.js';
-export { IdempotencyAdminError } from './errors/idempotency-admin.error.js';
+export type { PurgeOutcome, PurgeRun, UnreadableReason } from './errors/idempotency.errors.js';
 export { IdempotencyPurgeService } from './purge/idempotency-purge.service.js';
-export type { PurgeOutcome, PurgeRun } from './errors/idempotency-purge.error.js';
 export { IdempotencyHealthIndicator } from './health/idempotency.health.js';
 export type { IdempotencyHealthResult } from './health/idempotency.health.js';
 export { IdempotencyMetricsService } from './metrics/idempotency-metrics.service.js';

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { IdempotencyAdminError } from '../errors/idempotency-admin.error.js';
+import { IdempotencyAdminError } from '../errors/idempotency.errors.js';
 import { adminMessages } from './admin.messages.js';
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { type ResolvedStoreOptions, STORE_OPTIONS } from '../joining/store.options.js';
@@ -10,7 +10,7 @@ import type { LeaseKey, LeaseStore } from '../leasing/lease-store.js';
 import { LeaseStores, POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { errorMessages } from '../errors/error.messages.js';
-import type { UnreadableReason } from '../errors/idempotency-record-unreadable.error.js';
+import type { UnreadableReason } from '../errors/idempotency.errors.js';
 import { openResponse, sealingKeyId, UnreadableRecord } from '../recording/response-seal.js';
 import { ReplayCache } from '../replay-cache/replay-cache.js';
 import { adminForgetSql, adminListSql, adminLookupSql, adminReleaseSql } from './idempotency-admin.queries.js';

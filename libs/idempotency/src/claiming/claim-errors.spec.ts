@@ -1,5 +1,5 @@
 import { QueryFailedError, QueryRunnerAlreadyReleasedError, QueryRunnerProviderAlreadyReleasedError } from 'typeorm';
-import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
+import { IdempotencyUnavailableError } from '../errors/idempotency.errors.js';
 import { translateDatabaseError } from './claim-errors.js';
 
 const request = { consumer: 'payments', key: 'm-1' };

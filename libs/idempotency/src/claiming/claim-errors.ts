@@ -1,9 +1,6 @@
-import { IdempotencySchemaError } from '../errors/idempotency-schema.error.js';
+import { IdempotencySchemaError, IdempotencyTransactionAbortedError, IdempotencyTransientError, IdempotencyUnavailableError } from '../errors/idempotency.errors.js';
 import { functionMissing } from '../schema/store-schema.js';
-import { IdempotencyTransactionAbortedError } from '../errors/idempotency-transaction-aborted.error.js';
 import { QueryRunnerAlreadyReleasedError, QueryRunnerProviderAlreadyReleasedError } from 'typeorm';
-import { IdempotencyTransientError } from '../errors/idempotency-transient.error.js';
-import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
 import { claimMessages } from './claim.messages.js';
 import { PG_CONNECTION_ENDED_CODES, PG_IN_FAILED_TRANSACTION, PG_TRANSIENT_ERROR_CODES, PG_UNDEFINED_FUNCTION } from './claim.constants.js';
 import type { ClaimRequest } from './claim.js';

@@ -1,8 +1,6 @@
 import type { DataSource, QueryRunner } from 'typeorm';
 import type { IsolationLevel } from '../options/handler-values.js';
-import { IdempotencyClaimTransactionError } from '../errors/idempotency-claim-transaction.error.js';
-import { IdempotencyTransactionAbortedError } from '../errors/idempotency-transaction-aborted.error.js';
-import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
+import { IdempotencyClaimTransactionError, IdempotencyTransactionAbortedError, IdempotencyUnavailableError } from '../errors/idempotency.errors.js';
 import { within } from '../duration/within.js';
 import { claimMessages } from './claim.messages.js';
 import { UNDO_WORK } from './claim.queries.js';

@@ -1,8 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import { type ActiveClaim, CLAIM_STORAGE } from '../context/idempotency.context.js';
-import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.js';
-import { IdempotencyTransientError } from '../errors/idempotency-transient.error.js';
+import { IdempotencyInFlightError, IdempotencyTransientError } from '../errors/idempotency.errors.js';
 import { PG_LOCK_NOT_AVAILABLE, REJECT_LOCK_TIMEOUT_MS } from './claim.constants.js';
 import { claimMessages } from './claim.messages.js';
 import { CLAIM_OPTIONS, type ResolvedClaimOptions } from './claim.options.js';

@@ -1,8 +1,6 @@
 import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
-import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.js';
-import { IdempotencyKeyReusedError } from '../errors/idempotency-key-reused.error.js';
-import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
+import { IdempotencyInFlightError, IdempotencyKeyReusedError, IdempotencyUnavailableError } from '../errors/idempotency.errors.js';
 import type { ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
 import { ReplayCache } from '../replay-cache/replay-cache.js';

@@ -1,7 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { IdempotencyInFlightError } from '../errors/idempotency-in-flight.error.js';
-import { IdempotencyKeyReusedError } from '../errors/idempotency-key-reused.error.js';
+import { IdempotencyInFlightError, IdempotencyKeyReusedError } from '../errors/idempotency.errors.js';
 import { TWIN_POLL_FIRST_MS, TWIN_POLL_MAX_MS } from './claim.constants.js';
 import { claimMessages } from './claim.messages.js';
 import type { ResolvedClaimOptions } from './claim.options.js';

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ActiveClaim } from '../context/idempotency.context.js';
-import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
+import { IdempotencyUnavailableError } from '../errors/idempotency.errors.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
 import type { RecordedResponse } from './claim.js';
 import { SettlingDelivery } from './settling-delivery.js';

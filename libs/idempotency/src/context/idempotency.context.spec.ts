@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { IdempotencyContextError } from '../errors/idempotency-context.error.js';
+import { IdempotencyContextError } from '../errors/idempotency.errors.js';
 import { type ActiveClaim, IdempotencyContext } from './idempotency.context.js';
 
 describe('IdempotencyContext', () => {

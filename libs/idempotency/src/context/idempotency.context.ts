@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { type Duration, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
-import { IdempotencyContextError } from '../errors/idempotency-context.error.js';
+import { IdempotencyContextError } from '../errors/idempotency.errors.js';
 import { contextMessages } from './context.messages.js';
 
 /** The token of the AsyncLocalStorage that holds the active claim. @internal */

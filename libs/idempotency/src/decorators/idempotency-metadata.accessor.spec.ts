@@ -1,7 +1,7 @@
 import { Controller, Next, Post, Put, Res } from '@nestjs/common';
 import { EventPattern } from '@nestjs/microservices';
 import { Reflector } from '@nestjs/core';
-import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
+import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 import { resolveModuleOptions } from '../idempotency.options.js';
 import { IdempotencyMetadataAccessor } from './idempotency-metadata.accessor.js';
 import { IdempotentHandler } from './idempotent-handler.decorator.js';

@@ -3,7 +3,7 @@ import { RequestMethod } from '@nestjs/common';
 import { GUARDS_METADATA, HTTP_CODE_METADATA, METHOD_METADATA, PATH_METADATA, RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA, SSE_METADATA } from '@nestjs/common/constants.js';
 import { Reflector } from '@nestjs/core';
 import { MAX_RETENTION_MS, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
-import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
+import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 import { IDEMPOTENCY_KEY_HEADER } from '../idempotency.constants.js';
 import { handlerMessages } from './idempotent-handler.messages.js';
 import { keyMessages } from '../keys/key.messages.js';

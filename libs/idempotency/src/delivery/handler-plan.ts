@@ -2,7 +2,7 @@ import type { ExecutionContext, Type } from '@nestjs/common';
 import type { ClaimOutcome, ClaimRequest, RecordedResponse } from '../claiming/claim.js';
 import type { ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
 import type { InFlightPolicy } from '../options/handler-values.js';
-import { IdempotencyKeyError } from '../errors/idempotency-key.error.js';
+import { IdempotencyKeyError } from '../errors/idempotency.errors.js';
 import { fingerprint } from '../keys/fingerprint.js';
 import { keyMessages } from '../keys/key.messages.js';
 import { toScope, toSenderName } from '../keys/message-key.js';

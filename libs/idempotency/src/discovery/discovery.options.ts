@@ -1,5 +1,5 @@
 import { type Duration, MAX_RETENTION_MS, toMilliseconds } from '../duration/duration.js';
-import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
+import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 import { toFlag } from '../options/option-values.js';
 import { discoveryMessages } from './discovery.messages.js';
 

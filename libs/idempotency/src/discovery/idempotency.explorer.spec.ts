@@ -5,10 +5,7 @@ import { EventPattern } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import { IdempotentHandler } from '../decorators/idempotent-handler.decorator.js';
-import { IdempotencyConsumerConflictError } from '../errors/idempotency-consumer-conflict.error.js';
-import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
-import { IdempotencyRetentionError } from '../errors/idempotency-retention.error.js';
-import { IdempotencyUnsupportedHandlerError } from '../errors/idempotency-unsupported-handler.error.js';
+import { IdempotencyConsumerConflictError, IdempotencyOptionsError, IdempotencyRetentionError, IdempotencyUnsupportedHandlerError } from '../errors/idempotency.errors.js';
 import { IdempotencyModule } from '../idempotency.module.js';
 import type { IdempotencyModuleOptions } from '../idempotency.options.js';
 

@@ -2,10 +2,7 @@ import { Inject, Injectable, Logger, type OnModuleInit, type Type } from '@nestj
 import { DiscoveryService, MetadataScanner, ModulesContainer } from '@nestjs/core';
 import { type HandlerPatterns, IdempotencyMetadataAccessor, type ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
 import { formatDuration } from '../duration/duration.js';
-import { IdempotencyConsumerConflictError } from '../errors/idempotency-consumer-conflict.error.js';
-import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
-import { IdempotencyRetentionError } from '../errors/idempotency-retention.error.js';
-import { IdempotencyUnsupportedHandlerError } from '../errors/idempotency-unsupported-handler.error.js';
+import { IdempotencyConsumerConflictError, IdempotencyOptionsError, IdempotencyRetentionError, IdempotencyUnsupportedHandlerError } from '../errors/idempotency.errors.js';
 import { DEFAULT_SENDER } from '../decorators/idempotency-metadata.constants.js';
 import { discoveryMessages } from './discovery.messages.js';
 import { LeaseStores, POSTGRES_STORE } from '../leasing/lease-stores.js';

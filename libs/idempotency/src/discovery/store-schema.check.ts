@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
 import { IdempotencyExplorer } from './idempotency.explorer.js';
-import { IdempotencySchemaError } from '../errors/idempotency-schema.error.js';
+import { IdempotencySchemaError } from '../errors/idempotency.errors.js';
 import { type ResolvedStoreOptions, STORE_OPTIONS } from '../joining/store.options.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { POSTGRES_STORE } from '../leasing/lease-stores.js';

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
+import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 import { discoveryMessages } from './discovery.messages.js';
 import { type ResolvedStoreOptions, STORE_OPTIONS } from '../joining/store.options.js';
 import { DISCOVERY_OPTIONS, type ResolvedDiscoveryOptions } from './discovery.options.js';

@@ -1,4 +1,4 @@
-import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
+import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 import { formatDuration, MAX_RETENTION_MS, MAX_TIMER_MS, toMilliseconds } from './duration.js';
 
 describe('toMilliseconds', () => {

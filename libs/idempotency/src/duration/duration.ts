@@ -1,5 +1,5 @@
-import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
-import type { Duration } from '../errors/idempotency-retention.error.js';
+import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
+import type { Duration } from '../errors/idempotency.errors.js';
 import { durationMessages } from './duration.messages.js';
 
 export type { Duration };

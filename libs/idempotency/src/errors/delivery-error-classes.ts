@@ -1,16 +1,18 @@
 import { HttpException, HttpStatus } from '@nestjs/common';
-import { IdempotencyClaimTransactionError } from './idempotency-claim-transaction.error.js';
-import type { IdempotencyError } from './idempotency.error.js';
-import { IdempotencyInFlightError } from './idempotency-in-flight.error.js';
-import { IdempotencyKeyReusedError } from './idempotency-key-reused.error.js';
-import { IdempotencyKeyError } from './idempotency-key.error.js';
-import { IdempotencyLeaseLostError } from './idempotency-lease-lost.error.js';
-import { IdempotencyRecordUnreadableError } from './idempotency-record-unreadable.error.js';
-import { IdempotencyResponseTooLargeError } from './idempotency-response-too-large.error.js';
-import { IdempotencySchemaError } from './idempotency-schema.error.js';
-import { IdempotencyTransactionAbortedError } from './idempotency-transaction-aborted.error.js';
-import { IdempotencyTransientError } from './idempotency-transient.error.js';
-import { IdempotencyUnavailableError } from './idempotency-unavailable.error.js';
+import {
+  IdempotencyClaimTransactionError,
+  IdempotencyInFlightError,
+  IdempotencyKeyError,
+  IdempotencyKeyReusedError,
+  IdempotencyLeaseLostError,
+  IdempotencyRecordUnreadableError,
+  IdempotencyResponseTooLargeError,
+  IdempotencySchemaError,
+  IdempotencyTransactionAbortedError,
+  IdempotencyTransientError,
+  IdempotencyUnavailableError,
+} from './idempotency.errors.js';
+import type { IdempotencyError } from './idempotency.errors.js';
 
 /**
  * How a delivery that did not go through ended (see `DeliveryOutcome`): `rejected` as the

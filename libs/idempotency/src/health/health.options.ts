@@ -1,5 +1,5 @@
 import { type Duration, formatDuration, MAX_RETENTION_MS, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
-import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
+import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 import { isPositiveInteger } from '../options/option-values.js';
 import { optionValueMessages } from '../options/option-values.messages.js';
 import type { ResolvedPurgeOptions } from '../purge/purge.options.js';

@@ -4,7 +4,7 @@ import { getDataSourceToken } from '@nestjs/typeorm';
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import { DataSource, type QueryRunner, type ReplicationMode } from 'typeorm';
 import { type ActiveClaim, CLAIM_STORAGE } from '../context/idempotency.context.js';
-import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
+import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 import { joinMessages } from './join.messages.js';
 import { type ResolvedStoreOptions, STORE_OPTIONS } from './store.options.js';
 

@@ -1,4 +1,4 @@
-import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
+import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 import { DEFAULT_TABLE_NAME } from '../idempotency.constants.js';
 import { joinMessages } from './join.messages.js';
 

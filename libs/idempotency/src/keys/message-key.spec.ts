@@ -1,4 +1,4 @@
-import { IdempotencyKeyError } from '../errors/idempotency-key.error.js';
+import { IdempotencyKeyError } from '../errors/idempotency.errors.js';
 import { readPath, toMessageKey } from './message-key.js';
 
 const source = 'the Idempotency-Key header';

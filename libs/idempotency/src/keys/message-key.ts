@@ -1,5 +1,5 @@
 import { MAX_KEY_LENGTH } from '../idempotency.constants.js';
-import { IdempotencyKeyError } from '../errors/idempotency-key.error.js';
+import { IdempotencyKeyError } from '../errors/idempotency.errors.js';
 import { keyMessages } from './key.messages.js';
 
 // eslint-disable-next-line no-control-regex

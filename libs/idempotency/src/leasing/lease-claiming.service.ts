@@ -4,7 +4,7 @@ import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { ClaimOutcome, ClaimRequest } from '../claiming/claim.js';
 import { DeliveryClaiming } from '../claiming/delivery-claiming.js';
 import { type ActiveClaim, CLAIM_STORAGE } from '../context/idempotency.context.js';
-import { IdempotencyUnavailableError } from '../errors/idempotency-unavailable.error.js';
+import { IdempotencyUnavailableError } from '../errors/idempotency.errors.js';
 import { leaseMessages } from './lease.messages.js';
 import { CLAIM_OPTIONS, type ResolvedClaimOptions } from '../claiming/claim.options.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';

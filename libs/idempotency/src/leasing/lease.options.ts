@@ -1,4 +1,4 @@
-import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
+import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 import { leaseMessages } from './lease.messages.js';
 import type { LeaseStore } from './lease-store.js';
 

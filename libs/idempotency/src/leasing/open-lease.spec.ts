@@ -2,7 +2,7 @@ import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ActiveClaim } from '../context/idempotency.context.js';
-import { IdempotencyLeaseLostError } from '../errors/idempotency-lease-lost.error.js';
+import { IdempotencyLeaseLostError } from '../errors/idempotency.errors.js';
 import type { LeaseRenewalOutcome } from '../metrics/idempotency-metrics.service.js';
 import type { LeaseStore } from './lease-store.js';
 import { OpenLease } from './open-lease.js';

@@ -3,7 +3,7 @@ import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { ClaimRequest, RecordedResponse } from '../claiming/claim.js';
 import { SettlingDelivery } from '../claiming/settling-delivery.js';
 import type { ActiveClaim } from '../context/idempotency.context.js';
-import { IdempotencyLeaseLostError } from '../errors/idempotency-lease-lost.error.js';
+import { IdempotencyLeaseLostError } from '../errors/idempotency.errors.js';
 import { leaseMessages } from './lease.messages.js';
 import { downstreamKey } from '../keys/downstream-key.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';

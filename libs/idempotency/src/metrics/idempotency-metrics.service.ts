@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { MAX_COUNTED_SENDERS, OTHER_SENDERS } from './metrics.constants.js';
 import { metricsMessages } from './metrics.messages.js';
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
-import type { PurgeOutcome, PurgeRun } from '../errors/idempotency-purge.error.js';
+import type { PurgeOutcome, PurgeRun } from '../errors/idempotency.errors.js';
 import type { DeliveryOutcome } from './delivery-outcome.js';
 import { DuplicateRateWindow } from './duplicate-rate.window.js';
 

@@ -1,5 +1,5 @@
 import { type Duration, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
-import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
+import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 import { metricsMessages } from './metrics.messages.js';
 
 /**

@@ -1,4 +1,4 @@
-import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
+import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 import { optionValueMessages } from './option-values.messages.js';
 
 /**

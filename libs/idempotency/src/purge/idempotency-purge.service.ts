@@ -1,6 +1,6 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { IdempotencyPurgeError, type PurgeOutcome, type PurgeRun } from '../errors/idempotency-purge.error.js';
+import { IdempotencyPurgeError, type PurgeOutcome, type PurgeRun } from '../errors/idempotency.errors.js';
 import { DataSourceJoin } from '../joining/data-source-join.js';
 import { purgeMessages } from './purge.messages.js';
 import { type ResolvedStoreOptions, STORE_OPTIONS } from '../joining/store.options.js';

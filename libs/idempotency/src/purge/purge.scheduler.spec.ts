@@ -1,7 +1,7 @@
 import { jest } from '@jest/globals';
 import { type PurgeOptions, resolvePurge } from './purge.options.js';
 import type { IdempotencyPurgeService } from './idempotency-purge.service.js';
-import type { PurgeRun } from '../errors/idempotency-purge.error.js';
+import type { PurgeRun } from '../errors/idempotency.errors.js';
 import { PurgeScheduler } from './purge.scheduler.js';
 
 describe('PurgeScheduler', () => {

@@ -1,6 +1,6 @@
 import { createSecretKey, type KeyObject } from 'node:crypto';
 import type { RecordPolicy } from '../options/handler-values.js';
-import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
+import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 import { optionValueMessages } from '../options/option-values.messages.js';
 import { recordingMessages } from './recording.messages.js';
 import type { Keyring } from './response-seal.js';

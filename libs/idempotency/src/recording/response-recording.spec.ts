@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ClaimRequest, RecordedResponse } from '../claiming/claim.js';
-import { IdempotencyRecordUnreadableError } from '../errors/idempotency-record-unreadable.error.js';
+import { IdempotencyRecordUnreadableError } from '../errors/idempotency.errors.js';
 import { type IdempotencyModuleOptions, resolveModuleOptions } from '../idempotency.options.js';
 import { ResponseRecording } from './response-recording.js';
 import { isSealed } from './response-seal.js';

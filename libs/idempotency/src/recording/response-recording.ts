@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { ClaimRequest, RecordedResponse } from '../claiming/claim.js';
 import type { RecordPolicy } from '../options/handler-values.js';
-import { IdempotencyRecordUnreadableError } from '../errors/idempotency-record-unreadable.error.js';
+import { IdempotencyRecordUnreadableError } from '../errors/idempotency.errors.js';
 import { openResponse, sealResponse, UnreadableRecord } from './response-seal.js';
 import { RECORDING_OPTIONS, type ResolvedRecordingOptions } from './recording.options.js';
 

@@ -1,5 +1,5 @@
 import { type Duration, MAX_RETENTION_MS, toMilliseconds } from '../duration/duration.js';
-import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
+import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 import { optionValueMessages } from '../options/option-values.messages.js';
 import { isPositiveInteger } from '../options/option-values.js';
 import { replayCacheMessages } from './replay-cache.messages.js';

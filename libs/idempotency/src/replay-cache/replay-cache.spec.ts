@@ -1,5 +1,5 @@
 import type { RecordedResponse } from '../claiming/claim.js';
-import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
+import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 import { ReplayCache } from './replay-cache.js';
 import { resolveReplayCache, type ResolvedReplayCacheOptions } from './replay-cache.options.js';
 

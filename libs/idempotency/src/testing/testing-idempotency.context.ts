@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { EntityManager } from 'typeorm';
 import { IdempotencyContext } from '../context/idempotency.context.js';
 import { type Duration, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
-import { IdempotencyContextError } from '../errors/idempotency-context.error.js';
+import { IdempotencyContextError } from '../errors/idempotency.errors.js';
 import { downstreamKey } from '../keys/downstream-key.js';
 import { testingMessages } from './testing.messages.js';
 import type { IdempotencyTestingOptions } from './idempotency-testing.options.js';

@@ -3,7 +3,7 @@ import { channel } from 'node:diagnostics_channel';
 import type { IdempotencyMode } from '../options/handler-values.js';
 import { IDEMPOTENCY_CHANNELS } from '../idempotency.constants.js';
 import { loadIfInstalled } from '../optional/load-optional-package.js';
-import type { PurgeRun } from '../errors/idempotency-purge.error.js';
+import type { PurgeRun } from '../errors/idempotency.errors.js';
 import { type ResolvedTracingOptions, TRACING_OPTIONS } from './tracing.options.js';
 
 type OpenTelemetry = typeof import('@opentelemetry/api');

@@ -1,4 +1,4 @@
-import { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
+import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 import { toFlag } from '../options/option-values.js';
 import { tracingMessages } from './tracing.messages.js';
 

@@ -2,7 +2,7 @@ import { type ArgumentsHost, Catch, type ExceptionFilter } from '@nestjs/common'
 import { HttpAdapterHost } from '@nestjs/core';
 import { throwError, type Observable } from 'rxjs';
 import { classify, CLASSIFIED_ERRORS } from '../errors/delivery-error-classes.js';
-import type { IdempotencyError } from '../errors/idempotency.error.js';
+import type { IdempotencyError } from '../errors/idempotency.errors.js';
 import { asGraphqlError } from './graphql/graphql-errors.js';
 import { problemAnswer } from './http/problem-details.js';
 import { ReportedFailure } from './reported-failures.js';

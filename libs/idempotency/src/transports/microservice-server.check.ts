@@ -3,7 +3,7 @@ import { ModulesContainer } from '@nestjs/core';
 import type { Subscription } from 'rxjs';
 import type { ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
 import { IdempotencyExplorer } from '../discovery/idempotency.explorer.js';
-import type { IdempotencyOptionsError } from '../errors/idempotency-options.error.js';
+import type { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 
 /** What a boot check reads of a Nest microservice server: its transport, its handlers, its `listen()`. */
 export interface MicroserviceServer {

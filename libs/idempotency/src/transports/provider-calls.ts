@@ -1,6 +1,6 @@
 import type { Type } from '@nestjs/common';
 import { CONTROLLER_WATERMARK } from '@nestjs/common/constants.js';
-import { IdempotencyUnsupportedHandlerError } from '../errors/idempotency-unsupported-handler.error.js';
+import { IdempotencyUnsupportedHandlerError } from '../errors/idempotency.errors.js';
 import { transportMessages } from './transport.messages.js';
 
 /** Runs one call of an idempotent provider handler: `run` calls the method itself, with the call's arguments unless given others. */

@@ -1,7 +1,7 @@
 import { Injectable, Logger, type OnModuleInit, type Type } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
-import { IdempotencyOptionsError } from '../../errors/idempotency-options.error.js';
+import { IdempotencyOptionsError } from '../../errors/idempotency.errors.js';
 import { bullmqProcessorMessages } from './bullmq-processor.messages.js';
 import { BULLMQ_PROCESSORS, PROCESSOR_METADATA } from './bullmq.transport.js';
 

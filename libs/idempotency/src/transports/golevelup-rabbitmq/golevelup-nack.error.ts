@@ -1,4 +1,4 @@
-import { IdempotencyError } from '../../errors/idempotency.error.js';
+import { IdempotencyError } from '../../errors/idempotency.errors.js';
 import { golevelupMessages } from './golevelup.messages.js';
 
 /**

@@ -1,7 +1,7 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, ModuleRef } from '@nestjs/core';
 import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
-import { IdempotencyOptionsError } from '../../errors/idempotency-options.error.js';
+import { IdempotencyOptionsError } from '../../errors/idempotency.errors.js';
 import { golevelupMessages } from './golevelup.messages.js';
 import { golevelupRabbitHandlerKind, type RabbitHandlerConfig, rabbitHandlerConfig } from './golevelup-rabbitmq.handler-kind.js';
 import { type GolevelupRabbitmq, GolevelupRabbitmqPackage } from './golevelup-rabbitmq.package.js';

@@ -1,8 +1,4 @@
-import { IdempotencyInFlightError } from '../../errors/idempotency-in-flight.error.js';
-import { IdempotencyKeyReusedError } from '../../errors/idempotency-key-reused.error.js';
-import { IdempotencyKeyError } from '../../errors/idempotency-key.error.js';
-import { IdempotencyTransientError } from '../../errors/idempotency-transient.error.js';
-import { IdempotencyUnavailableError } from '../../errors/idempotency-unavailable.error.js';
+import { IdempotencyInFlightError, IdempotencyKeyError, IdempotencyKeyReusedError, IdempotencyTransientError, IdempotencyUnavailableError } from '../../errors/idempotency.errors.js';
 import { problemAnswer } from '../http/problem-details.js';
 import { asGraphqlError, graphqlExtensions } from './graphql-errors.js';
 

@@ -1,4 +1,4 @@
-import type { IdempotencyError } from '../../errors/idempotency.error.js';
+import type { IdempotencyError } from '../../errors/idempotency.errors.js';
 import { problemAnswer } from '../http/problem-details.js';
 
 /** What the GraphQL error of one of the module's delivery errors carries in its `extensions`: HTTP's problem type, said the GraphQL way. */

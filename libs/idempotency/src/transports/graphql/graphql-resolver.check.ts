@@ -1,7 +1,6 @@
 import { Injectable, type OnModuleInit, type Type } from '@nestjs/common';
 import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
-import { IdempotencyOptionsError } from '../../errors/idempotency-options.error.js';
-import { IdempotencyUnsupportedHandlerError } from '../../errors/idempotency-unsupported-handler.error.js';
+import { IdempotencyOptionsError, IdempotencyUnsupportedHandlerError } from '../../errors/idempotency.errors.js';
 import { graphqlMessages } from './graphql.messages.js';
 import { GRAPHQL_RESOLVERS, resolverField } from './graphql-resolvers.handler-kind.js';
 

@@ -1,4 +1,4 @@
-import { IdempotencyKeyError } from '../../errors/idempotency-key.error.js';
+import { IdempotencyKeyError } from '../../errors/idempotency.errors.js';
 import { headerText } from './header-text.js';
 
 /** A header value as Node hands it over: one character per byte received. */

@@ -1,4 +1,4 @@
-import { IdempotencyKeyError } from '../../errors/idempotency-key.error.js';
+import { IdempotencyKeyError } from '../../errors/idempotency.errors.js';
 import { keyMessages } from '../../keys/key.messages.js';
 
 // eslint-disable-next-line no-control-regex

@@ -1,4 +1,4 @@
-import { IdempotencyOptionsError } from '../../errors/idempotency-options.error.js';
+import { IdempotencyOptionsError } from '../../errors/idempotency.errors.js';
 import { isPositiveInteger } from '../../options/option-values.js';
 import { httpMessages } from './http.messages.js';
 

@@ -1,5 +1,5 @@
 import { classify, type DeliveryErrorClass } from '../../errors/delivery-error-classes.js';
-import type { IdempotencyError } from '../../errors/idempotency.error.js';
+import type { IdempotencyError } from '../../errors/idempotency.errors.js';
 import { RETRY_AFTER_SECONDS } from './http.constants.js';
 
 /** An RFC 9457 problem answer. */

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { IdempotencyOptionsError } from '../../errors/idempotency-options.error.js';
+import { IdempotencyOptionsError } from '../../errors/idempotency.errors.js';
 import { type MicroserviceServer, MicroserviceServerCheck } from '../microservice-server.check.js';
 import { jetStreamMessages } from './jetstream.messages.js';
 import { subjectCovers } from './jetstream-subjects.js';

@@ -1,6 +1,6 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleInit } from '@nestjs/common';
 import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
-import { IdempotencyOptionsError } from '../../errors/idempotency-options.error.js';
+import { IdempotencyOptionsError } from '../../errors/idempotency.errors.js';
 import { type SqsConsumerOptions, SqsConsumers } from './sqs-consumers.js';
 import { sqsMessages } from './sqs.messages.js';
 import { SQS_HANDLERS, sqsHandlerOf } from './sqs.transport.js';
