@@ -39,6 +39,23 @@ export async function startAppProcess(entry: string, env: Record<string, string>
   if (!existsSync(entry)) {
     throw new Error(`${entry} is missing: run 'npm run build' first ('npm test' does)`);
   }
+  // The port was free when picked; another process (a suite of a jest run beside this one) can
+  // take it before the child listens. Then the child exits, and starts again on another port.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnFreePort(entry, env, readinessPath);
+    } catch (error) {
+      if (!(error instanceof PortTaken) || attempt === 3) {
+        throw error;
+      }
+    }
+  }
+}
+
+/** The child could not listen: the port it was given was taken in the meantime. */
+class PortTaken extends Error {}
+
+async function startOnFreePort(entry: string, env: Record<string, string>, readinessPath: string): Promise<DemoProcess> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, [entry], {
@@ -52,7 +69,8 @@ export async function startAppProcess(entry: string, env: Record<string, string>
   await until(
     async () => {
       if (child.exitCode !== null) {
-        throw new Error(`${entry} exited with ${child.exitCode}:\n${output}`);
+        const Failure = output.includes(`EADDRINUSE: address already in use 127.0.0.1:${port}`) ? PortTaken : Error;
+        throw new Failure(`${entry} exited with ${child.exitCode}:\n${output}`);
       }
       return fetch(`${baseUrl}${readinessPath}`).then(
         () => true,
