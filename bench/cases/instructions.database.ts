@@ -1,11 +1,10 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { chown, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import pg from 'pg';
 import { startBenchApp } from '../support/bench-app.process.js';
-import { createSchema, freePort } from '../support/bench-database.js';
+import { createSchema, freePort, postgresOwner, waitForConnections } from '../support/bench-database.js';
 import { type InstructionWindows, readDumps } from '../support/callgrind.js';
 import { creditBody, runHttpLoad } from '../support/http-load.js';
 import { median, round } from '../support/stats.js';
@@ -54,7 +53,7 @@ export async function measureDatabaseInstructions(context: BenchContext, how: In
   if (!binaries) {
     return { skipped: `no PostgreSQL binaries under ${POSTGRES_BINARIES}` };
   }
-  const owner = process.getuid?.() === 0 ? await postgresUser() : undefined;
+  const owner = await postgresOwner();
   const dataDir = await mkdtemp(join(tmpdir(), 'bench-instructions-pg-'));
   const dumpDir = await mkdtemp(join(tmpdir(), 'bench-instructions-dumps-'));
   if (owner) {
@@ -83,11 +82,6 @@ async function newestBinaries(): Promise<string | undefined> {
   const majors = await readdir(POSTGRES_BINARIES).catch(() => []);
   const newest = majors.filter((name) => /^\d+$/.test(name)).sort((a, b) => Number(a) - Number(b)).at(-1);
   return newest === undefined ? undefined : join(POSTGRES_BINARIES, newest, 'bin');
-}
-
-async function postgresUser(): Promise<{ uid: number; gid: number }> {
-  const id = (flag: string) => run('id', [flag, 'postgres']).then(({ stdout }) => Number(stdout.trim()));
-  return { uid: await id('-u'), gid: await id('-g') };
 }
 
 type Owner = { uid: number; gid: number } | undefined;
@@ -181,23 +175,6 @@ function parseLog(log: string): string[] {
     }
   }
   return statements;
-}
-
-async function waitForConnections(url: string, server: ChildProcess): Promise<void> {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    if (server.exitCode !== null) {
-      throw new Error(`the private PostgreSQL exited with code ${server.exitCode}`);
-    }
-    const client = new pg.Client(url);
-    try {
-      await client.connect();
-      await client.end();
-      return;
-    } catch {
-      await new Promise((done) => setTimeout(done, 200));
-    }
-  }
-  throw new Error('the private PostgreSQL did not accept connections within 20 s');
 }
 
 /**

