@@ -82,11 +82,11 @@ export class ReplayCache {
     }
     this.entries.set(id, { fingerprint: record.fingerprint, response: record.response, expiresAt: Math.min(expiresAt, now + this.bounds.maxAgeMs), bytes });
     this.bytes += bytes;
-    for (const [id, oldest] of this.entries) {
+    for (const [oldestId, oldest] of this.entries) {
       if (this.entries.size <= this.bounds.maxEntries && this.bytes <= this.bounds.maxBytes) {
         break;
       }
-      this.entries.delete(id);
+      this.entries.delete(oldestId);
       this.bytes -= oldest.bytes;
     }
   }
