@@ -13,7 +13,7 @@ import { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } from './idempotency.mod
 import { resolvedOptionsProviders } from './idempotency.options.js';
 import { DeliveryCore } from './delivery/delivery-core.js';
 import { DeliveryObserver } from './delivery/delivery-observer.js';
-import { DataSourceJoin } from './joining/data-source-join.js';
+import { DataLayerJoin } from './data-layers/data-layer-join.js';
 import { LeaseClaimingService } from './leasing/lease-claiming.service.js';
 import { LeaseStores } from './leasing/lease-stores.js';
 import { IdempotencyMetricsService } from './metrics/idempotency-metrics.service.js';
@@ -58,7 +58,7 @@ import { StoreSampler } from './metrics/store.sampler.js';
     IdempotencyExplorer,
     StoreSchemaCheck,
     StoredConsumers,
-    DataSourceJoin,
+    DataLayerJoin,
     replayCacheProvider,
     ClaimingService,
     LeaseStores,

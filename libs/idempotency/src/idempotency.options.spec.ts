@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { IdempotencyOptionsError } from './errors/idempotency.errors.js';
 import { resolveModuleOptions } from './idempotency.options.js';
+import { PgPoolDataLayer } from './data-layers/pg/pg-pool.data-layer.js';
+import { TypeOrmDataLayer } from './data-layers/typeorm/typeorm.data-layer.js';
 
 describe('resolveModuleOptions', () => {
   it('applies the documented defaults', () => {
     expect(resolveModuleOptions()).toEqual({
-      dataSource: undefined,
+      dataLayer: new TypeOrmDataLayer(),
       tableName: 'processed_messages',
       retentionMs: 7 * 86_400_000,
       inFlightWaitTimeoutMs: 30_000,
@@ -72,7 +74,17 @@ describe('resolveModuleOptions', () => {
   it('keeps what is given', () => {
     expect(
       resolveModuleOptions({ dataSource: 'billing', tableName: 'seen_ids', retention: '72h', inFlightWaitTimeout: '5s' }),
-    ).toMatchObject({ dataSource: 'billing', tableName: 'seen_ids', retentionMs: 259_200_000, inFlightWaitTimeoutMs: 5_000 });
+    ).toMatchObject({ tableName: 'seen_ids', retentionMs: 259_200_000, inFlightWaitTimeoutMs: 5_000 });
+  });
+
+  it('takes the data layer: TypeORM on the default data source unless given, dataSource as its shorthand, never both', () => {
+    expect(resolveModuleOptions({}).dataLayer).toEqual(new TypeOrmDataLayer());
+    expect(resolveModuleOptions({ dataSource: 'billing' }).dataLayer).toEqual(new TypeOrmDataLayer({ dataSource: 'billing' }));
+    const pool = new PgPoolDataLayer({ pool: 'PG_POOL' });
+    expect(resolveModuleOptions({ dataLayer: pool }).dataLayer).toBe(pool);
+    expect(() => resolveModuleOptions({ dataLayer: pool, dataSource: 'billing' })).toThrow(/dataSource .* or dataLayer, not both/);
+    expect(() => resolveModuleOptions({ dataLayer: { name: 'mine' } as never })).toThrow(/dataLayer must be a data layer of the module/);
+    expect(() => resolveModuleOptions({ dataSource: '' })).toThrow(IdempotencyOptionsError);
   });
 
   it('keeps the senders, purge and health options that are given', () => {

@@ -5,7 +5,8 @@ import { DISCOVERY_OPTIONS, resolveDiscovery, type ResolvedDiscoveryOptions, typ
 import { type Duration, MAX_RETENTION_MS, MAX_TIMER_MS, toMilliseconds } from './duration/duration.js';
 import { IdempotencyOptionsError } from './errors/idempotency.errors.js';
 import { HEALTH_OPTIONS, type HealthOptions, resolveHealth, type ResolvedHealthOptions } from './health/health.options.js';
-import { resolveStore, type ResolvedStoreOptions, STORE_OPTIONS } from './joining/store.options.js';
+import type { IdempotencyDataLayer } from './data-layers/data-layer.js';
+import { resolveStore, type ResolvedStoreOptions, STORE_OPTIONS } from './data-layers/store.options.js';
 import { keyMessages } from './keys/key.messages.js';
 import { LEASE_OPTIONS, resolveLeasing, type ResolvedLeaseOptions } from './leasing/lease.options.js';
 import type { LeaseStore } from './leasing/lease-store.js';
@@ -23,14 +24,22 @@ export const RESOLVED_OPTIONS = Symbol('IDEMPOTENCY:RESOLVED_OPTIONS');
 /** Options of `IdempotencyModule.forRoot()` / `forRootAsync()`. Every field is optional. */
 export interface IdempotencyModuleOptions {
   /**
-   * Name of the TypeORM data source (as given to `TypeOrmModule.forRoot({ name })`) whose
+   * The data layer whose PostgreSQL database holds the processed-messages table and runs the
+   * handlers' transactions: `new TypeOrmDataLayer()` (TypeORM), or `new PgPoolDataLayer({ pool })`
+   * (plain `pg`, and Drizzle, Kysely or Prisma on a `pg` Pool).
+   * @default new TypeOrmDataLayer(), on the default TypeORM data source
+   */
+  dataLayer?: IdempotencyDataLayer;
+  /**
+   * TypeORM: the name of the data source (as given to `TypeOrmModule.forRoot({ name })`) whose
    * PostgreSQL database holds the processed-messages table and runs the handlers' transactions.
+   * The same as `dataLayer: new TypeOrmDataLayer({ dataSource })`; not with `dataLayer`.
    * @default the default data source
    */
   dataSource?: string;
   /**
-   * The processed-messages table. Create it with `CreateProcessedMessagesTable` (subclass it to
-   * pass another name).
+   * The processed-messages table. Create it with the module's migrations (TypeORM: subclass them to
+   * pass another name; other layers: the shipped SQL, `npx nestjs-idempotent-consumer-sql --table <name>`).
    * @default 'processed_messages'
    */
   tableName?: string;
@@ -183,7 +192,7 @@ export interface ResolvedIdempotencyOptions extends ResolvedStoreOptions, Resolv
 export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): ResolvedIdempotencyOptions {
   const purge = resolvePurge(options.purge ?? {});
   return {
-    ...resolveStore(options.dataSource, options.tableName),
+    ...resolveStore(options),
     ...resolveDiscovery(options.senders, options.warnOnUnusedConsumers),
     ...resolveLeasing(options.stores, options.store),
     retentionMs: toMilliseconds('retention', options.retention ?? '7d', MAX_RETENTION_MS),
@@ -216,7 +225,7 @@ export function resolvedOptionsProviders<Given>(
   const slice = <Slice>(provide: symbol, of: (options: ResolvedIdempotencyOptions) => Slice): Provider => ({ provide, inject: [RESOLVED_OPTIONS], useFactory: of });
   return [
     { provide: RESOLVED_OPTIONS, inject: [token], useFactory: (given: Given) => resolveModuleOptions(toModuleOptions(given)) },
-    slice<ResolvedStoreOptions>(STORE_OPTIONS, ({ dataSource, tableName }) => ({ dataSource, tableName })),
+    slice<ResolvedStoreOptions>(STORE_OPTIONS, ({ dataLayer, tableName }) => ({ dataLayer, tableName })),
     slice<ResolvedDiscoveryOptions>(DISCOVERY_OPTIONS, ({ senderHorizonsMs, warnOnUnusedConsumers }) => ({ senderHorizonsMs, warnOnUnusedConsumers })),
     slice<ResolvedLeaseOptions>(LEASE_OPTIONS, ({ stores, store }) => ({ stores, store })),
     slice(PURGE_OPTIONS, (options) => options.purge),

@@ -13,6 +13,11 @@ export { IdempotencyInterceptor } from './transports/idempotency.interceptor.js'
 export type { IdempotentHandlerOptions, KeySource, ScopeSource } from './decorators/idempotent-handler.options.js';
 export type { IdempotencyMode, InFlightPolicy, IsolationLevel, RecordPolicy } from './options/handler-values.js';
 export { IdempotencyContext } from './context/idempotency.context.js';
+export type { IdempotencyDataLayer } from './data-layers/data-layer.js';
+export { TypeOrmDataLayer } from './data-layers/typeorm/typeorm.data-layer.js';
+export type { TypeOrmDataLayerOptions } from './data-layers/typeorm/typeorm.data-layer.js';
+export { PgPoolDataLayer } from './data-layers/pg/pg-pool.data-layer.js';
+export type { PgPoolDataLayerOptions } from './data-layers/pg/pg-pool.data-layer.js';
 export type { RecordedResponse } from './claiming/claim.js';
 export type { LeaseAttempt, LeaseKey, LeaseRequest, LeaseStore, RemovableEntry, StoredLeaseEntry } from './leasing/lease-store.js';
 export { RedisLeaseStore } from './leasing/redis-lease.store.js';

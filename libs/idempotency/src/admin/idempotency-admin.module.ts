@@ -3,7 +3,7 @@ import { DiscoveryModule } from '@nestjs/core';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { CLAIM_STORAGE } from '../context/idempotency.context.js';
 import { resolvedOptionsProviders } from '../idempotency.options.js';
-import { DataSourceJoin } from '../joining/data-source-join.js';
+import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import { LeaseStores } from '../leasing/lease-stores.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { replayCacheProvider } from '../replay-cache/replay-cache.js';
@@ -41,7 +41,7 @@ import { IdempotencyAdmin } from './idempotency-admin.service.js';
   providers: [
     ...resolvedOptionsProviders(ADMIN_MODULE_OPTIONS_TOKEN, adminModuleOptions),
     { provide: CLAIM_STORAGE, useFactory: () => new AsyncLocalStorage() },
-    DataSourceJoin,
+    DataLayerJoin,
     LeaseStores,
     IdempotencyMetricsService,
     replayCacheProvider,

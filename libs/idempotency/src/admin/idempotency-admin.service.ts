@@ -2,8 +2,8 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { IdempotencyAdminError } from '../errors/idempotency.errors.js';
 import { adminMessages } from './admin.messages.js';
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
-import { type ResolvedStoreOptions, STORE_OPTIONS } from '../joining/store.options.js';
-import { DataSourceJoin } from '../joining/data-source-join.js';
+import { type ResolvedStoreOptions, STORE_OPTIONS } from '../data-layers/store.options.js';
+import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import { toMessageKey, toScope } from '../keys/message-key.js';
 import { ANONYMOUS_SCOPE, scopedMessageId } from '../keys/scoped-key.js';
 import type { LeaseKey, LeaseStore } from '../leasing/lease-store.js';
@@ -159,7 +159,7 @@ export class IdempotencyAdmin {
   constructor(
     @Inject(STORE_OPTIONS) private readonly store: ResolvedStoreOptions,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
-    private readonly join: DataSourceJoin,
+    private readonly join: DataLayerJoin,
     private readonly stores: LeaseStores,
     private readonly metrics: IdempotencyMetricsService,
     private readonly cache: ReplayCache,
@@ -202,11 +202,8 @@ export class IdempotencyAdmin {
       if (store) {
         forgotten = await this.removable(store, options.store as string, 'forget').remove({ consumer: options.consumer, key: id }, options.force ? 'any' : 'completed');
       } else {
-        const [, deleted] = (await this.join.claimDataSource().query(
-          adminForgetSql(this.store.tableName),
-          [options.consumer, id, options.force === true],
-        )) as [unknown, number];
-        forgotten = deleted === 1;
+        const { rowCount } = await this.join.query(adminForgetSql(this.store.tableName), [options.consumer, id, options.force === true]);
+        forgotten = rowCount === 1;
       }
     }
     this.cache.forget({ consumer: options.consumer, key: id });
@@ -234,11 +231,8 @@ export class IdempotencyAdmin {
     } else if (store) {
       released = await this.removable(store, options.store as string, 'release').remove(key, 'leased');
     } else {
-      const [, deleted] = (await this.join.claimDataSource().query(
-        adminReleaseSql(this.store.tableName),
-        [options.consumer, id, options.token ?? null],
-      )) as [unknown, number];
-      released = deleted === 1;
+      const { rowCount } = await this.join.query(adminReleaseSql(this.store.tableName), [options.consumer, id, options.token ?? null]);
+      released = rowCount === 1;
     }
     this.cache.forget(key);
     if (released) {
@@ -273,10 +267,7 @@ export class IdempotencyAdmin {
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
       throw new IdempotencyAdminError(`list() takes a limit of 1 to ${MAX_LIST_LIMIT}; got ${String(limit)}.`, options.consumer, '');
     }
-    const rows = (await this.join.claimDataSource().query(adminListSql(this.store.tableName, limit), [
-      options.consumer,
-      options.before ?? null,
-    ])) as StoredRow[];
+    const { rows } = await this.join.query<StoredRow>(adminListSql(this.store.tableName, limit), [options.consumer, options.before ?? null]);
     this.audit('list', options.consumer, undefined, options.actor, undefined, `${rows.length} records`);
     return rows.map((row) => fromRow(row, false));
   }
@@ -300,10 +291,9 @@ export class IdempotencyAdmin {
         ...(includeBody ? { responseHeaders: entry?.response?.headers ?? null, responseBody: body } : {}),
       };
     }
-    const [row] = (await this.join.claimDataSource().query(adminLookupSql(this.store.tableName, includeBody), [
-      query.consumer,
-      id,
-    ])) as StoredRow[];
+    const {
+      rows: [row],
+    } = await this.join.query<StoredRow>(adminLookupSql(this.store.tableName, includeBody), [query.consumer, id]);
     if (!row) {
       const none = { sender: null, processedAt: null, expiresAt: null, leaseToken: null, leaseExpiresAt: null, responseStatus: null, responseBytes: null };
       return { state: 'not-found', consumer: query.consumer, messageId: id, ...none };

@@ -1,6 +1,5 @@
 import { IdempotencySchemaError, IdempotencyTransactionAbortedError, IdempotencyTransientError, IdempotencyUnavailableError } from '../errors/idempotency.errors.js';
 import { functionMissing } from '../schema/store-schema.js';
-import { QueryRunnerAlreadyReleasedError, QueryRunnerProviderAlreadyReleasedError } from 'typeorm';
 import { claimMessages } from './claim.messages.js';
 import { PG_CONNECTION_ENDED_CODES, PG_IN_FAILED_TRANSACTION, PG_TRANSIENT_ERROR_CODES, PG_UNDEFINED_FUNCTION } from './claim.constants.js';
 import type { ClaimRequest } from './claim.js';
@@ -23,9 +22,10 @@ function connectionLost(error: unknown, code: string | undefined): boolean {
     return code.startsWith('08') || PG_CONNECTION_ENDED_CODES.has(code);
   }
   return (
-    error instanceof QueryRunnerAlreadyReleasedError ||
-    error instanceof QueryRunnerProviderAlreadyReleasedError ||
-    (error instanceof Error && error.message.startsWith('Connection terminated'))
+    (error instanceof Error &&
+      (error.name === 'QueryRunnerAlreadyReleasedError' ||
+        error.name === 'QueryRunnerProviderAlreadyReleasedError' ||
+        error.message.startsWith('Connection terminated')))
   );
 }
 

@@ -1,5 +1,5 @@
 import type { ClaimRequest, RecordedResponse } from './claim.js';
-import type { StatementResult } from '../typeorm/typeorm-internals.js';
+import type { StatementResult } from '../data-layers/data-layer.js';
 
 /**
  * The SQL of the claim. `table` is a validated plain identifier; every value goes through

@@ -5,11 +5,11 @@ import { IdempotencyInFlightError, IdempotencyTransientError } from '../errors/i
 import { PG_LOCK_NOT_AVAILABLE, REJECT_LOCK_TIMEOUT_MS } from './claim.constants.js';
 import { claimMessages } from './claim.messages.js';
 import { CLAIM_OPTIONS, type ResolvedClaimOptions } from './claim.options.js';
-import { DataSourceJoin } from '../joining/data-source-join.js';
+import { DataLayerJoin } from '../data-layers/data-layer-join.js';
+import type { ClaimConnection } from '../data-layers/data-layer.js';
 import { functionDroppedError, postgresErrorCode, translateDatabaseError } from './claim-errors.js';
 import type { ClaimOutcome, ClaimRequest, RecordedResponse } from './claim.js';
 import { type ClaimSql, claimStatement, claimWon, type RecordExpiry, recordExpiryStatement, type StoredClaim, twinStatement, WORK_SAVEPOINT } from './claim.queries.js';
-import { ClaimTransaction } from './claim-transaction.js';
 import { within } from '../duration/within.js';
 import { type InFlightTwin, InFlightTwins, type TwinEnding } from './in-flight-twins.js';
 import { StoredConsumers } from '../discovery/stored-consumers.js';
@@ -36,7 +36,7 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
   constructor(
     @Inject(CLAIM_OPTIONS) options: ResolvedClaimOptions,
     @Inject(CLAIM_STORAGE) private readonly storage: AsyncLocalStorage<ActiveClaim>,
-    private readonly join: DataSourceJoin,
+    private readonly join: DataLayerJoin,
     private readonly consumers: StoredConsumers,
     cache: ReplayCache,
   ) {
@@ -82,13 +82,12 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
 
   /** One try on a connection of its own: the claim, a duplicate, or undefined while a twin of another process holds it. */
   private async attempt(request: ClaimRequest, settle: (ending: TwinEnding) => void, won: () => void): Promise<ClaimOutcome | undefined> {
-    let transaction: ClaimTransaction | undefined;
+    let transaction: ClaimConnection | undefined;
     let claimed = false;
     let ending: TwinEnding = 'open';
     const claimedAt = this.cache.now();
     try {
-      const dataSource = this.join.claimDataSource();
-      transaction = await ClaimTransaction.connect(dataSource, this.options.connectionTimeoutMs, request);
+      transaction = await this.join.connect(this.options.connectionTimeoutMs, request);
       const sql = this.sql(transaction);
       const formerConsumer = this.consumers.formerNameOf(request.consumer);
       const statements = [claimStatement(sql, request, formerConsumer)];
@@ -132,7 +131,7 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
    * transaction's start, counted here from `claimedAt`, which came before it.
    */
   private async readTwin(
-    transaction: ClaimTransaction,
+    transaction: ClaimConnection,
     sql: ClaimSql,
     request: ClaimRequest,
     formerConsumer: string | undefined,
@@ -156,7 +155,7 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
     return response;
   }
 
-  private sql(transaction: ClaimTransaction): ClaimSql {
+  private sql(transaction: ClaimConnection): ClaimSql {
     return { table: this.options.tableName, literal: (value) => transaction.literal(value) };
   }
 }

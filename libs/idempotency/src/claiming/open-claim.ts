@@ -4,7 +4,7 @@ import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
 import { functionDroppedError, translateDatabaseError } from './claim-errors.js';
 import type { ClaimRequest, CommitOptions, RecordedResponse } from './claim.js';
 import { type ClaimSql, recordStatements } from './claim.queries.js';
-import type { ClaimTransaction } from './claim-transaction.js';
+import type { ClaimConnection } from '../data-layers/data-layer.js';
 import { SettlingDelivery } from './settling-delivery.js';
 import { downstreamKey } from '../keys/downstream-key.js';
 
@@ -18,7 +18,7 @@ export class OpenClaim extends SettlingDelivery {
   protected readonly active: ActiveClaim;
 
   constructor(
-    private readonly transaction: ClaimTransaction,
+    private readonly transaction: ClaimConnection,
     private readonly request: ClaimRequest,
     private readonly sql: ClaimSql,
     storage: AsyncLocalStorage<ActiveClaim>,
@@ -64,7 +64,7 @@ class ClaimInHandler implements ActiveClaim {
 
   constructor(
     private readonly request: ClaimRequest,
-    readonly transaction: ClaimTransaction,
+    readonly transaction: ClaimConnection,
   ) {
     this.consumer = request.consumer;
     this.key = request.clientKey ?? request.key;

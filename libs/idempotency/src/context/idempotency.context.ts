@@ -1,6 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AsyncLocalStorage } from 'node:async_hooks';
-import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import type { PoolClient } from 'pg';
+import type { EntityManager, QueryRunner } from 'typeorm';
+import type { ClaimConnection } from '../data-layers/data-layer.js';
 import { type Duration, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
 import { IdempotencyContextError } from '../errors/idempotency.errors.js';
 import { contextMessages } from './context.messages.js';
@@ -20,19 +22,6 @@ export interface HeldLease {
 }
 
 /**
- * What a handler in the transactional mode reaches of its claim's transaction.
- * @internal
- */
-export interface HeldTransaction {
-  /** True from BEGIN until COMMIT or ROLLBACK. */
-  readonly isOpen: boolean;
-  /** The data source whose pool gave the claim's connection. */
-  readonly dataSource: DataSource;
-  /** The claim's query runner, which the data source hands out while the transaction is open. */
-  readonly queryRunner: QueryRunner;
-}
-
-/**
  * The claim a handler is running under.
  * @internal
  */
@@ -41,8 +30,8 @@ export interface ActiveClaim {
   readonly key: string;
   readonly sender: string;
   readonly downstreamKey: string;
-  /** Transactional mode: the claim's transaction; the data sources hand out its query runner while it is open. */
-  readonly transaction?: HeldTransaction;
+  /** Transactional mode: the claim's transaction, which the data layer joins while it is open. */
+  readonly transaction?: ClaimConnection;
   /** Lease mode: the lease the handler holds. */
   readonly lease?: HeldLease;
 }
@@ -50,9 +39,10 @@ export interface ActiveClaim {
 /**
  * The idempotent handler's claim, reachable from any provider the handler calls.
  *
- * In the transactional mode (the default), writes through `manager` commit together with the
- * claim, as do those through the claims' data source (injected repositories,
- * `dataSource.manager`, `dataSource.transaction()`, transaction helpers), which joins the claim
+ * In the transactional mode (the default), writes through `manager` (TypeORM) or `client` (a pg
+ * Pool) commit together with the claim, as do those through the claims' data layer (TypeORM:
+ * injected repositories, `dataSource.manager`, `dataSource.transaction()`, transaction helpers; a
+ * pg Pool: the pool and the Drizzle, Kysely or Prisma instance built on it), which joins the claim
  * while the handler runs. In lease mode there is no claim transaction: the handler calls other
  * services with `downstreamKey`, and may `extendLease()`.
  *
@@ -80,15 +70,29 @@ export class IdempotencyContext {
   }
 
   /**
-   * The `EntityManager` of the transaction that holds the claim.
-   * @throws IdempotencyContextError outside an idempotent handler, and in lease mode.
+   * TypeORM (`TypeOrmDataLayer`): the `EntityManager` of the transaction that holds the claim.
+   * @throws IdempotencyContextError outside an idempotent handler, in lease mode, and on another data layer.
    */
   get manager(): EntityManager {
-    const { transaction, consumer } = this.active();
-    if (!transaction) {
-      throw new IdempotencyContextError(contextMessages.noClaimTransactionInLeaseMode(consumer));
+    const handle = this.claimTransaction('manager') as Partial<QueryRunner>;
+    if (handle.manager === undefined) {
+      throw new IdempotencyContextError(contextMessages.notThisLayer(this.active().consumer, 'manager', 'TypeOrmDataLayer'));
     }
-    return transaction.queryRunner.manager;
+    return handle.manager;
+  }
+
+  /**
+   * A `pg` Pool (`PgPoolDataLayer`): the pooled client that holds the claim's transaction. The pool
+   * itself, and Drizzle, Kysely or Prisma built on it, hand this client out while the handler runs,
+   * so writing through them joins the claim as well; a transaction they open on it is a savepoint.
+   * @throws IdempotencyContextError outside an idempotent handler, in lease mode, and on another data layer.
+   */
+  get client(): PoolClient {
+    const handle = this.claimTransaction('client') as Partial<PoolClient>;
+    if (handle.release === undefined) {
+      throw new IdempotencyContextError(contextMessages.notThisLayer(this.active().consumer, 'client', 'PgPoolDataLayer'));
+    }
+    return handle as PoolClient;
   }
 
   /** The message's idempotency key. @throws IdempotencyContextError outside an idempotent handler. */
@@ -129,6 +133,14 @@ export class IdempotencyContext {
       throw new IdempotencyContextError(contextMessages.noLeaseInTransactionalMode(consumer));
     }
     await lease.extend(duration === undefined ? lease.leaseMs : toMilliseconds('extendLease duration', duration, MAX_TIMER_MS));
+  }
+
+  private claimTransaction(accessor: string): unknown {
+    const { transaction, consumer } = this.active();
+    if (!transaction) {
+      throw new IdempotencyContextError(contextMessages.noClaimTransactionInLeaseMode(consumer, accessor));
+    }
+    return transaction.handle;
   }
 
   private active(): ActiveClaim {

@@ -203,12 +203,20 @@ const currentStore = {
   recordFound: true,
 };
 
+/** A stand-in for the data source that answers the schema check's catalogue query and the start-up scan of stored consumer names (none). */
+const catalogueOnlyDataSource = {
+  createQueryRunner: () => ({
+    query: (sql: string) => Promise.resolve({ records: sql.includes('RECURSIVE') ? [] : [currentStore] }),
+    release: () => Promise.resolve(),
+  }),
+};
+
 /** Starts a module with `imports`, without a database: the explorer needs none, the schema check a catalogue of the current store. */
 async function start(options: IdempotencyModuleOptions, imports: Type[]): Promise<void> {
   const moduleRef = await Test.createTestingModule({
     imports: [IdempotencyModule.forRoot({ purge: { interval: false }, ...options }), ...imports],
     // The start-up scan of stored consumer names finds none.
-    providers: [{ provide: getDataSourceToken(), useValue: { query: (sql: string) => Promise.resolve(sql.includes('RECURSIVE') ? [] : [currentStore]) } }],
+    providers: [{ provide: getDataSourceToken(), useValue: catalogueOnlyDataSource }],
   }).compile();
   await moduleRef.init();
   await moduleRef.close();

@@ -1,8 +1,8 @@
 import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
 import { IdempotencyExplorer } from './idempotency.explorer.js';
 import { IdempotencySchemaError } from '../errors/idempotency.errors.js';
-import { type ResolvedStoreOptions, STORE_OPTIONS } from '../joining/store.options.js';
-import { DataSourceJoin } from '../joining/data-source-join.js';
+import { type ResolvedStoreOptions, STORE_OPTIONS } from '../data-layers/store.options.js';
+import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import { POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { findMissing, type SchemaNeeds, schemaNeeds, type StoreCatalogue } from '../schema/store-schema.js';
 import { catalogueParameters, catalogueStatement } from '../schema/store-schema.queries.js';
@@ -28,7 +28,7 @@ export class StoreSchemaCheck implements OnApplicationBootstrap {
 
   constructor(
     private readonly explorer: IdempotencyExplorer,
-    private readonly join: DataSourceJoin,
+    private readonly join: DataLayerJoin,
     @Inject(STORE_OPTIONS) private readonly store: ResolvedStoreOptions,
   ) {}
 
@@ -62,7 +62,9 @@ export class StoreSchemaCheck implements OnApplicationBootstrap {
       return undefined;
     }
     const table = this.store.tableName;
-    const [catalogue] = (await this.join.claimDataSource().query(catalogueStatement, catalogueParameters(table))) as StoreCatalogue[];
+    const {
+      rows: [catalogue],
+    } = await this.join.query<StoreCatalogue>(catalogueStatement, catalogueParameters(table));
     const { missing, migrations } = findMissing(table, catalogue, this.needs);
     return missing.length === 0 ? undefined : new IdempotencySchemaError(table, missing, migrations);
   }

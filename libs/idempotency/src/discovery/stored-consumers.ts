@@ -1,9 +1,9 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 import { discoveryMessages } from './discovery.messages.js';
-import { type ResolvedStoreOptions, STORE_OPTIONS } from '../joining/store.options.js';
+import { type ResolvedStoreOptions, STORE_OPTIONS } from '../data-layers/store.options.js';
 import { DISCOVERY_OPTIONS, type ResolvedDiscoveryOptions } from './discovery.options.js';
-import { DataSourceJoin } from '../joining/data-source-join.js';
+import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import { POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { IdempotencyExplorer } from './idempotency.explorer.js';
 import { StoreSchemaCheck } from './store-schema.check.js';
@@ -36,7 +36,7 @@ export class StoredConsumers implements OnApplicationBootstrap {
     @Inject(STORE_OPTIONS) private readonly store: ResolvedStoreOptions,
     @Inject(DISCOVERY_OPTIONS) private readonly options: ResolvedDiscoveryOptions,
     private readonly explorer: IdempotencyExplorer,
-    private readonly join: DataSourceJoin,
+    private readonly join: DataLayerJoin,
     private readonly schema: StoreSchemaCheck,
   ) {}
 
@@ -85,7 +85,9 @@ export class StoredConsumers implements OnApplicationBootstrap {
     const sql = moveConsumerSql(this.store.tableName, MOVE_BATCH);
     let total = 0;
     for (;;) {
-      const [{ moved }] = (await this.join.claimDataSource().query(sql, [from, to])) as { moved: number }[];
+      const {
+        rows: [{ moved }],
+      } = await this.join.query<{ moved: number }>(sql, [from, to]);
       if (moved === 0) {
         return total;
       }
@@ -94,15 +96,15 @@ export class StoredConsumers implements OnApplicationBootstrap {
   }
 
   private async hasRows(consumer: string): Promise<boolean> {
-    const [{ held }] = (await this.join.claimDataSource().query(consumerHasRowsSql(this.store.tableName), [consumer])) as { held: boolean }[];
+    const {
+      rows: [{ held }],
+    } = await this.join.query<{ held: boolean }>(consumerHasRowsSql(this.store.tableName), [consumer]);
     return held;
   }
 
   /** The distinct consumer names in the table, at most MAX_SCANNED_CONSUMERS. */
   private async storedNames(): Promise<{ names: Set<string>; more: boolean }> {
-    const rows = (await this.join.claimDataSource().query(storedConsumersSql(this.store.tableName, MAX_SCANNED_CONSUMERS + 1))) as {
-      consumer: string;
-    }[];
+    const { rows } = await this.join.query<{ consumer: string }>(storedConsumersSql(this.store.tableName, MAX_SCANNED_CONSUMERS + 1));
     return { names: new Set(rows.slice(0, MAX_SCANNED_CONSUMERS).map((row) => row.consumer)), more: rows.length > MAX_SCANNED_CONSUMERS };
   }
 }

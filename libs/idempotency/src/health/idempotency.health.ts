@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { healthMessages } from './health.messages.js';
-import { type ResolvedStoreOptions, STORE_OPTIONS } from '../joining/store.options.js';
+import { type ResolvedStoreOptions, STORE_OPTIONS } from '../data-layers/store.options.js';
 import { HEALTH_OPTIONS, type ResolvedHealthOptions } from './health.options.js';
-import { DataSourceJoin } from '../joining/data-source-join.js';
+import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { StoreSchemaCheck } from '../discovery/store-schema.check.js';
 import { findProblems, type HealthFigures } from './health.assessment.js';
@@ -40,7 +40,7 @@ export class IdempotencyHealthIndicator {
     private readonly metrics: IdempotencyMetricsService,
     @Inject(STORE_OPTIONS) private readonly store: ResolvedStoreOptions,
     @Inject(HEALTH_OPTIONS) private readonly options: ResolvedHealthOptions,
-    private readonly join: DataSourceJoin,
+    private readonly join: DataLayerJoin,
     private readonly schema: StoreSchemaCheck,
   ) {}
 
@@ -57,7 +57,7 @@ export class IdempotencyHealthIndicator {
       if (lacking) {
         return answer('down', { message: lacking.message, missing: lacking.missing });
       }
-      statistics = await readStoreStatistics(this.join.claimDataSource(), this.store.tableName);
+      statistics = await readStoreStatistics(this.join, this.store.tableName);
     } catch (error) {
       return answer('down', { message: healthMessages.storeUnreadable(this.store.tableName, (error as Error).message) });
     }

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { type ResolvedStoreOptions, STORE_OPTIONS } from '../joining/store.options.js';
+import { type ResolvedStoreOptions, STORE_OPTIONS } from '../data-layers/store.options.js';
 import { LEASE_OPTIONS, type ResolvedLeaseOptions } from './lease.options.js';
-import { DataSourceJoin } from '../joining/data-source-join.js';
+import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import type { LeaseStore } from './lease-store.js';
 import { PostgresLeaseStore } from './postgres-lease.store.js';
 
@@ -19,9 +19,9 @@ export const POSTGRES_STORE = 'postgres';
 export class LeaseStores {
   private readonly stores: ReadonlyMap<string, LeaseStore>;
 
-  constructor(@Inject(STORE_OPTIONS) store: ResolvedStoreOptions, @Inject(LEASE_OPTIONS) options: ResolvedLeaseOptions, join: DataSourceJoin) {
+  constructor(@Inject(STORE_OPTIONS) store: ResolvedStoreOptions, @Inject(LEASE_OPTIONS) options: ResolvedLeaseOptions, join: DataLayerJoin) {
     this.stores = new Map([
-      [POSTGRES_STORE, new PostgresLeaseStore(() => join.claimDataSource(), store.tableName)],
+      [POSTGRES_STORE, new PostgresLeaseStore(join, store.tableName)],
       ...Object.entries(options.stores),
     ]);
   }

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { createTestDatabase, type TestDatabase } from '../../../../test/support/test-database.js';
 import { CreateProcessedMessagesFunctions1796256000000 } from '../migrations/create-processed-messages-functions.migration.js';
@@ -10,6 +11,7 @@ import { PostgresLeaseStore } from './postgres-lease.store.js';
 describe('the lease store contract, on PostgreSQL', () => {
   let db: TestDatabase;
   let dataSource: DataSource;
+  let pool: pg.Pool;
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -19,14 +21,22 @@ describe('the lease store contract, on PostgreSQL', () => {
       migrations: [CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000],
       migrationsRun: true,
     }).initialize();
+    pool = new pg.Pool({ connectionString: db.url });
   });
 
   afterAll(async () => {
+    await pool?.end();
     await dataSource?.destroy();
     await db?.drop();
   });
 
-  for (const check of leaseStoreContract(() => new PostgresLeaseStore(() => dataSource, 'processed_messages'))) {
+  const join = {
+    query: async <Row>(text: string, parameters?: readonly unknown[]) => {
+      const result = await pool.query(text, parameters as unknown[]);
+      return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
+    },
+  };
+  for (const check of leaseStoreContract(() => new PostgresLeaseStore(join, 'processed_messages'))) {
     it(check.name, check.run);
   }
 });

@@ -1,4 +1,4 @@
-import type { DataSource } from 'typeorm';
+import type { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import type { RecordedResponse } from '../claiming/claim.js';
 import type { LeaseAttempt, LeaseKey, LeaseRequest, LeaseStore } from './lease-store.js';
 import { leaseClaimSql, leaseCompleteSql, leaseEntrySql, leaseExtendSql, leaseReleaseSql } from './postgres-lease.queries.js';
@@ -19,23 +19,27 @@ interface LeaseRow {
  */
 export class PostgresLeaseStore implements LeaseStore {
   constructor(
-    private readonly dataSource: () => DataSource,
+    private readonly join: Pick<DataLayerJoin, 'query'>,
     private readonly tableName: string,
   ) {}
 
   async claim(request: LeaseRequest, token: string): Promise<LeaseAttempt> {
     // A new row, or a row whose lease expired and whose fingerprint matches: the lease is ours.
-    const claimed = (await this.dataSource().query(
-      leaseClaimSql(this.tableName),
-      [request.consumer, request.key, request.sender, request.fingerprint, request.retentionMs, token, request.leaseMs],
-    )) as { took_over: boolean }[];
+    const { rows: claimed } = await this.join.query<{ took_over: boolean }>(leaseClaimSql(this.tableName), [
+      request.consumer,
+      request.key,
+      request.sender,
+      request.fingerprint,
+      request.retentionMs,
+      token,
+      request.leaseMs,
+    ]);
     if (claimed.length === 1) {
       return { kind: 'claimed', tookOver: claimed[0].took_over };
     }
-    const [found] = (await this.dataSource().query(
-      leaseEntrySql(this.tableName),
-      [request.consumer, request.key],
-    )) as LeaseRow[];
+    const {
+      rows: [found],
+    } = await this.join.query<LeaseRow>(leaseEntrySql(this.tableName), [request.consumer, request.key]);
     if (!found) {
       // Released between the two statements: try again.
       return this.claim(request, token);
@@ -51,26 +55,17 @@ export class PostgresLeaseStore implements LeaseStore {
   }
 
   async complete(request: LeaseRequest, token: string, response: RecordedResponse): Promise<boolean> {
-    const [, updated] = (await this.dataSource().query(
-      leaseCompleteSql(this.tableName),
-      [request.consumer, request.key, token, response.status, response.headers === null ? null : JSON.stringify(response.headers), response.body, request.retentionMs],
-    )) as [unknown, number];
-    return updated === 1;
+    const { rowCount } = await this.join.query(leaseCompleteSql(this.tableName), [request.consumer, request.key, token, response.status, response.headers === null ? null : JSON.stringify(response.headers), response.body, request.retentionMs]);
+    return rowCount === 1;
   }
 
   async release({ consumer, key }: LeaseKey, token: string): Promise<boolean> {
-    const [, deleted] = (await this.dataSource().query(
-      leaseReleaseSql(this.tableName),
-      [consumer, key, token],
-    )) as [unknown, number];
-    return deleted === 1;
+    const { rowCount } = await this.join.query(leaseReleaseSql(this.tableName), [consumer, key, token]);
+    return rowCount === 1;
   }
 
   async extend({ consumer, key }: LeaseKey, token: string, leaseMs: number): Promise<boolean> {
-    const [, updated] = (await this.dataSource().query(
-      leaseExtendSql(this.tableName),
-      [consumer, key, token, leaseMs],
-    )) as [unknown, number];
-    return updated === 1;
+    const { rowCount } = await this.join.query(leaseExtendSql(this.tableName), [consumer, key, token, leaseMs]);
+    return rowCount === 1;
   }
 }

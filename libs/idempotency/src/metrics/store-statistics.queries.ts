@@ -1,4 +1,4 @@
-import type { DataSource } from 'typeorm';
+import type { DataLayerJoin } from '../data-layers/data-layer-join.js';
 
 /** What one cheap read of the store says: the catalog's statistics and two probes of the expiry index. */
 export interface StoreStatistics {
@@ -17,9 +17,11 @@ export interface StoreStatistics {
  * first unexpired one, both through the expiry index. Shared by the health indicator and the
  * store's gauges.
  */
-export async function readStoreStatistics(dataSource: DataSource, tableName: string): Promise<StoreStatistics> {
+export async function readStoreStatistics(join: DataLayerJoin, tableName: string): Promise<StoreStatistics> {
   const table = `"${tableName}"`;
-  const [statistics] = (await dataSource.query(
+  const {
+    rows: [statistics],
+  } = await join.query<StoreStatistics>(
     `SELECT c.reltuples::float8 AS reltuples, c.relpages::float8 AS relpages,
             (pg_relation_size(c.oid) / current_setting('block_size')::int)::float8 AS pages,
             pg_total_relation_size(c.oid)::float8 AS total_bytes,
@@ -28,7 +30,7 @@ export async function readStoreStatistics(dataSource: DataSource, tableName: str
              ORDER BY expires_at LIMIT 1)::float8 AS oldest_age_ms
      FROM pg_class c WHERE c.oid = $1::regclass`,
     [table],
-  )) as StoreStatistics[];
+  );
   return statistics;
 }
 

@@ -1,9 +1,9 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { estimateRows, readStoreStatistics } from './store-statistics.queries.js';
 import { metricsMessages } from './metrics.messages.js';
-import { type ResolvedStoreOptions, STORE_OPTIONS } from '../joining/store.options.js';
+import { type ResolvedStoreOptions, STORE_OPTIONS } from '../data-layers/store.options.js';
 import { METRICS_OPTIONS, type ResolvedMetricsOptions } from './metrics.options.js';
-import { DataSourceJoin } from '../joining/data-source-join.js';
+import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import { RepeatingTimer } from '../scheduling/repeating-timer.js';
 import { StoreSchemaCheck } from '../discovery/store-schema.check.js';
 import { IdempotencyMetricsService } from './idempotency-metrics.service.js';
@@ -30,7 +30,7 @@ export class StoreSampler implements OnApplicationBootstrap, BeforeApplicationSh
     @Inject(METRICS_OPTIONS) private readonly options: ResolvedMetricsOptions,
     private readonly metrics: IdempotencyMetricsService,
     private readonly exporter: PrometheusExporter,
-    private readonly join: DataSourceJoin,
+    private readonly join: DataLayerJoin,
     private readonly schema: StoreSchemaCheck,
   ) {}
 
@@ -49,7 +49,7 @@ export class StoreSampler implements OnApplicationBootstrap, BeforeApplicationSh
 
   private async sample(): Promise<void> {
     try {
-      const statistics = await readStoreStatistics(this.join.claimDataSource(), this.store.tableName);
+      const statistics = await readStoreStatistics(this.join, this.store.tableName);
       this.metrics.recordStoreSample({
         estimatedRows: estimateRows(statistics),
         totalBytes: statistics.total_bytes,

@@ -1,9 +1,8 @@
-import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
-import type { DataSource } from 'typeorm';
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { IdempotencyPurgeError, type PurgeOutcome, type PurgeRun } from '../errors/idempotency.errors.js';
-import { DataSourceJoin } from '../joining/data-source-join.js';
+import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import { purgeMessages } from './purge.messages.js';
-import { type ResolvedStoreOptions, STORE_OPTIONS } from '../joining/store.options.js';
+import { type ResolvedStoreOptions, STORE_OPTIONS } from '../data-layers/store.options.js';
 import { PURGE_OPTIONS, type ResolvedPurgeOptions } from './purge.options.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { IdempotencyTracing } from '../tracing/idempotency-tracing.js';
@@ -19,9 +18,8 @@ import { type PurgeBatchResult, purgeBatchSql } from './purge.queries.js';
  * `purge.interval` calls it; call `purgeNow()` to purge at another moment.
  */
 @Injectable()
-export class IdempotencyPurgeService implements OnModuleInit, BeforeApplicationShutdown {
+export class IdempotencyPurgeService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('Idempotency');
-  private dataSource: DataSource;
   private running: Promise<PurgeRun> | undefined;
   private stopping = false;
 
@@ -30,13 +28,9 @@ export class IdempotencyPurgeService implements OnModuleInit, BeforeApplicationS
     @Inject(STORE_OPTIONS) private readonly store: ResolvedStoreOptions,
     @Inject(PURGE_OPTIONS) private readonly options: ResolvedPurgeOptions,
     private readonly metrics: IdempotencyMetricsService,
-    private readonly join: DataSourceJoin,
+    private readonly join: DataLayerJoin,
     private readonly tracing: IdempotencyTracing,
   ) {}
-
-  onModuleInit(): void {
-    this.dataSource = this.join.claimDataSource();
-  }
 
   /** A run in progress ends after its current batch; shutdown waits for it. */
   async beforeApplicationShutdown(): Promise<void> {
@@ -85,7 +79,9 @@ export class IdempotencyPurgeService implements OnModuleInit, BeforeApplicationS
     const { batchSize } = this.options;
     const sql = purgeBatchSql(this.store.tableName, batchSize);
     while (!this.stopping) {
-      const [{ locked, rows }] = (await this.dataSource.query(sql)) as PurgeBatchResult[];
+      const {
+        rows: [{ locked, rows }],
+      } = await this.join.query<PurgeBatchResult>(sql);
       if (!locked) {
         return progress.batches === 0 ? 'skipped' : 'purged';
       }

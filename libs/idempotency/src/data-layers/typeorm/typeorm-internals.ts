@@ -1,5 +1,6 @@
 import type { DataSource, QueryRunner } from 'typeorm';
-import type { IsolationLevel } from '../options/handler-values.js';
+import type { IsolationLevel } from '../../options/handler-values.js';
+import type { PostgresClient } from '../pg-claim-connection.js';
 
 /*
  * What the module relies on in TypeORM beyond its documented API, and nothing else. These parts
@@ -12,27 +13,6 @@ import type { IsolationLevel } from '../options/handler-values.js';
 interface TransactionState {
   isTransactionActive: boolean;
   transactionDepth: number;
-}
-
-/**
- * What one statement of a multi-statement query answered (node-postgres's `StatementResult`).
- * @internal
- */
-export interface StatementResult {
-  readonly command: string;
-  readonly rowCount: number | null;
-  readonly rows: unknown[];
-}
-
-/**
- * The node-postgres client that PostgresQueryRunner's `connect()` resolves to, as far as the claim uses it.
- * @internal
- */
-export interface PostgresConnection {
-  query(text: string): Promise<StatementResult | StatementResult[]>;
-  escapeLiteral(value: string): string;
-  /** The transaction status PostgreSQL reported with its last answer: 'I' idle, 'T' in a transaction, 'E' in a failed one. */
-  getTransactionStatus(): string | null;
 }
 
 /**
@@ -51,8 +31,8 @@ export function createPrimaryQueryRunner(dataSource: DataSource): QueryRunner {
  * Takes a pooled connection for `queryRunner` and resolves to its node-postgres client.
  * @internal
  */
-export function connectClient(queryRunner: QueryRunner): Promise<PostgresConnection> {
-  return queryRunner.connect() as Promise<PostgresConnection>;
+export function connectClient(queryRunner: QueryRunner): Promise<PostgresClient> {
+  return queryRunner.connect() as Promise<PostgresClient>;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Column, DataSource, Entity, PrimaryColumn, type Logger as TypeOrmLogger, type QueryRunner } from 'typeorm';
-import { createTestDatabase, type TestDatabase, until } from '../../../../test/support/test-database.js';
+import { createTestDatabase, type TestDatabase, until } from '../../../../../test/support/test-database.js';
 import * as typeormInternals from './typeorm-internals.js';
 
 /**

@@ -1,5 +1,5 @@
-/** The message texts of the store's data source and table. */
-export const joinMessages = {
+/** The message texts of the data layers and the store's table. */
+export const dataLayerMessages = {
   invalidTableName: (value: unknown) =>
     `tableName must be a plain PostgreSQL identifier (letters, digits, underscores) of at most 56 characters; got ${JSON.stringify(value)}.`,
   invalidDataSource: (value: unknown) => `dataSource must be a data source name; got ${JSON.stringify(value)}.`,
@@ -15,4 +15,19 @@ export const joinMessages = {
     `${consumer} used the data source ${dataSource} inside its idempotent handler. Its writes commit on their own, not ` +
     "with the claim: a crash between them and the claim's commit applies them again on redelivery. Write through the " +
     "claims' data source, or make those writes idempotent themselves.",
+  dataLayerAndDataSource: () =>
+    'IdempotencyModule takes dataSource (a TypeORM data source name) or dataLayer, not both: pass the name to the ' +
+    "layer instead, dataLayer: new TypeOrmDataLayer({ dataSource: 'name' }).",
+  invalidDataLayer: (value: unknown) =>
+    `dataLayer must be a data layer of the module (new TypeOrmDataLayer(...) or new PgPoolDataLayer(...)); got ${String(value)}.`,
+  poolMissing: (token: string) =>
+    `PgPoolDataLayer found no provider ${token} in the application (its pool option): provide the pg Pool your data ` +
+    'layer writes through under that token, or pass the Pool itself.',
+  notAPool: (token: string) =>
+    `PgPoolDataLayer's pool (${token}) is not a pg Pool: give it the Pool your data layer was built on (new Pool(...) ` +
+    "from 'pg'), the one Drizzle, Kysely or Prisma's PrismaPg adapter were given.",
+  otherPoolUsed: (consumer: string) =>
+    `${consumer} sent a statement through another pg Pool than the claims' inside its idempotent handler. It commits on ` +
+    "its own, not with the claim: a crash between it and the claim's commit applies it again on redelivery. Write " +
+    "through the claims' pool (the Drizzle, Kysely or Prisma instance built on it), or make that write idempotent itself.",
 };

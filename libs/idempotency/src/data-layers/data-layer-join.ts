@@ -1,0 +1,40 @@
+import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { DiscoveryService, ModuleRef } from '@nestjs/core';
+import type { AsyncLocalStorage } from 'node:async_hooks';
+import { type ActiveClaim, CLAIM_STORAGE } from '../context/idempotency.context.js';
+import type { Claimant, ClaimConnection, IdempotencyDataLayer, QueryResult } from './data-layer.js';
+import { type ResolvedStoreOptions, STORE_OPTIONS } from './store.options.js';
+
+/**
+ * The module's data layer, attached to the application: what reads and writes the store goes
+ * through it, and from the module's init on, the handlers' writes join their claims through it.
+ * @internal
+ */
+@Injectable()
+export class DataLayerJoin implements OnModuleInit {
+  readonly layer: IdempotencyDataLayer;
+
+  constructor(
+    @Inject(STORE_OPTIONS) store: ResolvedStoreOptions,
+    @Inject(CLAIM_STORAGE) storage: AsyncLocalStorage<ActiveClaim>,
+    moduleRef: ModuleRef,
+    discovery: DiscoveryService,
+  ) {
+    this.layer = store.dataLayer;
+    this.layer.attach({ moduleRef, discovery, storage });
+  }
+
+  onModuleInit(): Promise<void> {
+    return this.layer.start();
+  }
+
+  /** One parameterised statement in a transaction of its own (inside a handler: in its claim's). */
+  query<Row>(text: string, parameters?: readonly unknown[]): Promise<QueryResult<Row>> {
+    return this.layer.query<Row>(text, parameters);
+  }
+
+  /** A connection for a claim, waiting at most `timeoutMs`. @throws IdempotencyUnavailableError */
+  connect(timeoutMs: number, claimant: Claimant): Promise<ClaimConnection> {
+    return this.layer.connect(timeoutMs, claimant);
+  }
+}

@@ -1,0 +1,126 @@
+import type { IsolationLevel } from '../options/handler-values.js';
+import { IdempotencyClaimTransactionError, IdempotencyTransactionAbortedError } from '../errors/idempotency.errors.js';
+import { claimMessages } from '../claiming/claim.messages.js';
+import { UNDO_WORK } from '../claiming/claim.queries.js';
+import type { Claimant, ClaimConnection, StatementResult } from './data-layer.js';
+
+const ISOLATION_STRENGTH: Record<IsolationLevel, number> = {
+  'READ UNCOMMITTED': 0,
+  'READ COMMITTED': 0,
+  'REPEATABLE READ': 1,
+  SERIALIZABLE: 2,
+};
+
+/**
+ * A node-postgres client, as far as a claim uses it.
+ * @internal
+ */
+export interface PostgresClient {
+  query(text: string): Promise<StatementResult | StatementResult[]>;
+  escapeLiteral(value: string): string;
+  /** The transaction status PostgreSQL reported with its last answer: 'I' idle, 'T' in a transaction, 'E' in a failed one. */
+  getTransactionStatus(): string | null;
+}
+
+/**
+ * The claim's transaction on one node-postgres connection, whichever layer lent it. Its BEGIN
+ * travels with the claim and its COMMIT with the recorded response, each pair as one
+ * multi-statement simple query, so the claim adds no round trip to the handler's transaction.
+ * Each layer says how its connection goes back and how its own objects learn that a transaction is open.
+ * @internal
+ */
+export abstract class PgClaimConnection implements ClaimConnection {
+  private open = false;
+  /** The level the claim's BEGIN set. */
+  protected isolationLevel: IsolationLevel = 'READ COMMITTED';
+
+  protected constructor(
+    protected readonly client: PostgresClient,
+    protected readonly claimant: Claimant,
+  ) {}
+
+  abstract readonly handle: unknown;
+
+  /** The layer's default level for a BEGIN without one. */
+  protected abstract defaultIsolationLevel(): IsolationLevel | undefined;
+
+  /** Gives the connection back to the layer's pool. */
+  protected abstract release(): Promise<void>;
+
+  /** Tells the layer's objects that the transaction is open or over. */
+  protected abstract marked(active: boolean): void;
+
+  get isOpen(): boolean {
+    return this.open;
+  }
+
+  literal(value: string): string {
+    return this.client.escapeLiteral(value);
+  }
+
+  async begin(isolationLevel: IsolationLevel | undefined, statements: string[]): Promise<StatementResult[]> {
+    this.isolationLevel = isolationLevel ?? this.defaultIsolationLevel() ?? 'READ COMMITTED';
+    this.mark(true);
+    const results = await this.send([`BEGIN ISOLATION LEVEL ${this.isolationLevel}`, ...statements]);
+    return results.slice(1);
+  }
+
+  async commit(statements: string[], undoWork = false): Promise<void> {
+    // The status can lag a statement that just failed (pg rejects it before PostgreSQL's
+    // ReadyForQuery arrives), so COMMIT's command tag below is the check that always holds.
+    const status = this.client.getTransactionStatus();
+    if (status === 'E' && !undoWork) {
+      throw new IdempotencyTransactionAbortedError(this.claimant.consumer, this.claimant.key);
+    }
+    if (status !== 'T' && status !== 'E') {
+      throw this.claimError(claimMessages.claimTransactionEnded(this.claimant.consumer));
+    }
+    const results = await this.send([...(undoWork ? [UNDO_WORK] : []), ...statements, 'COMMIT']);
+    this.mark(false);
+    if (results[results.length - 1].command !== 'COMMIT') {
+      throw new IdempotencyTransactionAbortedError(this.claimant.consumer, this.claimant.key);
+    }
+  }
+
+  async rollback(statements: string[] = []): Promise<StatementResult[]> {
+    const results = await this.send([...statements, 'ROLLBACK']);
+    this.mark(false);
+    return results.slice(0, -1);
+  }
+
+  async close(): Promise<void> {
+    if (this.open) {
+      await this.rollback().catch(() => undefined);
+    }
+    this.mark(false);
+    await this.release();
+  }
+
+  /** Refuses a handler's COMMIT or ROLLBACK of the claim's own transaction (`atClaimLevel`), naming `call`. */
+  protected refuseAtClaimLevel(atClaimLevel: boolean, call: string): void {
+    if (atClaimLevel) {
+      throw this.claimError(claimMessages.claimTransactionControlled(this.claimant.consumer, call));
+    }
+  }
+
+  /** Refuses a nested transaction at a level stronger than the claim's, which PostgreSQL cannot raise. */
+  protected refuseStrongerIsolation(requested: IsolationLevel | undefined): void {
+    if (this.open && requested && ISOLATION_STRENGTH[requested] > ISOLATION_STRENGTH[this.isolationLevel]) {
+      throw this.claimError(claimMessages.strongerIsolationRequested(this.claimant.consumer, requested, this.isolationLevel));
+    }
+  }
+
+  private claimError(message: string): IdempotencyClaimTransactionError {
+    return new IdempotencyClaimTransactionError(message, this.claimant.consumer, this.claimant.key);
+  }
+
+  private async send(statements: string[]): Promise<StatementResult[]> {
+    const result = await this.client.query(statements.join(';\n'));
+    return Array.isArray(result) ? result : [result];
+  }
+
+  private mark(active: boolean): void {
+    this.open = active;
+    this.marked(active);
+  }
+}

@@ -1,0 +1,100 @@
+import type { Pool, PoolClient } from 'pg';
+import type { IsolationLevel } from '../../options/handler-values.js';
+import type { Claimant } from '../data-layer.js';
+import { PgClaimConnection, type PostgresClient } from '../pg-claim-connection.js';
+
+/** A statement that starts or ends a transaction, with what follows its keyword; not ROLLBACK TO, COMMIT PREPARED and the like. */
+const TRANSACTION_CONTROL = /^\s*(begin|start\s+transaction|commit|end|rollback|abort)\b(?!\s+(?:to|prepared)\b)([^;]*);?\s*$/i;
+const ISOLATION = /isolation\s+level\s+(read\s+uncommitted|read\s+committed|repeatable\s+read|serializable)/i;
+
+type Query = (...args: unknown[]) => unknown;
+
+/**
+ * The claim's transaction on a client of a `pg` Pool. The handler (and the pool, for the layers
+ * built on it) gets `handle`: the same client, except that a transaction opened on it is a
+ * savepoint, a COMMIT or ROLLBACK of the claim's own transaction is refused, and `release()`
+ * leaves the client to the claim.
+ * @internal
+ */
+export class PgPoolClaimConnection extends PgClaimConnection {
+  readonly handle: PoolClient;
+  /** How many transactions the handler's layer opened inside the claim's, each a savepoint. */
+  private nested = 0;
+
+  constructor(
+    readonly pool: Pool,
+    private readonly pooled: PoolClient,
+    claimant: Claimant,
+  ) {
+    super(pooled as unknown as PostgresClient, claimant);
+    this.handle = this.joinedClient();
+  }
+
+  protected defaultIsolationLevel(): IsolationLevel | undefined {
+    return undefined;
+  }
+
+  /** Gives the client back; one left in a transaction (its connection failed) is discarded, not reused. */
+  protected async release(): Promise<void> {
+    this.pooled.release(this.client.getTransactionStatus() !== 'I');
+  }
+
+  protected marked(): void {
+    this.nested = 0;
+  }
+
+  private joinedClient(): PoolClient {
+    const pooled = this.pooled;
+    const query = (...args: unknown[]) => this.query(args);
+    const release = () => undefined;
+    return new Proxy(pooled, {
+      get(target, property) {
+        if (property === 'query') return query;
+        if (property === 'release') return release;
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === 'function' ? (value as Query).bind(target) : value;
+      },
+    });
+  }
+
+  /** A statement of the handler's layer: transaction control becomes savepoints; the rest goes as sent. */
+  private query(args: unknown[]): unknown {
+    const [first] = args;
+    const text = typeof first === 'string' ? first : (first as { text?: unknown } | null)?.text;
+    const control = typeof text === 'string' && this.isOpen ? TRANSACTION_CONTROL.exec(text) : null;
+    if (!control) {
+      return (this.pooled.query as Query)(...args);
+    }
+    let rewritten: string;
+    try {
+      rewritten = this.savepointFor(control[1].toLowerCase(), control[2]);
+    } catch (error) {
+      const callback = args[args.length - 1];
+      if (typeof callback === 'function') {
+        queueMicrotask(() => (callback as (error: unknown) => void)(error));
+        return undefined;
+      }
+      return Promise.reject(error);
+    }
+    const sent = typeof first === 'string' ? rewritten : { ...(first as object), text: rewritten };
+    return (this.pooled.query as Query)(sent, ...args.slice(1));
+  }
+
+  private savepointFor(keyword: string, rest: string): string {
+    if (keyword === 'begin' || keyword.startsWith('start')) {
+      this.refuseStrongerIsolation(isolationOf(rest));
+      this.nested += 1;
+      return `SAVEPOINT idempotency_nested_${this.nested}`;
+    }
+    const commits = keyword === 'commit' || keyword === 'end';
+    this.refuseAtClaimLevel(this.nested === 0, commits ? 'COMMIT' : 'ROLLBACK');
+    const savepoint = `idempotency_nested_${this.nested}`;
+    this.nested -= 1;
+    return commits ? `RELEASE SAVEPOINT ${savepoint}` : `ROLLBACK TO SAVEPOINT ${savepoint}`;
+  }
+}
+
+function isolationOf(clause: string): IsolationLevel | undefined {
+  const level = ISOLATION.exec(clause)?.[1];
+  return level === undefined ? undefined : (level.toUpperCase().replace(/\s+/g, ' ') as IsolationLevel);
+}

@@ -1,0 +1,196 @@
+import { type InjectionToken, Logger } from '@nestjs/common';
+import type { Pool, PoolClient } from 'pg';
+import { IdempotencyOptionsError, IdempotencyUnavailableError } from '../../errors/idempotency.errors.js';
+import { within } from '../../duration/within.js';
+import { claimMessages } from '../../claiming/claim.messages.js';
+import type { Claimant, ClaimConnection, DataLayerHost, IdempotencyDataLayer, QueryResult } from '../data-layer.js';
+import { dataLayerMessages } from '../data-layer.messages.js';
+import { PgPoolClaimConnection } from './pg-pool-claim-connection.js';
+
+/** Options of `PgPoolDataLayer`. */
+export interface PgPoolDataLayerOptions {
+  /**
+   * The `pg` Pool that holds the processed-messages table and that the application writes
+   * through: the Pool itself, or the token of its provider. Drizzle (`drizzle({ client: pool })`),
+   * Kysely (`new PostgresDialect({ pool })`) and Prisma (`new PrismaPg(pool)`) built on it join the
+   * claim while a handler runs.
+   */
+  pool: Pool | InjectionToken;
+}
+
+type Connect = Pool['connect'];
+type Query = (...args: unknown[]) => unknown;
+
+/**
+ * The claims in a `pg` Pool: for plain `pg`, and for the data layers built on a Pool (Drizzle on
+ * `node-postgres`, Kysely's `PostgresDialect`, Prisma's `@prisma/adapter-pg`).
+ *
+ * While an idempotent handler runs, the pool hands out the claim's own client: `pool.query()` and
+ * `pool.connect()` (which Drizzle, Kysely and Prisma go through) run in the claim's transaction and
+ * commit or roll back with it. A transaction they open on it (`db.transaction()`,
+ * `prisma.$transaction()`) becomes a savepoint; a COMMIT or ROLLBACK of the claim's own
+ * transaction is refused. Another Pool of the same `pg` installation used inside a handler logs a
+ * warning naming the handler, once: its writes cannot commit with the claim.
+ *
+ * @example
+ * ```ts
+ * const pool = new Pool({ connectionString: process.env.DATABASE_URL });
+ * IdempotencyModule.forRoot({ dataLayer: new PgPoolDataLayer({ pool }) })
+ * ```
+ */
+export class PgPoolDataLayer implements IdempotencyDataLayer {
+  readonly name = 'pg';
+  /** @internal */
+  readonly schemaAdvice = 'sql-files';
+  private host!: DataLayerHost;
+  private pool: Pool | undefined;
+  private connectOwn!: (this: Pool) => Promise<PoolClient>;
+  private queryOwn!: Query;
+
+  constructor(private readonly options: PgPoolDataLayerOptions) {}
+
+  /** @internal */
+  attach(host: DataLayerHost): void {
+    this.host = host;
+  }
+
+  /** @internal Finds the pool and joins it to the claims. */
+  async start(): Promise<void> {
+    this.resolvePool();
+  }
+
+  /** @internal */
+  async query<Row>(text: string, parameters?: readonly unknown[]): Promise<QueryResult<Row>> {
+    const pool = this.pool ?? this.resolvePool();
+    const result = await pool.query(text, parameters as unknown[]);
+    return { rows: result.rows as Row[], rowCount: result.rowCount ?? result.rows.length };
+  }
+
+  /** @internal */
+  async connect(timeoutMs: number, claimant: Claimant): Promise<ClaimConnection> {
+    const pool = this.pool ?? this.resolvePool();
+    // With an idle connection free the pool hands it over at its next tick: no wait to bound, no timer to arm.
+    const idleFree = pool.idleCount > pool.waitingCount;
+    let client: PoolClient | undefined;
+    try {
+      const connecting = this.connectOwn.call(pool);
+      client = idleFree ? await connecting : await within(connecting, timeoutMs);
+      if (!client) {
+        // The pool still hands the connection over later; give it straight back then.
+        connecting.then((late) => late.release(), () => undefined);
+        throw new IdempotencyUnavailableError(
+          claimMessages.noConnection(claimant.consumer, claimant.key, timeoutMs, { size: pool.options.max, waiting: pool.waitingCount }),
+          claimant.consumer,
+          claimant.key,
+        );
+      }
+    } catch (error) {
+      if (error instanceof IdempotencyUnavailableError) {
+        throw error;
+      }
+      throw new IdempotencyUnavailableError(claimMessages.connectFailed(claimant.consumer, claimant.key, (error as Error).message), claimant.consumer, claimant.key, {
+        cause: error,
+      });
+    }
+    return new PgPoolClaimConnection(pool, client, claimant);
+  }
+
+  private resolvePool(): Pool {
+    if (this.pool) {
+      return this.pool;
+    }
+    const { pool: given } = this.options;
+    let pool: unknown = given;
+    if (!isPool(given)) {
+      try {
+        pool = this.host.moduleRef.get(given, { strict: false });
+      } catch (error) {
+        throw new IdempotencyOptionsError(dataLayerMessages.poolMissing(tokenName(given)), { cause: error });
+      }
+    }
+    if (!isPool(pool)) {
+      throw new IdempotencyOptionsError(dataLayerMessages.notAPool(isPool(given) ? 'the Pool given' : tokenName(given)));
+    }
+    this.join(pool);
+    this.pool = pool;
+    return pool;
+  }
+
+  /** While a claim on `pool` is open in the caller's context, the pool hands out its client. */
+  private join(pool: Pool): void {
+    warnOnOtherPools(pool, this.host.storage);
+    this.connectOwn = pool.connect as (this: Pool) => Promise<PoolClient>;
+    this.queryOwn = pool.query as Query;
+    const storage = this.host.storage;
+    const joined = (): PoolClient | undefined => {
+      const transaction = storage.getStore()?.transaction;
+      return transaction instanceof PgPoolClaimConnection && transaction.isOpen && transaction.pool === pool ? transaction.handle : undefined;
+    };
+    const { connectOwn, queryOwn } = this;
+    pool.connect = function connectJoined(this: Pool, callback?: (error: Error | undefined, client: PoolClient, done: () => void) => void) {
+      const client = joined();
+      if (!client) {
+        return (connectOwn as (...args: unknown[]) => unknown).apply(this, callback ? [callback] : []);
+      }
+      if (callback) {
+        queueMicrotask(() => callback(undefined, client, () => client.release()));
+        return undefined;
+      }
+      return Promise.resolve(client);
+    } as Connect;
+    pool.query = function queryJoined(this: Pool, ...args: unknown[]) {
+      const client = joined();
+      return client ? (client.query as Query)(...args) : queryOwn.apply(this, args);
+    } as Pool['query'];
+  }
+}
+
+/** The claims' storages of the applications whose handlers run on a Pool, each with the handlers it warned of. */
+const WATCHING = new Map<DataLayerHost['storage'], Set<string>>();
+/** The pg Pool classes that warn of a use inside a handler whose claim is on another Pool. */
+const WATCHED_POOL_CLASSES = new WeakSet<object>();
+
+/**
+ * Every other Pool of `pool`'s `pg` installation logs a warning, once per handler, when a handler
+ * whose claim is on a Pool sends a statement through it.
+ */
+function warnOnOtherPools(pool: Pool, storage: DataLayerHost['storage']): void {
+  if (!WATCHING.has(storage)) {
+    WATCHING.set(storage, new Set());
+  }
+  let prototype = Object.getPrototypeOf(pool) as Record<string, unknown> | null;
+  while (prototype && !Object.hasOwn(prototype, 'connect')) {
+    prototype = Object.getPrototypeOf(prototype) as Record<string, unknown> | null;
+  }
+  if (!prototype || WATCHED_POOL_CLASSES.has(prototype)) {
+    return;
+  }
+  WATCHED_POOL_CLASSES.add(prototype);
+  const logger = new Logger('Idempotency');
+  const watch = (method: 'connect' | 'query') => {
+    const own = prototype[method] as Query;
+    prototype[method] = function watched(this: Pool, ...args: unknown[]) {
+      for (const [claims, warned] of WATCHING) {
+        const claim = claims.getStore();
+        const transaction = claim?.transaction;
+        if (claim && transaction instanceof PgPoolClaimConnection && transaction.isOpen && transaction.pool !== this && !warned.has(claim.consumer)) {
+          warned.add(claim.consumer);
+          logger.warn(dataLayerMessages.otherPoolUsed(claim.consumer));
+        }
+      }
+      return own.apply(this, args);
+    };
+  };
+  watch('connect');
+  watch('query');
+}
+
+/** A pg Pool, told by its shape so that any copy of `pg` is recognised. */
+function isPool(candidate: unknown): candidate is Pool {
+  const pool = candidate as Partial<Pool> | null | undefined;
+  return typeof pool === 'object' && pool !== null && typeof pool.connect === 'function' && typeof pool.query === 'function' && typeof pool.idleCount === 'number';
+}
+
+function tokenName(token: InjectionToken): string {
+  return typeof token === 'function' ? token.name : String(token);
+}

@@ -1,0 +1,149 @@
+import type { DataSource, QueryRunner } from 'typeorm';
+import type { IsolationLevel } from '../../options/handler-values.js';
+import { IdempotencyUnavailableError } from '../../errors/idempotency.errors.js';
+import { within } from '../../duration/within.js';
+import { claimMessages } from '../../claiming/claim.messages.js';
+import type { Claimant } from '../data-layer.js';
+import { PgClaimConnection, type PostgresClient } from '../pg-claim-connection.js';
+import {
+  connectClient,
+  createPrimaryQueryRunner,
+  defaultIsolationLevel,
+  markTransaction,
+  hasIdleConnectionFree,
+  poolFigures,
+  transactionDepth,
+  unlistConnectedRunner,
+} from './typeorm-internals.js';
+
+/** The methods of TypeORM's query runner that the claim's transaction guards, as TypeORM defines them. */
+type GuardedMethods = Pick<QueryRunner, 'startTransaction' | 'commitTransaction' | 'rollbackTransaction' | 'release'>;
+
+/** The claim each guarded query runner belongs to. */
+const CLAIM_OF_RUNNER = new WeakMap<QueryRunner, TypeOrmClaimConnection>();
+
+/**
+ * The methods a claim's query runner answers with in place of TypeORM's, the same functions for
+ * every claim: each finds its runner's claim.
+ */
+const GUARDED_METHODS: GuardedMethods = {
+  startTransaction(this: QueryRunner, isolationLevel?: IsolationLevel) {
+    return CLAIM_OF_RUNNER.get(this)!.startTransaction(isolationLevel);
+  },
+  commitTransaction(this: QueryRunner) {
+    return CLAIM_OF_RUNNER.get(this)!.commitTransaction();
+  },
+  rollbackTransaction(this: QueryRunner) {
+    return CLAIM_OF_RUNNER.get(this)!.rollbackTransaction();
+  },
+  // TypeORM releases a runner it took from createQueryRunner(); the claim's runner stays with the claim.
+  release: async () => undefined,
+};
+
+/**
+ * The claim's transaction on one TypeORM `QueryRunner`. The query runner is marked as in a
+ * transaction, as `startTransaction()` would, so the handler's `manager.save()` joins it and a
+ * nested `manager.transaction()` becomes a savepoint. The transaction belongs to the claim: the
+ * handler cannot commit, roll back or release it, nor raise its isolation level.
+ * @internal
+ */
+export class TypeOrmClaimConnection extends PgClaimConnection {
+  private constructor(
+    readonly dataSource: DataSource,
+    readonly queryRunner: QueryRunner,
+    client: PostgresClient,
+    claimant: Claimant,
+    /** TypeORM's methods of the runner, called with it as `this`. */
+    private readonly own: GuardedMethods,
+  ) {
+    super(client, claimant);
+  }
+
+  /** The handler's object for the claim's transaction: its query runner. */
+  get handle(): QueryRunner {
+    return this.queryRunner;
+  }
+
+  /**
+   * Takes a connection from the data source's pool, waiting at most `timeoutMs`.
+   * @throws IdempotencyUnavailableError when none comes in time or the server cannot be reached.
+   */
+  static async connect(dataSource: DataSource, timeoutMs: number, claimant: Claimant): Promise<TypeOrmClaimConnection> {
+    // Not dataSource.createQueryRunner(): inside a handler that one hands out the claim's own runner.
+    const queryRunner = createPrimaryQueryRunner(dataSource);
+    // With an idle connection free the pool hands it over at its next tick: no wait to bound, no timer to arm.
+    const idleFree = hasIdleConnectionFree(dataSource);
+    try {
+      const connecting = connectClient(queryRunner);
+      const client = idleFree ? await connecting : await within(connecting, timeoutMs);
+      if (!client) {
+        // The pool still hands the connection over later; give it straight back then.
+        connecting.then(() => queryRunner.release(), () => undefined);
+        throw new IdempotencyUnavailableError(
+          claimMessages.noConnection(claimant.consumer, claimant.key, timeoutMs, poolFigures(dataSource)),
+          claimant.consumer,
+          claimant.key,
+        );
+      }
+      const { startTransaction, commitTransaction, rollbackTransaction, release } = queryRunner;
+      const connection = new TypeOrmClaimConnection(dataSource, queryRunner, client, claimant, { startTransaction, commitTransaction, rollbackTransaction, release });
+      // On shutdown TypeORM's driver releases the runners it lists until none is left; this one
+      // ignores release() from others, so listed it would keep the shutdown looping for ever.
+      // Unlisted, the pool's end waits for the claim to settle and give its connection back.
+      unlistConnectedRunner(dataSource, queryRunner);
+      CLAIM_OF_RUNNER.set(queryRunner, connection);
+      Object.assign(queryRunner, GUARDED_METHODS);
+      return connection;
+    } catch (error) {
+      if (error instanceof IdempotencyUnavailableError) {
+        throw error;
+      }
+      await queryRunner.release();
+      throw new IdempotencyUnavailableError(
+        claimMessages.connectFailed(claimant.consumer, claimant.key, (error as Error).message),
+        claimant.consumer,
+        claimant.key,
+        { cause: error },
+      );
+    }
+  }
+
+  override async close(): Promise<void> {
+    if (this.queryRunner.isReleased) {
+      // TypeORM released it after its connection failed: nothing is left to roll back.
+      this.marked(false);
+      return;
+    }
+    await super.close();
+  }
+
+  /** `startTransaction()` on the claim's runner: a savepoint, never a level stronger than the claim's. */
+  startTransaction(isolationLevel: IsolationLevel | undefined): Promise<void> {
+    this.refuseStrongerIsolation(isolationLevel ?? defaultIsolationLevel(this.dataSource));
+    return this.own.startTransaction.call(this.queryRunner, isolationLevel);
+  }
+
+  /** `commitTransaction()` on the claim's runner: a savepoint's release, never the claim's COMMIT. */
+  commitTransaction(): Promise<void> {
+    this.refuseAtClaimLevel(transactionDepth(this.queryRunner) <= 1, 'commitTransaction()');
+    return this.own.commitTransaction.call(this.queryRunner);
+  }
+
+  /** `rollbackTransaction()` on the claim's runner: a savepoint's rollback, never the claim's. */
+  rollbackTransaction(): Promise<void> {
+    this.refuseAtClaimLevel(transactionDepth(this.queryRunner) <= 1, 'rollbackTransaction()');
+    return this.own.rollbackTransaction.call(this.queryRunner);
+  }
+
+  protected defaultIsolationLevel(): IsolationLevel | undefined {
+    return defaultIsolationLevel(this.dataSource);
+  }
+
+  protected release(): Promise<void> {
+    return this.own.release.call(this.queryRunner);
+  }
+
+  protected marked(active: boolean): void {
+    markTransaction(this.queryRunner, active);
+  }
+}

@@ -1,0 +1,141 @@
+import { Logger } from '@nestjs/common';
+import type { DataSource, QueryRunner, ReplicationMode } from 'typeorm';
+import { IdempotencyOptionsError } from '../../errors/idempotency.errors.js';
+import { loadOptionalPackage } from '../../optional/load-optional-package.js';
+import type { Claimant, ClaimConnection, DataLayerHost, IdempotencyDataLayer, QueryResult } from '../data-layer.js';
+import { dataLayerMessages } from '../data-layer.messages.js';
+import { TypeOrmClaimConnection } from './typeorm-claim-connection.js';
+
+/** Options of `TypeOrmDataLayer`. */
+export interface TypeOrmDataLayerOptions {
+  /** The name of the TypeORM data source that holds the processed-messages table. Default: the default data source. */
+  dataSource?: string;
+}
+
+type CreateQueryRunner = (mode?: ReplicationMode) => QueryRunner;
+
+/**
+ * The claims in a TypeORM data source (`TypeOrmModule.forRoot()`), the module's default data layer.
+ *
+ * Every write through that data source joins the claim in flight. While an idempotent handler
+ * runs, `dataSource.createQueryRunner()` (which injected repositories, `dataSource.manager`,
+ * `dataSource.query()`, `dataSource.transaction()`, query builders and transaction helpers such as
+ * `@nestjs-cls/transactional` and `typeorm-transactional` all go through) hands out the claim's own
+ * query runner, so their statements run in the claim's transaction (a nested transaction becomes
+ * a savepoint) and commit or roll back with it; reads see the handler's uncommitted writes, and
+ * no handler needs a second pooled connection. Reads that TypeORM sends to a replica (a data
+ * source with `replication` options) do not join. Other data sources cannot commit with the
+ * claim: the first use of one inside a handler logs a warning naming the handler and the data source.
+ *
+ * The join stays for the data source's life: a handler still in flight while the application shuts
+ * down (its module hooks run before the data source closes) keeps writing in its claim's transaction.
+ *
+ * @example
+ * ```ts
+ * IdempotencyModule.forRoot({ dataLayer: new TypeOrmDataLayer({ dataSource: 'billing' }) })
+ * ```
+ */
+export class TypeOrmDataLayer implements IdempotencyDataLayer {
+  readonly name = 'TypeORM';
+  /** @internal */
+  readonly schemaAdvice = 'typeorm-migrations';
+  private readonly logger = new Logger('Idempotency');
+  private readonly warned = new Set<string>();
+  private host!: DataLayerHost;
+  private dataSource: DataSource | undefined;
+  private resolving: Promise<DataSource> | undefined;
+
+  /** @throws IdempotencyOptionsError when `dataSource` is not a name. */
+  constructor(private readonly options: TypeOrmDataLayerOptions = {}) {
+    const { dataSource } = options;
+    if (dataSource !== undefined && (typeof dataSource !== 'string' || dataSource === '')) {
+      throw new IdempotencyOptionsError(dataLayerMessages.invalidDataSource(dataSource));
+    }
+  }
+
+  /** @internal */
+  attach(host: DataLayerHost): void {
+    this.host = host;
+  }
+
+  /** @internal Joins the claims' data source and watches the application's others. */
+  async start(): Promise<void> {
+    const claims = await this.claimDataSource();
+    const { DataSource } = await import('typeorm');
+    for (const wrapper of this.host.discovery.getProviders()) {
+      if (wrapper.instance instanceof DataSource && wrapper.instance !== claims && wrapper.isDependencyTreeStatic()) {
+        this.warnOnUse(wrapper.instance, String(wrapper.name));
+      }
+    }
+  }
+
+  /** @internal */
+  async query<Row>(text: string, parameters?: readonly unknown[]): Promise<QueryResult<Row>> {
+    const dataSource = this.dataSource ?? (await this.claimDataSource());
+    // Inside a handler this is the claim's runner, whose release() leaves it to the claim.
+    const runner = dataSource.createQueryRunner();
+    try {
+      const result = await runner.query(text, parameters as unknown[], true);
+      return { rows: result.records as Row[], rowCount: result.affected ?? result.records.length };
+    } finally {
+      await runner.release();
+    }
+  }
+
+  /** @internal */
+  async connect(timeoutMs: number, claimant: Claimant): Promise<ClaimConnection> {
+    return TypeOrmClaimConnection.connect(this.dataSource ?? (await this.claimDataSource()), timeoutMs, claimant);
+  }
+
+  /**
+   * The data source of the claims, joined to them; resolved at the first call (a message may come before the module's init).
+   * @throws IdempotencyOptionsError when the application has no such data source (no `TypeOrmModule.forRoot()`).
+   */
+  private claimDataSource(): Promise<DataSource> {
+    this.resolving ??= this.find().then((dataSource) => {
+      this.intercept(dataSource, (claim, mode, create) => {
+        const transaction = claim?.transaction;
+        return transaction instanceof TypeOrmClaimConnection && transaction.isOpen && transaction.dataSource === dataSource && !readsFromReplica(dataSource, mode)
+          ? transaction.queryRunner
+          : create(mode);
+      });
+      this.dataSource = dataSource;
+      return dataSource;
+    });
+    return this.resolving;
+  }
+
+  private async find(): Promise<DataSource> {
+    const { getDataSourceToken } = await loadOptionalPackage('@nestjs/typeorm', 'the TypeORM data layer', () => import('@nestjs/typeorm'));
+    try {
+      return this.host.moduleRef.get<DataSource>(getDataSourceToken(this.options.dataSource), { strict: false });
+    } catch (error) {
+      throw new IdempotencyOptionsError(dataLayerMessages.dataSourceMissing(this.options.dataSource), { cause: error });
+    }
+  }
+
+  private warnOnUse(dataSource: DataSource, name: string): void {
+    this.intercept(dataSource, (claim, mode, create) => {
+      if (!readsFromReplica(dataSource, mode) && claim?.transaction?.isOpen && !this.warned.has(`${claim.consumer}\u0000${name}`)) {
+        this.warned.add(`${claim.consumer}\u0000${name}`);
+        this.logger.warn(dataLayerMessages.otherDataSourceUsed(claim.consumer, name));
+      }
+      return create(mode);
+    });
+  }
+
+  private intercept(
+    dataSource: DataSource,
+    choose: (claim: ReturnType<DataLayerHost['storage']['getStore']>, mode: ReplicationMode, create: CreateQueryRunner) => QueryRunner,
+  ): void {
+    const original = dataSource.createQueryRunner;
+    const create: CreateQueryRunner = (mode) => original.call(dataSource, mode);
+    const storage = this.host.storage;
+    dataSource.createQueryRunner = (mode: ReplicationMode = 'master') => choose(storage.getStore(), mode, create);
+  }
+}
+
+/** Reads ask for `'slave'` by default; only a data source with `replication` options has replicas to send them to. */
+function readsFromReplica(dataSource: DataSource, mode: ReplicationMode): boolean {
+  return mode === 'slave' && dataSource.driver.isReplicated;
+}
