@@ -3,7 +3,7 @@ import type { ClaimOutcome, CommitOptions, OpenDelivery, RecordedResponse } from
 import { ClaimingService } from '../claiming/claiming.service.js';
 import type { ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
 import type { IdempotencyMode } from '../options/handler-values.js';
-import { failureOutcome } from '../errors/delivery-error-classes.js';
+import { failureOutcome, unwrapDeliveryError } from '../errors/delivery-error-classes.js';
 import { LeaseClaimingService, type LeaseClaimRequest } from '../leasing/lease-claiming.service.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
 import { OTHER_SENDERS } from '../metrics/metrics.constants.js';
@@ -172,7 +172,7 @@ export class DeliveryCore {
       observer.won(delivery);
       return await entry.process(delivery, source);
     } catch (error) {
-      return entry.fail(error, delivery, source);
+      return entry.fail(unwrapDeliveryError(error), delivery, source);
     }
   }
 }

@@ -73,6 +73,19 @@ export function classify(error: unknown): DeliveryErrorClass | undefined {
   return error instanceof Error ? CLASSES.get(error.constructor as ErrorClass) : undefined;
 }
 
+/**
+ * The module's own delivery error that `error` carries as its `cause`, when a data layer wrapped
+ * it on its way out of the handler (Drizzle's `DrizzleQueryError` wraps what the claim's client
+ * refused); else `error` itself.
+ */
+export function unwrapDeliveryError(error: unknown): unknown {
+  let candidate = error;
+  for (let depth = 0; depth < 4 && candidate instanceof Error && !classify(candidate); depth++) {
+    candidate = candidate.cause;
+  }
+  return classify(candidate) ? candidate : error;
+}
+
 /** How a delivery that ended with `error` is counted: the module's class, else a 4xx from the handler's pipeline is `rejected`. */
 export function failureOutcome(error: unknown): FailureOutcome {
   const known = classify(error);

@@ -1,0 +1,18 @@
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import { countRoundTrips } from '../adoption/round-trips.js';
+import { LAYERS, LayerAppModule, type LayerName } from './layer-app.module.js';
+
+/** A service on the data layer `LAYER`, as a process of its own, so that a test can SIGKILL it mid-handler. */
+async function main(): Promise<void> {
+  const layer = process.env.LAYER as LayerName;
+  if (!LAYERS.includes(layer)) {
+    throw new Error(`LAYER must be one of ${LAYERS.join(', ')}; got ${layer}`);
+  }
+  countRoundTrips();
+  const app = await NestFactory.create(LayerAppModule.register(layer, process.env.DATABASE_URL!), { logger: ['log', 'warn', 'error'] });
+  app.enableShutdownHooks();
+  await app.listen(Number(process.env.PORT), '127.0.0.1');
+}
+
+void main();

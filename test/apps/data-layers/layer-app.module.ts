@@ -1,0 +1,126 @@
+import { Body, Controller, type DynamicModule, Get, HttpCode, Inject, Module, Param, Post, type Provider } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { drizzle } from 'drizzle-orm/node-postgres';
+import { Kysely, PostgresDialect } from 'kysely';
+import {
+  IdempotencyHealthIndicator,
+  IdempotencyModule,
+  IdempotencyPurgeService,
+  IdempotentHandler,
+  PgPoolDataLayer,
+  type IdempotencyModuleOptions,
+} from 'nestjs-idempotent-consumer';
+import pg from 'pg';
+import { roundTrips } from '../adoption/round-trips.js';
+import { DB, DrizzleWriter, KyselyWriter, type LayerWriter, type NestedEnding, PG_POOL, PgWriter, TypeOrmWriter } from './layer-writers.js';
+
+/** The data layers the contract runs on. */
+export const LAYERS = ['pg', 'drizzle', 'kysely', 'typeorm'] as const;
+export type LayerName = (typeof LAYERS)[number];
+
+const WRITER = Symbol('WRITER');
+
+interface CreditBody {
+  cents: number;
+  gate?: string;
+  fail?: boolean;
+  nested?: NestedEnding;
+  commitItself?: boolean;
+}
+
+/** `POST /credits/:account`: an idempotent credit written through the layer; the body says what else the handler does. */
+@Controller()
+class LayerController {
+  constructor(
+    @Inject(WRITER) private readonly writer: LayerWriter,
+    private readonly purge: IdempotencyPurgeService,
+    private readonly health: IdempotencyHealthIndicator,
+  ) {}
+
+  @Post('credits/:account')
+  @IdempotentHandler()
+  async credit(@Param('account') account: string, @Body() body: CreditBody) {
+    await this.writer.credit(account, body.cents);
+    if (body.nested) await this.writer.creditNested(account, body.cents * 100, body.nested);
+    if (body.gate) await this.writer.waitAtGate(body.gate);
+    if (body.commitItself) await this.writer.commitItself();
+    if (body.fail) throw new Error('the handler fails after its write');
+    return { account, cents: body.cents, note: 'é ✓' };
+  }
+
+  /** The same credit in lease mode, on the store of the layer. */
+  @Post('leased/:account')
+  @IdempotentHandler({ mode: 'lease', lease: '30s' })
+  async leased(@Param('account') account: string, @Body() body: CreditBody) {
+    await this.writer.credit(account, body.cents);
+    return { account, cents: body.cents };
+  }
+
+  /** The same write without the module, in the layer's own transaction: the round trips to compare with. */
+  @Post('plain/:account')
+  async plain(@Param('account') account: string, @Body() body: CreditBody) {
+    await this.writer.creditNested(account, body.cents, 'commit');
+    return { account, cents: body.cents };
+  }
+
+  @Post('purge')
+  @HttpCode(200)
+  purgeNow() {
+    return this.purge.purgeNow();
+  }
+
+  @Get('health')
+  isHealthy() {
+    return this.health.isHealthy();
+  }
+
+  @Get('round-trips')
+  roundTrips() {
+    return { roundTrips: roundTrips() };
+  }
+}
+
+/** The application's own pool, ended with it. */
+class OwnPool extends pg.Pool {
+  onApplicationShutdown() {
+    return this.end();
+  }
+}
+
+/**
+ * A service on one data layer that adopts the module: its writes go through its own pg Pool,
+ * Drizzle or Kysely instance, or TypeORM data source; the module joins them to the claims.
+ */
+@Module({})
+export class LayerAppModule {
+  static register(layer: LayerName, databaseUrl: string): DynamicModule {
+    const options: IdempotencyModuleOptions = { purge: { interval: false }, retention: '1h' };
+    const pool: Provider = { provide: PG_POOL, useFactory: () => new OwnPool({ connectionString: databaseUrl, max: 10 }) };
+    const byLayer: Record<LayerName, { imports: DynamicModule[]; providers: Provider[] }> = {
+      pg: { imports: [], providers: [pool, { provide: WRITER, useClass: PgWriter }] },
+      drizzle: {
+        imports: [],
+        providers: [pool, { provide: DB, inject: [PG_POOL], useFactory: (client: pg.Pool) => drizzle({ client }) }, { provide: WRITER, useClass: DrizzleWriter }],
+      },
+      kysely: {
+        imports: [],
+        providers: [
+          pool,
+          { provide: DB, inject: [PG_POOL], useFactory: (client: pg.Pool) => new Kysely({ dialect: new PostgresDialect({ pool: client }) }) },
+          { provide: WRITER, useClass: KyselyWriter },
+        ],
+      },
+      typeorm: {
+        imports: [TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl, extra: { max: 10 } })],
+        providers: [{ provide: WRITER, useClass: TypeOrmWriter }],
+      },
+    };
+    const { imports, providers } = byLayer[layer];
+    return {
+      module: LayerAppModule,
+      imports: [...imports, IdempotencyModule.forRoot(layer === 'typeorm' ? options : { ...options, dataLayer: new PgPoolDataLayer({ pool: PG_POOL }) })],
+      controllers: [LayerController],
+      providers,
+    };
+  }
+}

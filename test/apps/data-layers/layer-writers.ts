@@ -1,0 +1,155 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { sql as drizzleSql } from 'drizzle-orm';
+import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
+import { integer, pgTable, text } from 'drizzle-orm/pg-core';
+import { type Kysely, sql as kyselySql } from 'kysely';
+import type { Pool } from 'pg';
+import type { DataSource } from 'typeorm';
+
+/** The application's own pool, which the pool layers are built on. */
+export const PG_POOL = Symbol('PG_POOL');
+/** The Drizzle or Kysely instance on `PG_POOL`. */
+export const DB = Symbol('DB');
+
+/** How a nested transaction of the handler's ends: `commit` keeps its write, `rollback` undoes it and the handler carries on. */
+export type NestedEnding = 'commit' | 'rollback';
+
+/**
+ * One data layer's way of writing a credit, as a service on that layer writes: through the
+ * application's own instance, never through an object the module hands out.
+ */
+export interface LayerWriter {
+  /** Inserts one credit row. */
+  credit(account: string, cents: number): Promise<void>;
+  /** Inserts one credit row in a transaction of the layer's own, nested in the handler's. */
+  creditNested(account: string, cents: number, ending: NestedEnding): Promise<void>;
+  /** Sends a bare COMMIT, as a handler that ends the transaction itself would. */
+  commitItself(): Promise<void>;
+  /** Waits for the gate row the test holds (a lock): the handler is then in flight, its write sent. */
+  waitAtGate(gate: string): Promise<void>;
+}
+
+const GATE_SQL = 'SELECT name FROM gates WHERE name = $1 FOR UPDATE';
+
+/** A rollback the writer asks for, thrown out of the layer's transaction callback and caught after it. */
+class NestedRollback extends Error {}
+
+@Injectable()
+export class PgWriter implements LayerWriter {
+  constructor(@Inject(PG_POOL) private readonly pool: Pool) {}
+
+  async credit(account: string, cents: number) {
+    await this.pool.query('INSERT INTO layer_credits (account, cents) VALUES ($1, $2)', [account, cents]);
+  }
+
+  async creditNested(account: string, cents: number, ending: NestedEnding) {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('INSERT INTO layer_credits (account, cents) VALUES ($1, $2)', [account, cents]);
+      await client.query(ending === 'commit' ? 'COMMIT' : 'ROLLBACK');
+    } finally {
+      client.release();
+    }
+  }
+
+  async commitItself() {
+    await this.pool.query('COMMIT');
+  }
+
+  async waitAtGate(gate: string) {
+    await this.pool.query(GATE_SQL, [gate]);
+  }
+}
+
+export const layerCredits = pgTable('layer_credits', { account: text('account').notNull(), cents: integer('cents').notNull() });
+
+@Injectable()
+export class DrizzleWriter implements LayerWriter {
+  constructor(@Inject(DB) private readonly db: NodePgDatabase) {}
+
+  async credit(account: string, cents: number) {
+    await this.db.insert(layerCredits).values({ account, cents });
+  }
+
+  async creditNested(account: string, cents: number, ending: NestedEnding) {
+    await this.db
+      .transaction(async (tx) => {
+        await tx.insert(layerCredits).values({ account, cents });
+        if (ending === 'rollback') throw new NestedRollback();
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof NestedRollback)) throw error;
+      });
+  }
+
+  async commitItself() {
+    await this.db.execute(drizzleSql`COMMIT`);
+  }
+
+  async waitAtGate(gate: string) {
+    await this.db.execute(drizzleSql`SELECT name FROM gates WHERE name = ${gate} FOR UPDATE`);
+  }
+}
+
+interface KyselyTables {
+  layer_credits: { account: string; cents: number };
+}
+
+@Injectable()
+export class KyselyWriter implements LayerWriter {
+  constructor(@Inject(DB) private readonly db: Kysely<KyselyTables>) {}
+
+  async credit(account: string, cents: number) {
+    await this.db.insertInto('layer_credits').values({ account, cents }).execute();
+  }
+
+  async creditNested(account: string, cents: number, ending: NestedEnding) {
+    await this.db
+      .transaction()
+      .execute(async (trx) => {
+        await trx.insertInto('layer_credits').values({ account, cents }).execute();
+        if (ending === 'rollback') throw new NestedRollback();
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof NestedRollback)) throw error;
+      });
+  }
+
+  async commitItself() {
+    await kyselySql`COMMIT`.execute(this.db);
+  }
+
+  async waitAtGate(gate: string) {
+    await kyselySql`SELECT name FROM gates WHERE name = ${gate} FOR UPDATE`.execute(this.db);
+  }
+}
+
+@Injectable()
+export class TypeOrmWriter implements LayerWriter {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  async credit(account: string, cents: number) {
+    await this.dataSource.query('INSERT INTO layer_credits (account, cents) VALUES ($1, $2)', [account, cents]);
+  }
+
+  async creditNested(account: string, cents: number, ending: NestedEnding) {
+    await this.dataSource
+      .transaction(async (manager) => {
+        await manager.query('INSERT INTO layer_credits (account, cents) VALUES ($1, $2)', [account, cents]);
+        if (ending === 'rollback') throw new NestedRollback();
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof NestedRollback)) throw error;
+      });
+  }
+
+  async commitItself() {
+    await this.dataSource.query('COMMIT');
+  }
+
+  async waitAtGate(gate: string) {
+    await this.dataSource.query(GATE_SQL, [gate]);
+  }
+}
