@@ -145,6 +145,22 @@ describe.each(LAYERS)('the claim on the %s data layer', (layer) => {
     }
   });
 
+  it('run() outside a handler: 20 concurrent calls of one key run the work once, the others answer its recorded result; failed work leaves nothing', async () => {
+    const run = async (key: string, body: Record<string, unknown> = {}) =>
+      (await (await fetch(`${app.baseUrl}/runs/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ cents: 7, key, ...body }) })).json()) as Record<
+        string,
+        unknown
+      >;
+    expect(await run('run-fails', { fail: true })).toEqual({ error: 'Error' });
+    expect(await rows('runs')).toBe(0);
+    expect(await claims('run-fails')).toBe(0);
+    const answers = await Promise.all(Array.from({ length: 20 }, () => run('run-1')));
+    // The first answers the result itself, the others its JSON: the Date as its ISO text.
+    expect(answers.filter((answer) => JSON.stringify(answer) === JSON.stringify({ result: { account: 'runs', cents: 7, at: new Date(0) } }))).toHaveLength(20);
+    expect(await rows('runs')).toBe(1);
+    expect(await claims('run-1')).toBe(1);
+  });
+
   it('lease mode claims on the store of the layer: 10 concurrent duplicates, one credit', async () => {
     const answers = await Promise.all(
       Array.from({ length: 10 }, () =>

@@ -24,6 +24,7 @@ import { ResponseRecording } from './recording/response-recording.js';
 import { replayCacheProvider } from './replay-cache/replay-cache.js';
 import { HttpDelivery } from './transports/http/http-delivery.js';
 import { MessageDelivery } from './transports/message-delivery.js';
+import { IdempotentRunner } from './transports/run/idempotent-runner.js';
 import { TRANSPORT_PROVIDERS } from './transports/transports.js';
 import { IdempotencyTracing } from './tracing/idempotency-tracing.js';
 import { StoreSampler } from './metrics/store.sampler.js';
@@ -68,6 +69,7 @@ import { StoreSampler } from './metrics/store.sampler.js';
     DeliveryCore,
     HttpDelivery,
     MessageDelivery,
+    IdempotentRunner,
     ...TRANSPORT_PROVIDERS,
     IdempotencyMetricsService,
     PrometheusExporter,
@@ -79,6 +81,6 @@ import { StoreSampler } from './metrics/store.sampler.js';
     IdempotencyAdmin,
   ],
   // HttpDelivery and MessageDelivery: what @IdempotentHandler()'s interceptor needs in the controllers' modules.
-  exports: [IdempotencyContext, IdempotencyAdmin, IdempotencyMetricsService, IdempotencyPurgeService, IdempotencyHealthIndicator, HttpDelivery, MessageDelivery],
+  exports: [IdempotencyContext, IdempotentRunner, IdempotencyAdmin, IdempotencyMetricsService, IdempotencyPurgeService, IdempotencyHealthIndicator, HttpDelivery, MessageDelivery],
 })
 export class IdempotencyModule extends ConfigurableModuleClass {}

@@ -13,6 +13,8 @@ export { IdempotencyInterceptor } from './transports/idempotency.interceptor.js'
 export type { IdempotentHandlerOptions, KeySource, ScopeSource } from './decorators/idempotent-handler.options.js';
 export type { IdempotencyMode, InFlightPolicy, IsolationLevel, RecordPolicy } from './options/handler-values.js';
 export { IdempotencyContext } from './context/idempotency.context.js';
+export { IdempotentRunner } from './transports/run/idempotent-runner.js';
+export type { IdempotentRunOptions } from './transports/run/idempotent-runner.js';
 export type { IdempotencyDataLayer } from './data-layers/data-layer.js';
 export { TypeOrmDataLayer } from './data-layers/typeorm/typeorm.data-layer.js';
 export type { TypeOrmDataLayerOptions } from './data-layers/typeorm/typeorm.data-layer.js';
@@ -26,6 +28,8 @@ export { ProcessedMessage } from './claiming/processed-message.entity.js';
 export { CreateProcessedMessagesTable1764633600000 } from './migrations/create-processed-messages-table.migration.js';
 export { CreateProcessedMessagesFunctions1796256000000 } from './migrations/create-processed-messages-functions.migration.js';
 export { UpgradeProcessedMessagesTable1796342400000 } from './migrations/upgrade-processed-messages-table.migration.js';
+export { schemaSql } from './migrations/schema-sql.js';
+export type { SchemaMigrationSql } from './migrations/schema-sql.js';
 export type { Duration } from './duration/duration.js';
 export { DEFAULT_TABLE_NAME, IDEMPOTENCY_CHANNELS, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, MAX_KEY_LENGTH } from './idempotency.constants.js';
 export {

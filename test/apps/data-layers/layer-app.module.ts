@@ -7,6 +7,7 @@ import {
   IdempotencyModule,
   IdempotencyPurgeService,
   IdempotentHandler,
+  IdempotentRunner,
   PgPoolDataLayer,
   type IdempotencyModuleOptions,
 } from 'nestjs-idempotent-consumer';
@@ -35,6 +36,7 @@ class LayerController {
     @Inject(WRITER) private readonly writer: LayerWriter,
     private readonly purge: IdempotencyPurgeService,
     private readonly health: IdempotencyHealthIndicator,
+    private readonly runner: IdempotentRunner,
   ) {}
 
   @Post('credits/:account')
@@ -46,6 +48,22 @@ class LayerController {
     if (body.commitItself) await this.writer.commitItself();
     if (body.fail) throw new Error('the handler fails after its write');
     return { account, cents: body.cents, note: 'é ✓' };
+  }
+
+  /** The same credit as work run by `IdempotentRunner.run()`, keyed by the body's `key` (a job's id, say). */
+  @Post('runs/:account')
+  @HttpCode(200)
+  async runCredit(@Param('account') account: string, @Body() body: CreditBody & { key: string }) {
+    try {
+      const result = await this.runner.run({ consumer: 'layer-run', key: body.key }, async () => {
+        await this.writer.credit(account, body.cents);
+        if (body.fail) throw new Error('the work fails after its write');
+        return { account, cents: body.cents, at: new Date(0) };
+      });
+      return { result };
+    } catch (error) {
+      return { error: (error as Error).name };
+    }
   }
 
   /** The same credit in lease mode, on the store of the layer. */

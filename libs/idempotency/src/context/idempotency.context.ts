@@ -1,8 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AsyncLocalStorage } from 'node:async_hooks';
-import type { PoolClient } from 'pg';
 import type { EntityManager, QueryRunner } from 'typeorm';
-import type { ClaimConnection } from '../data-layers/data-layer.js';
+import type { ClaimConnection, PgPoolClient } from '../data-layers/data-layer.js';
 import { type Duration, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
 import { IdempotencyContextError } from '../errors/idempotency.errors.js';
 import { contextMessages } from './context.messages.js';
@@ -87,12 +86,12 @@ export class IdempotencyContext {
    * so writing through them joins the claim as well; a transaction they open on it is a savepoint.
    * @throws IdempotencyContextError outside an idempotent handler, in lease mode, and on another data layer.
    */
-  get client(): PoolClient {
-    const handle = this.claimTransaction('client') as Partial<PoolClient>;
+  get client(): PgPoolClient {
+    const handle = this.claimTransaction('client') as Partial<PgPoolClient>;
     if (handle.release === undefined) {
       throw new IdempotencyContextError(contextMessages.notThisLayer(this.active().consumer, 'client', 'PgPoolDataLayer'));
     }
-    return handle as PoolClient;
+    return handle as PgPoolClient;
   }
 
   /** The message's idempotency key. @throws IdempotencyContextError outside an idempotent handler. */

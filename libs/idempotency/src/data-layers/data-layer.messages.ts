@@ -1,7 +1,5 @@
 /** The message texts of the data layers and the store's table. */
 export const dataLayerMessages = {
-  invalidTableName: (value: unknown) =>
-    `tableName must be a plain PostgreSQL identifier (letters, digits, underscores) of at most 56 characters; got ${JSON.stringify(value)}.`,
   invalidDataSource: (value: unknown) => `dataSource must be a data source name; got ${JSON.stringify(value)}.`,
   dataSourceMissing: (name: string | undefined) =>
     name === undefined

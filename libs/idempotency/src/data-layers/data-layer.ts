@@ -23,6 +23,26 @@ export interface QueryResult<Row> {
 }
 
 /**
+ * What the module uses of a `pg` Pool; pg's `Pool` is one. Declared here so that the package's
+ * types need no `@types/pg`.
+ */
+export interface PgPool {
+  connect(): Promise<PgPoolClient>;
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>;
+  readonly idleCount: number;
+  readonly waitingCount: number;
+}
+
+/**
+ * A client of a `pg` Pool, as the module types it; pg's `PoolClient` is one (cast it to that to
+ * reach the rest of its API).
+ */
+export interface PgPoolClient {
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>;
+  release(destroy?: boolean | Error): void;
+}
+
+/**
  * Who a transaction claims for, for error messages.
  * @internal
  */

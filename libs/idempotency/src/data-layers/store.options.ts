@@ -1,5 +1,5 @@
 import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
-import { DEFAULT_TABLE_NAME } from '../idempotency.constants.js';
+import { toTableName } from './table-name.js';
 import type { IdempotencyDataLayer } from './data-layer.js';
 import { dataLayerMessages } from './data-layer.messages.js';
 import { PgPoolDataLayer } from './pg/pg-pool.data-layer.js';
@@ -17,19 +17,13 @@ export interface ResolvedStoreOptions {
 /** The token of the store's slice of the module's options. @internal */
 export const STORE_OPTIONS = Symbol('IDEMPOTENCY:STORE_OPTIONS');
 
-/** At most 56 characters: `<table>_record`, the longest name the module derives, must fit PostgreSQL's 63. */
-const PLAIN_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,55}$/;
-
 /**
  * `dataLayer` (or TypeORM's `dataSource`) and `tableName` with their defaults applied: the
  * default data source of TypeORM, and `processed_messages`. @throws IdempotencyOptionsError
  * @internal
  */
 export function resolveStore(options: { dataLayer?: unknown; dataSource?: unknown; tableName?: unknown }): ResolvedStoreOptions {
-  const table = options.tableName ?? DEFAULT_TABLE_NAME;
-  if (typeof table !== 'string' || !PLAIN_IDENTIFIER.test(table)) {
-    throw new IdempotencyOptionsError(dataLayerMessages.invalidTableName(options.tableName));
-  }
+  const table = toTableName(options.tableName);
   if (options.dataLayer === undefined) {
     return { dataLayer: new TypeOrmDataLayer({ dataSource: options.dataSource as string | undefined }), tableName: table };
   }

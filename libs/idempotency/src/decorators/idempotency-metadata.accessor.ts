@@ -178,6 +178,18 @@ export class IdempotencyMetadataAccessor {
     };
   }
 
+  /**
+   * The handler of `IdempotentRunner.run()` calls under `options.consumer`: their options resolved
+   * as a decorated message handler's (the key is given with each call, nothing is fingerprinted).
+   * @throws IdempotencyOptionsError naming the consumer when an option cannot work.
+   */
+  resolveRun(options: IdempotentHandlerOptions & { readonly consumer: string }): ResolvedHandler {
+    if (typeof options.consumer !== 'string' || options.consumer.length === 0 || options.consumer.length > 255) {
+      throw new IdempotencyOptionsError(handlerMessages.invalidRunConsumer(options.consumer));
+    }
+    return this.resolveOptions(`run(${options.consumer})`, options.consumer, { ...options, fingerprint: false }, { requestMethod: undefined, clientKey: false, respondsItself: false });
+  }
+
   private resolveNew(target: Type, methodName: string): ResolvedHandler {
     const name = `${target.name}.${methodName}`;
     const method = target.prototype[methodName] as object;
@@ -189,15 +201,31 @@ export class IdempotencyMetadataAccessor {
       : requestMethod
         ? `${requestMethod} ${routePath(target, method)}`
         : providerHandlerOf(this.providerHandlerKinds, target, methodName)?.contract;
-    const consumer = options.consumer ?? contract ?? name;
-    const clientKey = !patterns && isClientKey(options.key);
+    const handler = this.resolveOptions(name, options.consumer ?? contract ?? name, options, {
+      requestMethod,
+      clientKey: !patterns && isClientKey(options.key),
+      respondsItself: respondsItself(target, methodName),
+    });
+    return requestMethod === undefined
+      ? handler
+      : { ...handler, successStatus: (Reflect.getMetadata(HTTP_CODE_METADATA, method) as number | undefined) ?? (requestMethod === 'POST' ? 201 : 200) };
+  }
+
+  /** A handler's options with the module's defaults applied and checked; `name` says whose in errors. */
+  private resolveOptions(
+    name: string,
+    consumer: string,
+    options: IdempotentHandlerOptions,
+    shape: { requestMethod: string | undefined; clientKey: boolean; respondsItself: boolean },
+  ): ResolvedHandler {
+    const { requestMethod, clientKey } = shape;
     const mode = oneOf(`mode of ${name}`, options.mode, MODES) ?? 'transaction';
     return {
       name,
       consumer,
       legacyConsumer: options.consumer === undefined && consumer !== name ? name : undefined,
       namesConsumer: options.consumer !== undefined,
-      successStatus: requestMethod === undefined ? undefined : ((Reflect.getMetadata(HTTP_CODE_METADATA, method) as number | undefined) ?? (requestMethod === 'POST' ? 201 : 200)),
+      successStatus: undefined,
       requestMethod,
       key: options.key,
       scope: toScope(name, options.scope, clientKey ? this.moduleOptions.scope : undefined),
@@ -211,7 +239,7 @@ export class IdempotencyMetadataAccessor {
       isolationLevel: oneOf(`isolationLevel of ${name}`, options.isolationLevel, ISOLATION_LEVELS),
       maxAttempts: toAttemptLimit(`maxAttempts of ${name}`, options.maxAttempts ?? 5),
       retryDelayMs: toMilliseconds(`retryDelay of ${name}`, options.retryDelay ?? '1s', MAX_TIMER_MS),
-      respondsItself: respondsItself(target, methodName),
+      respondsItself: shape.respondsItself,
       mode,
       leaseMs: toMilliseconds(`lease of ${name}`, options.lease ?? '30s', MAX_TIMER_MS),
       renewLeaseForMs: options.renewLeaseFor === false ? 0 : toMilliseconds(`renewLeaseFor of ${name}`, options.renewLeaseFor ?? DEFAULT_RENEW_LEASE_FOR, MAX_TIMER_MS),

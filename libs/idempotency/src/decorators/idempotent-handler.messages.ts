@@ -4,4 +4,6 @@ export const handlerMessages = {
     `fingerprint of ${handler} must be a function of the execution context or false; got ${JSON.stringify(value)}.`,
   invalidAttemptLimit: (name: string, value: unknown) =>
     `${name} must be a whole number of at least 1; got ${JSON.stringify(value)}.`,
+  invalidRunConsumer: (value: unknown) =>
+    `run() takes a consumer: a stable name of 1 to 255 characters for the work (a job's name, a command's type); got ${JSON.stringify(value)}.`,
 };

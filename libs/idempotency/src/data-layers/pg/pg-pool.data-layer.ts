@@ -3,7 +3,7 @@ import type { Pool, PoolClient } from 'pg';
 import { IdempotencyOptionsError, IdempotencyUnavailableError } from '../../errors/idempotency.errors.js';
 import { within } from '../../duration/within.js';
 import { claimMessages } from '../../claiming/claim.messages.js';
-import type { Claimant, ClaimConnection, DataLayerHost, IdempotencyDataLayer, QueryResult } from '../data-layer.js';
+import type { Claimant, ClaimConnection, DataLayerHost, IdempotencyDataLayer, PgPool, QueryResult } from '../data-layer.js';
 import { dataLayerMessages } from '../data-layer.messages.js';
 import { PgPoolClaimConnection } from './pg-pool-claim-connection.js';
 
@@ -15,7 +15,7 @@ export interface PgPoolDataLayerOptions {
    * Kysely (`new PostgresDialect({ pool })`) and Prisma (`new PrismaPg(pool)`) built on it join the
    * claim while a handler runs.
    */
-  pool: Pool | InjectionToken;
+  pool: PgPool | InjectionToken;
 }
 
 type Connect = Pool['connect'];
@@ -101,15 +101,16 @@ export class PgPoolDataLayer implements IdempotencyDataLayer {
     }
     const { pool: given } = this.options;
     let pool: unknown = given;
-    if (!isPool(given)) {
+    const token = isPool(given) ? undefined : (given as InjectionToken);
+    if (token !== undefined) {
       try {
-        pool = this.host.moduleRef.get(given, { strict: false });
+        pool = this.host.moduleRef.get(token, { strict: false });
       } catch (error) {
-        throw new IdempotencyOptionsError(dataLayerMessages.poolMissing(tokenName(given)), { cause: error });
+        throw new IdempotencyOptionsError(dataLayerMessages.poolMissing(tokenName(token)), { cause: error });
       }
     }
     if (!isPool(pool)) {
-      throw new IdempotencyOptionsError(dataLayerMessages.notAPool(isPool(given) ? 'the Pool given' : tokenName(given)));
+      throw new IdempotencyOptionsError(dataLayerMessages.notAPool(token === undefined ? 'the Pool given' : tokenName(token)));
     }
     this.join(pool);
     this.pool = pool;

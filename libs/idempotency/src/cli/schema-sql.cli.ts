@@ -1,0 +1,55 @@
+#!/usr/bin/env node
+/**
+ * `nestjs-idempotent-consumer-sql`: prints the SQL of the library's migrations (`schemaSql()`), in
+ * order, for a service whose migrations are not TypeORM's. `--table <name>` for another table,
+ * `--from <timestamp>` for only the migrations after one the database has run.
+ */
+import { parseArgs } from 'node:util';
+import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
+import { schemaSql, type SchemaMigrationSql } from '../migrations/schema-sql.js';
+import { cliMessages } from './cli.messages.js';
+
+/** What to print on stdout and stderr, and the exit code, for the command's arguments. */
+async function run(args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+  const names = (await schemaSql()).map((migration) => migration.name);
+  let values: { table?: string; from?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: { table: { type: 'string' }, from: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    return { stdout: '', stderr: cliMessages.invalidArguments((error as Error).message), code: 2 };
+  }
+  if (values.help) {
+    return { stdout: cliMessages.usage(names), stderr: '', code: 0 };
+  }
+  let migrations: SchemaMigrationSql[];
+  try {
+    migrations = await schemaSql(values.table);
+  } catch (error) {
+    if (error instanceof IdempotencyOptionsError) {
+      return { stdout: '', stderr: cliMessages.invalidTable(error.message), code: 2 };
+    }
+    throw error;
+  }
+  const from = values.from;
+  if (from !== undefined) {
+    const applied = names.findIndex((name) => name === from || name.startsWith(`${from}-`));
+    if (applied < 0) {
+      return { stdout: '', stderr: cliMessages.unknownFrom(from, names), code: 2 };
+    }
+    migrations = migrations.slice(applied + 1);
+    if (migrations.length === 0) {
+      return { stdout: '', stderr: cliMessages.upToDate(names[applied]), code: 0 };
+    }
+  }
+  return { stdout: migrations.map((migration) => migration.sql).join('\n'), stderr: '', code: 0 };
+}
+
+const { stdout, stderr, code } = await run(process.argv.slice(2));
+process.stdout.write(stdout);
+process.stderr.write(stderr);
+process.exitCode = code;

@@ -1,0 +1,112 @@
+import { jest } from '@jest/globals';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { IdempotencyError, IdempotencyOptionsError } from '../errors/idempotency.errors.js';
+import { CreateProcessedMessagesFunctions1796256000000 } from './create-processed-messages-functions.migration.js';
+import { CreateProcessedMessagesTable1764633600000 } from './create-processed-messages-table.migration.js';
+import { schemaSql } from './schema-sql.js';
+import { UpgradeProcessedMessagesTable1796342400000 } from './upgrade-processed-messages-table.migration.js';
+
+/** The SQL the package ships: libs/idempotency/sql/. */
+const SHIPPED = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'sql');
+
+const MIGRATIONS = [CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000];
+
+/** `CreateProcessedMessagesTable1764633600000` -> `1764633600000-create-processed-messages-table`. */
+const nameOf = (className: string) => {
+  const [, words, timestamp] = /^(\D+)(\d+)$/.exec(className)!;
+  return `${timestamp}-${words.replace(/(?<=[a-z])(?=[A-Z])/g, '-').toLowerCase()}`;
+};
+
+/** What `migration`'s up() sends, each statement's text, through a plain mock of the QueryRunner. */
+async function statementsOf(migration: MigrationInterface): Promise<string[]> {
+  const query = jest.fn(async () => []);
+  await migration.up({ query } as unknown as QueryRunner);
+  return query.mock.calls.map((call) => (call as unknown[])[0] as string);
+}
+
+describe('schemaSql()', () => {
+  it("gives the library's migrations in the order they run, each named by its class's timestamp and name", async () => {
+    expect((await schemaSql()).map((migration) => migration.name)).toEqual([
+      '1764633600000-create-processed-messages-table',
+      '1796256000000-create-processed-messages-functions',
+      '1796342400000-upgrade-processed-messages-table',
+    ]);
+    expect((await schemaSql()).map((migration) => migration.name)).toEqual(MIGRATIONS.map((migration) => nameOf(migration.name)));
+  });
+
+  it("holds each migration's statements as its up() sends them, in order, each ended by a semicolon, after a comment naming the migration", async () => {
+    const migrations = await schemaSql();
+    for (const [index, migration] of MIGRATIONS.entries()) {
+      const { name, sql } = migrations[index];
+      const statements = await statementsOf(new migration());
+      expect(statements.length).toBeGreaterThan(0);
+      expect(sql.split('\n').slice(0, 5)).toEqual([
+        `-- nestjs-idempotent-consumer: migration ${name}`,
+        `-- (the TypeORM migration ${migration.name} as SQL) for the table "processed_messages".`,
+        "-- Run the library's migrations in the order of their timestamps, each once: this one after those before it.",
+        '-- Never edit it: a later version of the library adds new migrations instead.',
+        '',
+      ]);
+      let at = 0;
+      for (const statement of statements) {
+        const found = sql.indexOf(`${statement.trim()};\n`, at);
+        expect({ name, statement, found: found >= at }).toEqual({ name, statement, found: true });
+        at = found + statement.trim().length;
+      }
+    }
+  });
+
+  it('is what the package ships in sql/, file for file, so a released file is never edited unnoticed', async () => {
+    const migrations = await schemaSql();
+    expect(readdirSync(SHIPPED).sort()).toEqual(migrations.map((migration) => `${migration.name}.sql`));
+    for (const { name, sql } of migrations) {
+      expect({ name, sql: readFileSync(join(SHIPPED, `${name}.sql`), 'utf8') }).toEqual({ name, sql });
+    }
+  });
+
+  it("names another table everywhere the default's SQL names processed_messages, and nowhere else", async () => {
+    const defaults = await schemaSql();
+    const custom = await schemaSql('billing_claims');
+    expect(custom.map((migration) => migration.name)).toEqual(defaults.map((migration) => migration.name));
+    for (const [index, { sql }] of custom.entries()) {
+      expect(sql).not.toContain('processed_messages');
+      expect(sql).toBe(defaults[index].sql.replaceAll('processed_messages', 'billing_claims'));
+    }
+    expect(await schemaSql('billing_claims')).toEqual(custom);
+  });
+
+  it.each([['billing-claims'], ['1claims'], ['claims"; DROP TABLE accounts; --'], ['x'.repeat(57)], ['']])(
+    'refuses the table name %j as the module does, with IdempotencyOptionsError',
+    async (tableName) => {
+      await expect(schemaSql(tableName)).rejects.toThrow(IdempotencyOptionsError);
+      await expect(schemaSql(tableName)).rejects.toThrow('tableName must be a plain PostgreSQL identifier');
+    },
+  );
+
+  it('takes the longest name the module takes, 56 characters', async () => {
+    const longest = `t${'x'.repeat(55)}`;
+    expect((await schemaSql(longest))[1].sql).toContain(`"${longest}_record"`);
+  });
+
+  describe('a migration that sends anything but query(text)', () => {
+    afterEach(() => jest.restoreAllMocks());
+
+    it('fails on a query with parameters, naming the migration', async () => {
+      jest.spyOn(UpgradeProcessedMessagesTable1796342400000.prototype, 'up').mockImplementation(async (queryRunner) => {
+        await queryRunner.query('SELECT $1', [1]);
+      });
+      await expect(schemaSql()).rejects.toThrow(IdempotencyError);
+      await expect(schemaSql()).rejects.toThrow('UpgradeProcessedMessagesTable1796342400000.up() used query() with parameters');
+    });
+
+    it("fails on the QueryRunner's schema API, naming what was used", async () => {
+      jest.spyOn(CreateProcessedMessagesTable1764633600000.prototype, 'up').mockImplementation(async (queryRunner) => {
+        await queryRunner.dropTable('processed_messages');
+      });
+      await expect(schemaSql()).rejects.toThrow('CreateProcessedMessagesTable1764633600000.up() used `dropTable` of its QueryRunner');
+    });
+  });
+});

@@ -1,0 +1,116 @@
+import type { ExecutionContext } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
+import type { RecordedResponse } from '../../claiming/claim.js';
+import { translateDatabaseError } from '../../claiming/claim-errors.js';
+import { type Delivery, DeliveryCore, type DeliveryEntry } from '../../delivery/delivery-core.js';
+import type { HandlerPlan } from '../../delivery/handler-plan.js';
+import { IdempotencyMetadataAccessor } from '../../decorators/idempotency-metadata.accessor.js';
+import type { IdempotentHandlerOptions } from '../../decorators/idempotent-handler.options.js';
+import { failureOutcome } from '../../errors/delivery-error-classes.js';
+import { toMessageKey } from '../../keys/message-key.js';
+
+/** What `IdempotentRunner.run()` claims, and how. */
+export interface IdempotentRunOptions extends Pick<IdempotentHandlerOptions, 'retention' | 'inFlight' | 'isolationLevel' | 'mode' | 'lease' | 'store'> {
+  /**
+   * The stable name the key is claimed under, as a handler's `consumer`: the same in every
+   * process and release (a job's name, a command's type), never a generated one.
+   */
+  consumer: string;
+  /** The work's idempotency key: the same for every attempt of the same work (a job's id, a command's id). */
+  key: string;
+  /** Who asked for the work, for the metrics and logs. @default 'default' */
+  sender?: string;
+}
+
+/** One call of `run()`, as the core hands it back. */
+interface RunSource {
+  readonly key: string;
+  readonly work: () => Promise<unknown>;
+}
+
+/** `run()` reads nothing of a Nest execution context: the key and the sender come with the call. */
+const NO_CONTEXT = undefined as unknown as ExecutionContext;
+
+/** How `run()` answers: a duplicate with the recorded result, a won claim by running the work, a failure by throwing it. */
+const RUN_ENTRY: DeliveryEntry<RunSource> = {
+  transport: () => 'run',
+
+  replay: (_delivery, _source, { body }: RecordedResponse) => (body === null || body.length === 0 ? undefined : JSON.parse(body.toString('utf8'))),
+
+  async process(delivery: Delivery<RunSource>, { work }: RunSource): Promise<unknown> {
+    let result: unknown;
+    let recorded: string | undefined;
+    try {
+      result = await delivery.run(work);
+      // A result JSON cannot hold (a BigInt, a cycle) fails the work like its own error.
+      recorded = JSON.stringify(result);
+    } catch (error) {
+      const failure = translateDatabaseError(error, delivery.request!);
+      await delivery.rollback(failureOutcome(failure), failure);
+      throw failure;
+    }
+    await delivery.commit({ status: null, headers: null, body: recorded === undefined ? null : Buffer.from(recorded) });
+    return result;
+  },
+
+  fail(error: unknown): never {
+    throw error;
+  },
+};
+
+/**
+ * Exactly-once work outside a handler: a cron job, a CQRS command handler, a consumer of a library
+ * the module has no adapter for. Inject it and call `run()`.
+ *
+ * @example
+ * ```ts
+ * constructor(private readonly runner: IdempotentRunner, private readonly idempotency: IdempotencyContext) {}
+ *
+ * @Cron('0 2 * * *')
+ * async settleDay() {
+ *   const day = new Date().toISOString().slice(0, 10);
+ *   await this.runner.run({ consumer: 'settle-day', key: day }, async () => {
+ *     await this.idempotency.manager.insert(Settlement, { day }); // TypeORM; other layers: your own instance
+ *     return { day };
+ *   });
+ * }
+ * ```
+ */
+@Injectable()
+export class IdempotentRunner {
+  /** The plans of the consumers run so far, by consumer and options. */
+  private readonly plans = new Map<string, HandlerPlan<RunSource>>();
+
+  /** @internal Nest constructs it. */
+  constructor(
+    private readonly core: DeliveryCore,
+    private readonly accessor: IdempotencyMetadataAccessor,
+  ) {}
+
+  /**
+   * Claims `options.key` for `options.consumer` in a transaction of the module's data layer, runs
+   * `work` in it (its writes through the layer join the claim, as a handler's do; `IdempotencyContext`
+   * answers inside it), records its result as JSON and commits both. A later call with the same key
+   * does not run `work`: it answers the recorded result, parsed from its JSON (a `Date` comes back
+   * as its ISO text). A call while another is in flight waits for it (`inFlight: 'reject'`: throws
+   * `IdempotencyInFlightError`). When `work` throws, nothing commits and the error is thrown.
+   * @throws IdempotencyKeyError when the key is not a printable text of 1 to 255 characters.
+   * @throws IdempotencyOptionsError when an option cannot work.
+   * @throws the module's errors as a handler meets them (`IdempotencyUnavailableError`, ...), and `work`'s own.
+   */
+  run<T>(options: IdempotentRunOptions, work: () => Promise<T>): Promise<T> {
+    return this.core.deliver(this.planOf(options), NO_CONTEXT, { key: options.key, work }, RUN_ENTRY) as Promise<T>;
+  }
+
+  private planOf(options: IdempotentRunOptions): HandlerPlan<RunSource> {
+    const { consumer, retention, inFlight, isolationLevel, mode, lease, store, sender } = options;
+    const id = JSON.stringify([consumer, retention, inFlight, isolationLevel, mode, lease, store, sender]);
+    let plan = this.plans.get(id);
+    if (!plan) {
+      const handler = this.accessor.resolveRun({ consumer, retention, inFlight, isolationLevel, mode, lease, store, sender });
+      plan = this.core.plan<RunSource>(handler, { key: (_context, source) => toMessageKey(source.key, 'run()'), defaultInFlight: 'wait' });
+      this.plans.set(id, plan);
+    }
+    return plan;
+  }
+}
