@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { resolve } from 'node:path';
 import { schemaSql } from 'nestjs-idempotent-consumer';
 import { LAYERS, type LayerName } from './apps/data-layers/layer-app.module.js';
@@ -196,5 +198,24 @@ describe.each(LAYERS)('the claim on the %s data layer', (layer) => {
     const idempotent = await measure('/credits/trips', 'trips');
     console.log(`${layer}: round trips of one credit, plain ${plain}, idempotent ${idempotent}`);
     expect(idempotent).toBe(plain);
+  });
+});
+
+describe('a pool layer on a database without the store', () => {
+  it('refuses to start, naming the SQL files to run and the command that prints them', async () => {
+    const db = await createTestDatabase();
+    try {
+      const child = spawn(process.execPath, [LAYER_APP], { env: { ...process.env, DATABASE_URL: db.url, LAYER: 'drizzle', PORT: '0' } });
+      let output = '';
+      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      const [code] = (await once(child, 'exit')) as [number | null];
+      expect(code).not.toBe(0);
+      expect(output).toContain('IdempotencySchemaError');
+      expect(output).toContain("Run the package's SQL of 1764633600000-create-processed-messages-table.sql");
+      expect(output).toContain('npx nestjs-idempotent-consumer-sql');
+    } finally {
+      await db.drop();
+    }
   });
 });

@@ -66,6 +66,6 @@ export class StoreSchemaCheck implements OnApplicationBootstrap {
       rows: [catalogue],
     } = await this.join.query<StoreCatalogue>(catalogueStatement, catalogueParameters(table));
     const { missing, migrations } = findMissing(table, catalogue, this.needs);
-    return missing.length === 0 ? undefined : new IdempotencySchemaError(table, missing, migrations);
+    return missing.length === 0 ? undefined : new IdempotencySchemaError(table, missing, migrations, { sqlFiles: this.join.layer.schemaAdvice === 'sql-files' });
   }
 }

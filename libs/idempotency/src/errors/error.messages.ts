@@ -88,6 +88,13 @@ export const errorMessages = {
     "The data source needs all of the library's migrations, in this order: CreateProcessedMessagesTable1764633600000, " +
     'CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000 (each subclassed with the ' +
     "table's name if it is not the default); the last brings a table created by an earlier version to the current shape.",
+  schemaMissingSql: (table: string, missing: readonly string[], migrations: readonly string[]) =>
+    `The processed-messages store (table ${table}) lacks what this version of nestjs-idempotent-consumer needs: ` +
+    `${missing.join('; ')}. Run the package's SQL of ${listed(migrations.map(sqlFileOf))}, in this order, with your ` +
+    `migration tool: the files are in node_modules/nestjs-idempotent-consumer/sql/, and ` +
+    `npx nestjs-idempotent-consumer-sql${table === DEFAULT_TABLE_NAME ? '' : ` --table ${table}`} prints them all ` +
+    "(--from <timestamp> for only those after the last one run). The guide's \"Schema without TypeORM\" shows how in " +
+    'Prisma, Drizzle and Kysely migrations.',
   functionDropped: (table: string, missing: readonly string[]) =>
     `The processed-messages store (table ${table}) lacks what this version of nestjs-idempotent-consumer needs: ${missing.join('; ')}. ` +
     'It was there when the application started, so it was dropped since, and TypeORM will not run the migrations it has ' +
@@ -122,6 +129,12 @@ function recreateFunctions(table: string): string {
 }
 
 /** `a`, `a and b`, `a, b and c`. */
+/** `CreateProcessedMessagesTable1764633600000` -> `1764633600000-create-processed-messages-table.sql`, the package's file of that migration. */
+function sqlFileOf(migration: string): string {
+  const [, words, timestamp] = /^(\D+)(\d+)$/.exec(migration)!;
+  return `${timestamp}-${words.replace(/(?<!^)([A-Z])/g, '-$1').toLowerCase()}.sql`;
+}
+
 function listed(items: readonly string[]): string {
   return items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
 }

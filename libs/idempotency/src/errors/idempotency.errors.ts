@@ -246,15 +246,23 @@ export class IdempotencySchemaError extends IdempotencyError {
    * @param table The processed-messages table.
    * @param missing What is missing or of an earlier shape, one phrase each.
    * @param migrations The library's migrations that bring the store to the current shape.
-   * @param options `droppedSinceStart`: found missing by a delivery, after the start-up check found it there.
+   * @param options `droppedSinceStart`: found missing by a delivery, after the start-up check found it there;
+   * `sqlFiles`: the application's data layer is not TypeORM, so the fix is named as the package's SQL files.
    */
   constructor(
     readonly table: string,
     readonly missing: readonly string[],
     readonly migrations: readonly string[],
-    options?: ErrorOptions & { readonly droppedSinceStart?: boolean },
+    options?: ErrorOptions & { readonly droppedSinceStart?: boolean; readonly sqlFiles?: boolean },
   ) {
-    super(options?.droppedSinceStart ? errorMessages.functionDropped(table, missing) : errorMessages.schemaMissing(table, missing, migrations), options);
+    super(
+      options?.droppedSinceStart
+        ? errorMessages.functionDropped(table, missing)
+        : options?.sqlFiles
+          ? errorMessages.schemaMissingSql(table, missing, migrations)
+          : errorMessages.schemaMissing(table, missing, migrations),
+      options,
+    );
   }
 }
 
