@@ -14,6 +14,7 @@ const COMMIT_ITSELF: Record<LayerName, 'refused before it commits' | 'caught aft
   pg: 'refused before it commits',
   drizzle: 'refused before it commits',
   kysely: 'refused before it commits',
+  prisma: 'refused before it commits',
   // TypeORM's raw query() sends it as it is; the claim's COMMIT then finds the transaction ended.
   typeorm: 'caught after it committed',
 };
@@ -53,7 +54,7 @@ describe.each(LAYERS)('the claim on the %s data layer', (layer) => {
     for (const { sql } of await schemaSql()) {
       await db.query(sql);
     }
-    await db.query('CREATE TABLE layer_credits (account text NOT NULL, cents integer NOT NULL)');
+    await db.query('CREATE TABLE layer_credits (id bigserial PRIMARY KEY, account text NOT NULL, cents integer NOT NULL)');
     await db.query('CREATE TABLE gates (name text PRIMARY KEY)');
     app = await start();
   });
@@ -184,6 +185,21 @@ describe.each(LAYERS)('the claim on the %s data layer', (layer) => {
     const health = (await (await fetch(`${app.baseUrl}/health`)).json()) as { idempotency: Record<string, unknown> };
     // The status may be down by the duplicate rate of the tests above; the store's figures come through the layer.
     expect(health.idempotency).toMatchObject({ store: { totalBytes: expect.any(Number) }, purge: { lastRun: { outcome: 'purged', rows: 25 } } });
+  });
+
+  it('warns once per handler when it writes through another pool, whose writes cannot commit with the claim', async () => {
+    const escape = (key: string) =>
+      fetch(`${app.baseUrl}/escapes/escapes`, { method: 'POST', headers: { 'content-type': 'application/json', 'Idempotency-Key': key }, body: '{"cents":1}' });
+    expect((await escape('escape-1')).status).toBe(201);
+    expect((await escape('escape-2')).status).toBe(201);
+    const warnings = app.output().split('\n').filter((line) => line.includes('through another pg Pool'));
+    if (layer === 'typeorm') {
+      // TypeORM's data sources are watched instead: a pool of the service's own is not one.
+      expect(warnings).toHaveLength(0);
+    } else {
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toContain('POST /escapes/:account sent a statement through another pg Pool');
+    }
   });
 
   it('adds no round trip to the same write in a transaction of the layer: BEGIN travels with the claim, the record with COMMIT', async () => {

@@ -1,5 +1,7 @@
 import { Body, Controller, type DynamicModule, Get, HttpCode, Inject, Module, Param, Post, type Provider } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaClient } from '@prisma/client';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { Kysely, PostgresDialect } from 'kysely';
 import {
@@ -13,13 +15,15 @@ import {
 } from 'nestjs-idempotent-consumer';
 import pg from 'pg';
 import { roundTrips } from '../adoption/round-trips.js';
-import { DB, DrizzleWriter, KyselyWriter, type LayerWriter, type NestedEnding, PG_POOL, PgWriter, TypeOrmWriter } from './layer-writers.js';
+import { DB, DrizzleWriter, KyselyWriter, type LayerWriter, type NestedEnding, PG_POOL, PgWriter, PrismaWriter, TypeOrmWriter } from './layer-writers.js';
 
 /** The data layers the contract runs on. */
-export const LAYERS = ['pg', 'drizzle', 'kysely', 'typeorm'] as const;
+export const LAYERS = ['pg', 'drizzle', 'kysely', 'prisma', 'typeorm'] as const;
 export type LayerName = (typeof LAYERS)[number];
 
 const WRITER = Symbol('WRITER');
+/** A second pool of the service (an audit database, say): its writes cannot commit with the claim. */
+const SECOND_POOL = Symbol('SECOND_POOL');
 
 interface CreditBody {
   cents: number;
@@ -37,6 +41,7 @@ class LayerController {
     private readonly purge: IdempotencyPurgeService,
     private readonly health: IdempotencyHealthIndicator,
     private readonly runner: IdempotentRunner,
+    @Inject(SECOND_POOL) private readonly secondPool: pg.Pool,
   ) {}
 
   @Post('credits/:account')
@@ -64,6 +69,14 @@ class LayerController {
     } catch (error) {
       return { error: (error as Error).name };
     }
+  }
+
+  /** A credit written through the second pool, which escapes the claim: the module warns. */
+  @Post('escapes/:account')
+  @IdempotentHandler()
+  async escapes(@Param('account') account: string, @Body() body: CreditBody) {
+    await this.secondPool.query('INSERT INTO layer_credits (account, cents) VALUES ($1, $2)', [account, body.cents]);
+    return { account, cents: body.cents };
   }
 
   /** The same credit in lease mode, on the store of the layer. */
@@ -128,12 +141,21 @@ export class LayerAppModule {
           { provide: WRITER, useClass: KyselyWriter },
         ],
       },
+      prisma: {
+        imports: [],
+        providers: [
+          pool,
+          { provide: DB, inject: [PG_POOL], useFactory: (client: pg.Pool) => new PrismaClient({ adapter: new PrismaPg(client) }) },
+          { provide: WRITER, useClass: PrismaWriter },
+        ],
+      },
       typeorm: {
         imports: [TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl, extra: { max: 10 } })],
         providers: [{ provide: WRITER, useClass: TypeOrmWriter }],
       },
     };
     const { imports, providers } = byLayer[layer];
+    providers.push({ provide: SECOND_POOL, useFactory: () => new OwnPool({ connectionString: databaseUrl, max: 2 }) });
     return {
       module: LayerAppModule,
       imports: [...imports, IdempotencyModule.forRoot(layer === 'typeorm' ? options : { ...options, dataLayer: new PgPoolDataLayer({ pool: PG_POOL }) })],

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import type { PrismaClient } from '@prisma/client';
 import { sql as drizzleSql } from 'drizzle-orm';
 import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { integer, pgTable, text } from 'drizzle-orm/pg-core';
@@ -123,6 +124,34 @@ export class KyselyWriter implements LayerWriter {
 
   async waitAtGate(gate: string) {
     await kyselySql`SELECT name FROM gates WHERE name = ${gate} FOR UPDATE`.execute(this.db);
+  }
+}
+
+@Injectable()
+export class PrismaWriter implements LayerWriter {
+  constructor(@Inject(DB) private readonly prisma: PrismaClient) {}
+
+  async credit(account: string, cents: number) {
+    await this.prisma.layerCredit.create({ data: { account, cents } });
+  }
+
+  async creditNested(account: string, cents: number, ending: NestedEnding) {
+    await this.prisma
+      .$transaction(async (tx) => {
+        await tx.layerCredit.create({ data: { account, cents } });
+        if (ending === 'rollback') throw new NestedRollback();
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof NestedRollback)) throw error;
+      });
+  }
+
+  async commitItself() {
+    await this.prisma.$executeRawUnsafe('COMMIT');
+  }
+
+  async waitAtGate(gate: string) {
+    await this.prisma.$queryRawUnsafe(GATE_SQL, gate);
   }
 }
 
