@@ -15,9 +15,20 @@ const COMMIT_ITSELF: Record<LayerName, 'refused before it commits' | 'caught aft
   drizzle: 'refused before it commits',
   kysely: 'refused before it commits',
   prisma: 'refused before it commits',
+  'mikro-orm': 'refused before it commits',
   // TypeORM's raw query() sends it as it is; the claim's COMMIT then finds the transaction ended.
   typeorm: 'caught after it committed',
 };
+
+/**
+ * Round trips a layer adds to the same write in a transaction of its own: none where the write is
+ * one statement; MikroORM's flush opens a transaction of its own, a savepoint in the claim's
+ * (SAVEPOINT and RELEASE).
+ */
+const ADDED_ROUND_TRIPS: Record<LayerName, number> = { pg: 0, drizzle: 0, kysely: 0, prisma: 0, 'mikro-orm': 2, typeorm: 0 };
+
+/** The layers on a pg Pool, whose handlers are watched for a write through another Pool. */
+const POOL_LAYERS: readonly LayerName[] = ['pg', 'drizzle', 'kysely', 'prisma'];
 
 /**
  * The guarantees of the transactional claim, the same on every data layer: each layer's service
@@ -193,8 +204,8 @@ describe.each(LAYERS)('the claim on the %s data layer', (layer) => {
     expect((await escape('escape-1')).status).toBe(201);
     expect((await escape('escape-2')).status).toBe(201);
     const warnings = app.output().split('\n').filter((line) => line.includes('through another pg Pool'));
-    if (layer === 'typeorm') {
-      // TypeORM's data sources are watched instead: a pool of the service's own is not one.
+    if (!POOL_LAYERS.includes(layer)) {
+      // TypeORM's other data sources are watched instead, and MikroORM's knex pool; a pg Pool of the service's own is not one.
       expect(warnings).toHaveLength(0);
     } else {
       expect(warnings).toHaveLength(1);
@@ -202,7 +213,7 @@ describe.each(LAYERS)('the claim on the %s data layer', (layer) => {
     }
   });
 
-  it('adds no round trip to the same write in a transaction of the layer: BEGIN travels with the claim, the record with COMMIT', async () => {
+  it(`adds ${ADDED_ROUND_TRIPS[layer]} round trips to the same write in a transaction of the layer: BEGIN travels with the claim, the record with COMMIT`, async () => {
     const measure = async (path: string, key: string) => {
       const before = ((await (await fetch(`${app.baseUrl}/round-trips`)).json()) as { roundTrips: number }).roundTrips;
       const answer = await fetch(`${app.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'Idempotency-Key': key }, body: '{"cents":1}' });
@@ -213,7 +224,7 @@ describe.each(LAYERS)('the claim on the %s data layer', (layer) => {
     const plain = await measure('/plain/trips', 'plain');
     const idempotent = await measure('/credits/trips', 'trips');
     console.log(`${layer}: round trips of one credit, plain ${plain}, idempotent ${idempotent}`);
-    expect(idempotent).toBe(plain);
+    expect(idempotent).toBe(plain + ADDED_ROUND_TRIPS[layer]);
   });
 });
 

@@ -20,6 +20,8 @@ export { TypeOrmDataLayer } from './data-layers/typeorm/typeorm.data-layer.js';
 export type { TypeOrmDataLayerOptions } from './data-layers/typeorm/typeorm.data-layer.js';
 export { PgPoolDataLayer } from './data-layers/pg/pg-pool.data-layer.js';
 export type { PgPoolDataLayerOptions } from './data-layers/pg/pg-pool.data-layer.js';
+export { MikroOrmDataLayer } from './data-layers/mikro-orm/mikro-orm.data-layer.js';
+export type { MikroOrmDataLayerOptions } from './data-layers/mikro-orm/mikro-orm.data-layer.js';
 export type { RecordedResponse } from './claiming/claim.js';
 export type { LeaseAttempt, LeaseKey, LeaseRequest, LeaseStore, RemovableEntry, StoredLeaseEntry } from './leasing/lease-store.js';
 export { RedisLeaseStore } from './leasing/redis-lease.store.js';

@@ -1,5 +1,7 @@
 import { Body, Controller, type DynamicModule, Get, HttpCode, Inject, Module, Param, Post, type Provider } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { MikroORM } from '@mikro-orm/core';
+import { PostgreSqlDriver } from '@mikro-orm/postgresql';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '@prisma/client';
 import { drizzle } from 'drizzle-orm/node-postgres';
@@ -10,15 +12,28 @@ import {
   IdempotencyPurgeService,
   IdempotentHandler,
   IdempotentRunner,
+  MikroOrmDataLayer,
   PgPoolDataLayer,
   type IdempotencyModuleOptions,
 } from 'nestjs-idempotent-consumer';
 import pg from 'pg';
 import { roundTrips } from '../adoption/round-trips.js';
-import { DB, DrizzleWriter, KyselyWriter, type LayerWriter, type NestedEnding, PG_POOL, PgWriter, PrismaWriter, TypeOrmWriter } from './layer-writers.js';
+import {
+  DB,
+  DrizzleWriter,
+  KyselyWriter,
+  LayerCreditSchema,
+  type LayerWriter,
+  MikroOrmWriter,
+  type NestedEnding,
+  PG_POOL,
+  PgWriter,
+  PrismaWriter,
+  TypeOrmWriter,
+} from './layer-writers.js';
 
 /** The data layers the contract runs on. */
-export const LAYERS = ['pg', 'drizzle', 'kysely', 'prisma', 'typeorm'] as const;
+export const LAYERS = ['pg', 'drizzle', 'kysely', 'prisma', 'mikro-orm', 'typeorm'] as const;
 export type LayerName = (typeof LAYERS)[number];
 
 const WRITER = Symbol('WRITER');
@@ -111,6 +126,12 @@ class LayerController {
   }
 }
 
+/** The module's data layer for `layer`: the pool layers all claim on the service's pool. */
+function dataLayerOf(layer: LayerName) {
+  if (layer === 'typeorm') return undefined;
+  return layer === 'mikro-orm' ? new MikroOrmDataLayer({ orm: DB }) : new PgPoolDataLayer({ pool: PG_POOL });
+}
+
 /** The application's own pool, ended with it. */
 class OwnPool extends pg.Pool {
   onApplicationShutdown() {
@@ -149,6 +170,17 @@ export class LayerAppModule {
           { provide: WRITER, useClass: PrismaWriter },
         ],
       },
+      'mikro-orm': {
+        imports: [],
+        providers: [
+          {
+            provide: DB,
+            useFactory: () =>
+              MikroORM.init({ driver: PostgreSqlDriver, clientUrl: databaseUrl, entities: [LayerCreditSchema], pool: { min: 0, max: 10 }, allowGlobalContext: true }),
+          },
+          { provide: WRITER, useClass: MikroOrmWriter },
+        ],
+      },
       typeorm: {
         imports: [TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl, extra: { max: 10 } })],
         providers: [{ provide: WRITER, useClass: TypeOrmWriter }],
@@ -158,7 +190,7 @@ export class LayerAppModule {
     providers.push({ provide: SECOND_POOL, useFactory: () => new OwnPool({ connectionString: databaseUrl, max: 2 }) });
     return {
       module: LayerAppModule,
-      imports: [...imports, IdempotencyModule.forRoot(layer === 'typeorm' ? options : { ...options, dataLayer: new PgPoolDataLayer({ pool: PG_POOL }) })],
+      imports: [...imports, IdempotencyModule.forRoot({ ...options, dataLayer: dataLayerOf(layer) })],
       controllers: [LayerController],
       providers,
     };

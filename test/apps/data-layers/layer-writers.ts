@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import { EntitySchema, type MikroORM } from '@mikro-orm/core';
 import type { PrismaClient } from '@prisma/client';
 import { sql as drizzleSql } from 'drizzle-orm';
 import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
@@ -152,6 +153,52 @@ export class PrismaWriter implements LayerWriter {
 
   async waitAtGate(gate: string) {
     await this.prisma.$queryRawUnsafe(GATE_SQL, gate);
+  }
+}
+
+/** The credits as a MikroORM entity, declared without decorators. */
+export class LayerCredit {
+  id?: string;
+  account!: string;
+  cents!: number;
+}
+
+export const LayerCreditSchema = new EntitySchema<LayerCredit>({
+  class: LayerCredit,
+  tableName: 'layer_credits',
+  properties: { id: { type: 'bigint', primary: true, autoincrement: true }, account: { type: 'string' }, cents: { type: 'integer' } },
+});
+
+/** MikroORM as a service uses it: a fork of the entity manager per unit of work, flushed. */
+@Injectable()
+export class MikroOrmWriter implements LayerWriter {
+  constructor(@Inject(DB) private readonly orm: MikroORM) {}
+
+  async credit(account: string, cents: number) {
+    const em = this.orm.em.fork();
+    em.create(LayerCredit, { account, cents });
+    await em.flush();
+  }
+
+  async creditNested(account: string, cents: number, ending: NestedEnding) {
+    await this.orm.em
+      .fork()
+      .transactional(async (em) => {
+        em.create(LayerCredit, { account, cents });
+        await em.flush();
+        if (ending === 'rollback') throw new NestedRollback();
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof NestedRollback)) throw error;
+      });
+  }
+
+  async commitItself() {
+    await this.orm.em.getConnection().execute('COMMIT');
+  }
+
+  async waitAtGate(gate: string) {
+    await this.orm.em.getConnection().execute('SELECT name FROM gates WHERE name = ? FOR UPDATE', [gate]);
   }
 }
 

@@ -17,7 +17,7 @@ export const dataLayerMessages = {
     'IdempotencyModule takes dataSource (a TypeORM data source name) or dataLayer, not both: pass the name to the ' +
     "layer instead, dataLayer: new TypeOrmDataLayer({ dataSource: 'name' }).",
   invalidDataLayer: (value: unknown) =>
-    `dataLayer must be a data layer of the module (new TypeOrmDataLayer(...) or new PgPoolDataLayer(...)); got ${String(value)}.`,
+    `dataLayer must be a data layer of the module (new TypeOrmDataLayer(...), new PgPoolDataLayer(...) or new MikroOrmDataLayer(...)); got ${String(value)}.`,
   poolMissing: (token: string) =>
     `PgPoolDataLayer found no provider ${token} in the application (its pool option): provide the pg Pool your data ` +
     'layer writes through under that token, or pass the Pool itself.',
@@ -28,4 +28,9 @@ export const dataLayerMessages = {
     `${consumer} sent a statement through another pg Pool than the claims' inside its idempotent handler. It commits on ` +
     "its own, not with the claim: a crash between it and the claim's commit applies it again on redelivery. Write " +
     "through the claims' pool (the Drizzle, Kysely or Prisma instance built on it), or make that write idempotent itself.",
+  mikroOrmMissing: () =>
+    'MikroOrmDataLayer found no MikroORM instance in the application (its orm option): import MikroOrmModule.forRoot(...) ' +
+    'from @mikro-orm/nestjs, or provide the instance under the token given as orm.',
+  mikroOrmNotSql: () =>
+    "MikroOrmDataLayer's MikroORM instance has no knex client: it needs a SQL driver on PostgreSQL (@mikro-orm/postgresql).",
 };

@@ -2,6 +2,7 @@ import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 import { toTableName } from './table-name.js';
 import type { IdempotencyDataLayer } from './data-layer.js';
 import { dataLayerMessages } from './data-layer.messages.js';
+import { MikroOrmDataLayer } from './mikro-orm/mikro-orm.data-layer.js';
 import { PgPoolDataLayer } from './pg/pg-pool.data-layer.js';
 import { TypeOrmDataLayer } from './typeorm/typeorm.data-layer.js';
 
@@ -30,7 +31,7 @@ export function resolveStore(options: { dataLayer?: unknown; dataSource?: unknow
   if (options.dataSource !== undefined) {
     throw new IdempotencyOptionsError(dataLayerMessages.dataLayerAndDataSource());
   }
-  if (!(options.dataLayer instanceof TypeOrmDataLayer) && !(options.dataLayer instanceof PgPoolDataLayer)) {
+  if (!(options.dataLayer instanceof TypeOrmDataLayer) && !(options.dataLayer instanceof PgPoolDataLayer) && !(options.dataLayer instanceof MikroOrmDataLayer)) {
     throw new IdempotencyOptionsError(dataLayerMessages.invalidDataLayer(options.dataLayer));
   }
   return { dataLayer: options.dataLayer, tableName: table };

@@ -5,7 +5,8 @@ import { within } from '../../duration/within.js';
 import { claimMessages } from '../../claiming/claim.messages.js';
 import type { Claimant, ClaimConnection, DataLayerHost, IdempotencyDataLayer, PgPool, QueryResult } from '../data-layer.js';
 import { dataLayerMessages } from '../data-layer.messages.js';
-import { PgPoolClaimConnection } from './pg-pool-claim-connection.js';
+import { JoinedClaimConnection } from '../joined-claim-connection.js';
+import type { PostgresClient } from '../pg-claim-connection.js';
 
 /** Options of `PgPoolDataLayer`. */
 export interface PgPoolDataLayerOptions {
@@ -92,7 +93,8 @@ export class PgPoolDataLayer implements IdempotencyDataLayer {
         cause: error,
       });
     }
-    return new PgPoolClaimConnection(pool, client, claimant);
+    const pooled = client;
+    return new JoinedClaimConnection(pool, pooled as unknown as PostgresClient, claimant, (broken) => pooled.release(broken));
   }
 
   private resolvePool(): Pool {
@@ -125,7 +127,7 @@ export class PgPoolDataLayer implements IdempotencyDataLayer {
     const storage = this.host.storage;
     const joined = (): PoolClient | undefined => {
       const transaction = storage.getStore()?.transaction;
-      return transaction instanceof PgPoolClaimConnection && transaction.isOpen && transaction.pool === pool ? transaction.handle : undefined;
+      return transaction instanceof JoinedClaimConnection && transaction.isOpen && transaction.owner === pool ? (transaction.handle as unknown as PoolClient) : undefined;
     };
     const { connectOwn, queryOwn } = this;
     pool.connect = function connectJoined(this: Pool, callback?: (error: Error | undefined, client: PoolClient, done: () => void) => void) {
@@ -174,7 +176,7 @@ function warnOnOtherPools(pool: Pool, storage: DataLayerHost['storage']): void {
       for (const [claims, warned] of WATCHING) {
         const claim = claims.getStore();
         const transaction = claim?.transaction;
-        if (claim && transaction instanceof PgPoolClaimConnection && transaction.isOpen && transaction.pool !== this && !warned.has(claim.consumer)) {
+        if (claim && transaction instanceof JoinedClaimConnection && transaction.isOpen && transaction.owner !== this && !warned.has(claim.consumer)) {
           warned.add(claim.consumer);
           logger.warn(dataLayerMessages.otherPoolUsed(claim.consumer));
         }

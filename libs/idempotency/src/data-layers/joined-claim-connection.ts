@@ -1,7 +1,6 @@
-import type { Pool, PoolClient } from 'pg';
-import type { IsolationLevel } from '../../options/handler-values.js';
-import type { Claimant } from '../data-layer.js';
-import { PgClaimConnection, type PostgresClient } from '../pg-claim-connection.js';
+import type { IsolationLevel } from '../options/handler-values.js';
+import type { Claimant, PgPoolClient } from './data-layer.js';
+import { PgClaimConnection, type PostgresClient } from './pg-claim-connection.js';
 
 /** A statement that starts or ends a transaction, with what follows its keyword; not ROLLBACK TO, COMMIT PREPARED and the like. */
 const TRANSACTION_CONTROL = /^\s*(begin|start\s+transaction|commit|end|rollback|abort)\b(?!\s+(?:to|prepared)\b)([^;]*);?\s*$/i;
@@ -10,23 +9,29 @@ const ISOLATION = /isolation\s+level\s+(read\s+uncommitted|read\s+committed|repe
 type Query = (...args: unknown[]) => unknown;
 
 /**
- * The claim's transaction on a client of a `pg` Pool. The handler (and the pool, for the layers
- * built on it) gets `handle`: the same client, except that a transaction opened on it is a
- * savepoint, a COMMIT or ROLLBACK of the claim's own transaction is refused, and `release()`
- * leaves the client to the claim.
+ * The claim's transaction on a node-postgres client that a layer's pool lent (a `pg` Pool's, or
+ * knex's under MikroORM), which the layer hands out again while the handler runs. The handler and
+ * the layer get `handle`: the same client, except that a transaction opened on it is a savepoint,
+ * a COMMIT or ROLLBACK of the claim's own transaction is refused, and `release()` leaves the
+ * client to the claim.
  * @internal
  */
-export class PgPoolClaimConnection extends PgClaimConnection {
-  readonly handle: PoolClient;
+export class JoinedClaimConnection extends PgClaimConnection {
+  readonly handle: PgPoolClient;
   /** How many transactions the handler's layer opened inside the claim's, each a savepoint. */
   private nested = 0;
 
+  /**
+   * @param owner The pool that lent `pooled`, which hands out `handle` while the claim is open.
+   * @param giveBack Gives `pooled` back to `owner`; `broken`: it is left in a transaction (its connection failed), not to be reused.
+   */
   constructor(
-    readonly pool: Pool,
-    private readonly pooled: PoolClient,
+    readonly owner: object,
+    private readonly pooled: PostgresClient,
     claimant: Claimant,
+    private readonly giveBack: (broken: boolean) => Promise<void> | void,
   ) {
-    super(pooled as unknown as PostgresClient, claimant);
+    super(pooled, claimant);
     this.handle = this.joinedClient();
   }
 
@@ -36,18 +41,18 @@ export class PgPoolClaimConnection extends PgClaimConnection {
 
   /** Gives the client back; one left in a transaction (its connection failed) is discarded, not reused. */
   protected async release(): Promise<void> {
-    this.pooled.release(this.client.getTransactionStatus() !== 'I');
+    await this.giveBack(this.client.getTransactionStatus() !== 'I');
   }
 
   protected marked(): void {
     this.nested = 0;
   }
 
-  private joinedClient(): PoolClient {
+  private joinedClient(): PgPoolClient {
     const pooled = this.pooled;
     const query = (...args: unknown[]) => this.query(args);
     const release = () => undefined;
-    return new Proxy(pooled, {
+    return new Proxy(pooled as unknown as PgPoolClient, {
       get(target, property) {
         if (property === 'query') return query;
         if (property === 'release') return release;

@@ -1,0 +1,158 @@
+import type { InjectionToken } from '@nestjs/common';
+import { IdempotencyOptionsError, IdempotencyUnavailableError } from '../../errors/idempotency.errors.js';
+import { within } from '../../duration/within.js';
+import { claimMessages } from '../../claiming/claim.messages.js';
+import { loadOptionalPackage } from '../../optional/load-optional-package.js';
+import type { Claimant, ClaimConnection, DataLayerHost, IdempotencyDataLayer, QueryResult } from '../data-layer.js';
+import { dataLayerMessages } from '../data-layer.messages.js';
+import { JoinedClaimConnection } from '../joined-claim-connection.js';
+import type { PostgresClient } from '../pg-claim-connection.js';
+
+/** Options of `MikroOrmDataLayer`. */
+export interface MikroOrmDataLayerOptions {
+  /** The token of the application's `MikroORM` instance. @default `MikroORM` (as `@mikro-orm/nestjs` provides it) */
+  orm?: InjectionToken;
+}
+
+/** A node-postgres client of knex's pool, as the claim uses it. */
+type KnexConnection = PostgresClient;
+
+/** What the layer uses of knex's client (MikroORM's SQL drivers run on knex). */
+interface KnexClient {
+  acquireConnection(): Promise<KnexConnection>;
+  releaseConnection(connection: unknown): Promise<unknown>;
+  pool?: { numFree?(): number; numPendingAcquires?(): number; max?: number };
+}
+
+/** What the layer uses of a `MikroORM` instance. */
+interface MikroOrmInstance {
+  em: { getConnection(): { getKnex?(): { client: KnexClient } } };
+}
+
+/**
+ * The claims in MikroORM's database (`@mikro-orm/postgresql` 6.6), through the knex client its
+ * driver runs on.
+ *
+ * While an idempotent handler runs, knex hands out the claim's own connection, so the entity
+ * managers' work (`em.flush()`, `em.insert()`, `em.execute()`, `em.transactional()`) runs in the
+ * claim's transaction and commits or rolls back with it. The transaction a flush or
+ * `em.transactional()` opens becomes a savepoint; a COMMIT or ROLLBACK of the claim's own
+ * transaction is refused.
+ *
+ * @example
+ * ```ts
+ * IdempotencyModule.forRoot({ dataLayer: new MikroOrmDataLayer() })
+ * ```
+ */
+export class MikroOrmDataLayer implements IdempotencyDataLayer {
+  readonly name = 'MikroORM';
+  /** @internal */
+  readonly schemaAdvice = 'sql-files';
+  private host!: DataLayerHost;
+  private knex: KnexClient | undefined;
+  private resolving: Promise<KnexClient> | undefined;
+  private acquireOwn!: () => Promise<KnexConnection>;
+  private releaseOwn!: (connection: unknown) => Promise<unknown>;
+  /** The connections knex hands out for the claims, which its release leaves to them. */
+  private readonly claimHandles = new WeakSet<object>();
+
+  constructor(private readonly options: MikroOrmDataLayerOptions = {}) {}
+
+  /** @internal */
+  attach(host: DataLayerHost): void {
+    this.host = host;
+  }
+
+  /** @internal Finds MikroORM's knex client and joins it to the claims. */
+  async start(): Promise<void> {
+    await this.knexClient();
+  }
+
+  /** @internal */
+  async query<Row>(text: string, parameters?: readonly unknown[]): Promise<QueryResult<Row>> {
+    const knex = this.knex ?? (await this.knexClient());
+    // Inside a handler this is the claim's connection, whose release leaves it to the claim.
+    const connection = await knex.acquireConnection();
+    try {
+      const query = connection.query as unknown as (text: string, values: unknown[]) => Promise<{ rows: unknown[]; rowCount: number | null }>;
+      const result = await query.call(connection, text, (parameters ?? []) as unknown[]);
+      return { rows: result.rows as Row[], rowCount: result.rowCount ?? result.rows.length };
+    } finally {
+      await knex.releaseConnection(connection);
+    }
+  }
+
+  /** @internal */
+  async connect(timeoutMs: number, claimant: Claimant): Promise<ClaimConnection> {
+    const knex = this.knex ?? (await this.knexClient());
+    let connection: KnexConnection | undefined;
+    try {
+      const acquiring = this.acquireOwn.call(knex);
+      connection = await within(acquiring, timeoutMs);
+      if (!connection) {
+        acquiring.then((late) => this.releaseOwn.call(knex, late), () => undefined);
+        throw new IdempotencyUnavailableError(
+          claimMessages.noConnection(claimant.consumer, claimant.key, timeoutMs, { size: knex.pool?.max, waiting: knex.pool?.numPendingAcquires?.() }),
+          claimant.consumer,
+          claimant.key,
+        );
+      }
+    } catch (error) {
+      if (error instanceof IdempotencyUnavailableError) {
+        throw error;
+      }
+      throw new IdempotencyUnavailableError(claimMessages.connectFailed(claimant.consumer, claimant.key, (error as Error).message), claimant.consumer, claimant.key, {
+        cause: error,
+      });
+    }
+    const pooled = connection;
+    const claim = new JoinedClaimConnection(knex, pooled, claimant, () => this.releaseOwn.call(knex, pooled).then(() => undefined));
+    this.claimHandles.add(claim.handle);
+    return claim;
+  }
+
+  private knexClient(): Promise<KnexClient> {
+    this.resolving ??= this.find().then((knex) => {
+      this.join(knex);
+      this.knex = knex;
+      return knex;
+    });
+    return this.resolving;
+  }
+
+  private async find(): Promise<KnexClient> {
+    const token = this.options.orm ?? (await loadOptionalPackage('@mikro-orm/core', 'the MikroORM data layer', () => import('@mikro-orm/core'))).MikroORM;
+    let orm: MikroOrmInstance;
+    try {
+      orm = this.host.moduleRef.get<MikroOrmInstance>(token, { strict: false });
+    } catch (error) {
+      throw new IdempotencyOptionsError(dataLayerMessages.mikroOrmMissing(), { cause: error });
+    }
+    const knex = orm.em.getConnection().getKnex?.().client;
+    if (!knex || typeof knex.acquireConnection !== 'function') {
+      throw new IdempotencyOptionsError(dataLayerMessages.mikroOrmNotSql());
+    }
+    return knex;
+  }
+
+  /** While a claim on `knex` is open in the caller's context, knex hands out its connection. */
+  private join(knex: KnexClient): void {
+    const storage = this.host.storage;
+    const joined = (): KnexConnection | undefined => {
+      const transaction = storage.getStore()?.transaction;
+      return transaction instanceof JoinedClaimConnection && transaction.isOpen && transaction.owner === knex ? (transaction.handle as unknown as KnexConnection) : undefined;
+    };
+    const acquireOwn = knex.acquireConnection;
+    const releaseOwn = knex.releaseConnection;
+    this.acquireOwn = acquireOwn;
+    this.releaseOwn = releaseOwn;
+    knex.acquireConnection = function acquireJoined(this: KnexClient) {
+      const connection = joined();
+      return connection ? Promise.resolve(connection) : acquireOwn.call(this);
+    };
+    const claimHandles = this.claimHandles;
+    knex.releaseConnection = function releaseJoined(this: KnexClient, connection: unknown) {
+      return claimHandles.has(connection as object) ? Promise.resolve() : releaseOwn.call(this, connection);
+    };
+  }
+}
