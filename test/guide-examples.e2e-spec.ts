@@ -29,6 +29,9 @@ import { createTestDatabase, type TestDatabase, until } from './support/test-dat
  *   <!-- example: credits.controller.ts in class -->      the block is a fragment, compiled inside the
  *                                                         named wrapper (WRAPPERS below)
  *
+ *   <!-- layer example: drizzle src/app.module.ts -->  the block belongs to the service of another data
+ *                                                         layer, which test/adopter-layers.e2e-spec.ts builds
+ *
  * Wrappers: `class` (class members: a controller whose constructor has `credits`, `payments`,
  * `orders` and `idempotency`), `decorators` (decorators of one method), `statements` (the body of
  * `async function example({ app, url, queue })`), `file` (top-level code). A wrapped fragment gets
@@ -62,12 +65,16 @@ function examplesOf(document: string, markdown: string): { examples: Example[]; 
   const examples: Example[] = [];
   const unmarked: number[] = [];
   const lines = markdown.split('\n');
-  let marker: { file: string; wrapper: Wrapper | undefined } | undefined;
+  let marker: { file: string; wrapper: Wrapper | undefined } | 'elsewhere' | undefined;
   for (let index = 0; index < lines.length; index++) {
     const line = lines[index];
     const named = /^<!-- example: (\S+)(?: in (class|decorators|statements|file))? -->$/.exec(line);
     if (named) {
       marker = { file: named[1], wrapper: named[2] as Wrapper | undefined };
+      continue;
+    }
+    if (/^<!-- layer example: \S+ \S+ -->$/.test(line)) {
+      marker = 'elsewhere';
       continue;
     }
     const fence = /^(\s*)```(\w*)/.exec(line);
@@ -78,7 +85,9 @@ function examplesOf(document: string, markdown: string): { examples: Example[]; 
     const end = lines.findIndex((candidate, at) => at > index && candidate.startsWith(`${fence[1]}\`\`\``));
     if (fence[2] === 'ts') {
       const code = lines.slice(index + 1, end).join('\n');
-      if (marker) {
+      if (marker === 'elsewhere') {
+        // Compiled and run by the suite of that layer's service.
+      } else if (marker) {
         examples.push({ document, line: index + 1, file: marker.file, wrapper: marker.wrapper, code });
       } else {
         unmarked.push(index + 1);

@@ -30,7 +30,8 @@ import { IdempotencyTracing } from './tracing/idempotency-tracing.js';
 import { StoreSampler } from './metrics/store.sampler.js';
 
 /**
- * Exactly-once handlers on PostgreSQL through TypeORM. Import it once, after `TypeOrmModule`;
+ * Exactly-once handlers on PostgreSQL, through TypeORM (the default) or the data layer given as
+ * `dataLayer` (`PgPoolDataLayer`, `MikroOrmDataLayer`). Import it once, after `TypeOrmModule`;
  * it is global unless `isGlobal: false`. At bootstrap it refuses to start (`IdempotencySchemaError`)
  * when the store lacks a table, column or function its handlers use.
  *

@@ -1,0 +1,120 @@
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { type DemoProcess, startAppProcess } from './support/demo-process.js';
+import { installed, packLibrary, run, TSCONFIG } from './support/scratch-app.js';
+import { createTestDatabase, type TestDatabase } from './support/test-database.js';
+
+const GUIDE = 'libs/idempotency/docs/guide.md';
+
+/** The services of other data layers the guide sets up, each built from its section alone. */
+const LAYERS = ['pg', 'drizzle', 'kysely', 'prisma'] as const;
+type Layer = (typeof LAYERS)[number];
+const SECTIONS: Record<Layer, string> = { pg: '### Plain pg', drizzle: '### Drizzle', kysely: '### Kysely', prisma: '### Prisma' };
+
+/** What `nest new` gives every service besides its layer: the packages its main.ts needs, and skipLibCheck. */
+const NEST_BASE = ['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', 'reflect-metadata', 'rxjs'];
+const MAIN = `
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import { AppModule } from './app.module.js';
+
+const app = await NestFactory.create(AppModule);
+app.enableShutdownHooks();
+await app.listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+/** What the guide's section of `layer` gives a new service: its install commands and its files, by path. */
+function guideSection(layer: Layer): { commands: string[][]; files: Record<string, string> } {
+  const markdown = readFileSync(GUIDE, 'utf8');
+  const start = markdown.indexOf(`\n${SECTIONS[layer]}\n`);
+  const end = markdown.indexOf('\n### ', start + 1);
+  const section = markdown.slice(start, end);
+  const commands = [...section.matchAll(/```bash\n([\s\S]*?)```/g)].flatMap(([, block]) =>
+    block
+      .split('\n')
+      .filter((line) => line.startsWith('npm ') || line.startsWith('npx '))
+      .map((line) => line.split(/\s+/)),
+  );
+  const files = Object.fromEntries(
+    [...section.matchAll(/<!-- layer example: (\S+) (\S+) -->\n```\w*\n([\s\S]*?)```/g)].filter(([, of]) => of === layer).map(([, , path, code]) => [path, code]),
+  );
+  return { commands, files };
+}
+
+/**
+ * A new service on each data layer, made from the guide's section of that layer and nothing else:
+ * its install lines (the packages pinned to the versions this repository tests, the library from
+ * its packed tarball), its files, the shipped SQL printed by the package's command, and a main.ts
+ * as `nest new` writes it. Then the effects are counted in PostgreSQL.
+ */
+describe.each(LAYERS)("a new service on %s, set up from the guide's section alone", (layer) => {
+  let folder: string;
+  let db: TestDatabase;
+  let app: DemoProcess | undefined;
+
+  beforeAll(async () => {
+    folder = await mkdtemp(join(tmpdir(), `idempotency-${layer}-`));
+    const { tarball } = await packLibrary(folder);
+    const { commands, files } = guideSection(layer);
+    expect(files['src/app.module.ts']).toBeDefined();
+    const directory = join(folder, 'service');
+    const manifest: { name: string; private: boolean; type: string; dependencies: Record<string, string>; devDependencies: Record<string, string> } = {
+      name: `${layer}-service`,
+      private: true,
+      type: 'module',
+      dependencies: Object.fromEntries(NEST_BASE.map((name) => [name, installed(name)])),
+      devDependencies: { '@types/node': installed('@types/node') },
+    };
+    const installs = commands.filter(([npm, verb]) => npm === 'npm' && verb === 'install');
+    expect(installs).not.toHaveLength(0);
+    for (const [, , ...packages] of installs) {
+      const dev = packages.includes('--save-dev');
+      for (const spec of packages.filter((word) => !word.startsWith('--'))) {
+        const name = spec.replace(/(?<=.)@[^@/]*$/, '');
+        (dev ? manifest.devDependencies : manifest.dependencies)[name] = name === 'nestjs-idempotent-consumer' ? `file:${tarball}` : installed(name);
+      }
+    }
+    await mkdir(directory, { recursive: true });
+    await writeFile(join(directory, 'package.json'), JSON.stringify(manifest, null, 2));
+    await writeFile(join(directory, 'tsconfig.json'), JSON.stringify({ ...TSCONFIG, compilerOptions: { ...TSCONFIG.compilerOptions, skipLibCheck: true } }, null, 2));
+    for (const [path, code] of Object.entries({ ...files, 'src/main.ts': MAIN })) {
+      await mkdir(dirname(join(directory, path)), { recursive: true });
+      await writeFile(join(directory, path), code);
+    }
+    await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: directory, timeout: 300_000 });
+    // The guide's other commands (prisma generate); prisma's engines cannot be downloaded here, and generate uses none.
+    for (const [npx, ...rest] of commands.filter(([command]) => command === 'npx')) {
+      await run(npx, rest, { cwd: directory, timeout: 120_000, env: { ...process.env, PRISMA_SCHEMA_ENGINE_BINARY: '/bin/true' } });
+    }
+    await run(process.execPath, [resolve('node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: directory, timeout: 120_000 });
+
+    db = await createTestDatabase();
+    const { stdout: schema } = await run('npx', ['nestjs-idempotent-consumer-sql'], { cwd: directory });
+    await db.query(schema);
+    await db.query('CREATE TABLE credits (id bigserial PRIMARY KEY, account text NOT NULL, cents integer NOT NULL)');
+    app = await startAppProcess(join(directory, 'dist', 'main.js'), { DATABASE_URL: db.url }, '/');
+  }, 600_000);
+
+  afterAll(async () => {
+    await app?.kill('SIGKILL');
+    await db?.drop();
+    await rm(folder, { recursive: true, force: true });
+  });
+
+  it('20 concurrent duplicates make one credit; a new key makes another', async () => {
+    const grant = (key: string) =>
+      fetch(`${app!.baseUrl}/credits`, { method: 'POST', headers: { 'content-type': 'application/json', 'Idempotency-Key': key }, body: '{"account":"a-1","cents":5}' });
+    const answers = await Promise.all(Array.from({ length: 20 }, () => grant('first')));
+    expect(answers.filter((answer) => answer.status === 201 && answer.headers.get('idempotent-replayed') === null)).toHaveLength(1);
+    expect(answers.every((answer) => answer.status === 201 || answer.status === 409)).toBe(true);
+    expect((await grant('first')).headers.get('idempotent-replayed')).toBe('true');
+    expect((await grant('second')).status).toBe(201);
+    expect(await db.query('SELECT account, cents FROM credits ORDER BY id')).toEqual([
+      { account: 'a-1', cents: 5 },
+      { account: 'a-1', cents: 5 },
+    ]);
+    expect(Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM processed_messages'))[0].n)).toBe(2);
+  });
+});
