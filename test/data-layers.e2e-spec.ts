@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { resolve } from 'node:path';
 import { schemaSql } from 'nestjs-idempotent-consumer';
-import { LAYERS, type LayerName } from './apps/data-layers/layer-app.module.js';
+import { LAYERS, type LayerName } from './apps/data-layers/layers.js';
 import { type DemoProcess, startAppProcess } from './support/demo-process.js';
 import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
 
@@ -13,8 +13,10 @@ const LAYER_APP = resolve('dist/test-apps/test/apps/data-layers/layer-app.main.j
 const COMMIT_ITSELF: Record<LayerName, 'refused before it commits' | 'caught after it committed'> = {
   pg: 'refused before it commits',
   drizzle: 'refused before it commits',
+  'drizzle-cls': 'refused before it commits',
   kysely: 'refused before it commits',
   prisma: 'refused before it commits',
+  'prisma-cls': 'refused before it commits',
   'mikro-orm': 'refused before it commits',
   // TypeORM's raw query() sends it as it is; the claim's COMMIT then finds the transaction ended.
   typeorm: 'caught after it committed',
@@ -25,10 +27,10 @@ const COMMIT_ITSELF: Record<LayerName, 'refused before it commits' | 'caught aft
  * one statement; MikroORM's flush opens a transaction of its own, a savepoint in the claim's
  * (SAVEPOINT and RELEASE).
  */
-const ADDED_ROUND_TRIPS: Record<LayerName, number> = { pg: 0, drizzle: 0, kysely: 0, prisma: 0, 'mikro-orm': 2, typeorm: 0 };
+const ADDED_ROUND_TRIPS: Record<LayerName, number> = { pg: 0, drizzle: 0, 'drizzle-cls': 0, kysely: 0, prisma: 0, 'prisma-cls': 0, 'mikro-orm': 2, typeorm: 0 };
 
 /** The layers on a pg Pool, whose handlers are watched for a write through another Pool. */
-const POOL_LAYERS: readonly LayerName[] = ['pg', 'drizzle', 'kysely', 'prisma'];
+const POOL_LAYERS: readonly LayerName[] = ['pg', 'drizzle', 'drizzle-cls', 'kysely', 'prisma', 'prisma-cls'];
 
 /**
  * The guarantees of the transactional claim, the same on every data layer: each layer's service

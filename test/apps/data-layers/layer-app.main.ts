@@ -1,7 +1,8 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { countRoundTrips } from '../adoption/round-trips.js';
-import { LAYERS, LayerAppModule, type LayerName } from './layer-app.module.js';
+import { LayerAppModule } from './layer-app.module.js';
+import { LAYERS, type LayerName } from './layers.js';
 
 /** A service on the data layer `LAYER`, as a process of its own, so that a test can SIGKILL it mid-handler. */
 async function main(): Promise<void> {

@@ -1,5 +1,8 @@
 import { Body, Controller, type DynamicModule, Get, HttpCode, Inject, Module, Param, Post, type Provider } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { ClsPluginTransactional } from '@nestjs-cls/transactional';
+import { TransactionalAdapterDrizzleOrm } from '@nestjs-cls/transactional-adapter-drizzle-orm';
+import { TransactionalAdapterPrisma } from '@nestjs-cls/transactional-adapter-prisma';
 import { MikroORM } from '@mikro-orm/core';
 import { PostgreSqlDriver } from '@mikro-orm/postgresql';
 import { PrismaPg } from '@prisma/adapter-pg';
@@ -16,10 +19,13 @@ import {
   PgPoolDataLayer,
   type IdempotencyModuleOptions,
 } from 'nestjs-idempotent-consumer';
+import { ClsModule } from 'nestjs-cls';
 import pg from 'pg';
 import { roundTrips } from '../adoption/round-trips.js';
+import type { LayerName } from './layers.js';
 import {
   DB,
+  DrizzleClsWriter,
   DrizzleWriter,
   KyselyWriter,
   LayerCreditSchema,
@@ -28,13 +34,11 @@ import {
   type NestedEnding,
   PG_POOL,
   PgWriter,
+  PrismaClsWriter,
   PrismaWriter,
   TypeOrmWriter,
 } from './layer-writers.js';
 
-/** The data layers the contract runs on. */
-export const LAYERS = ['pg', 'drizzle', 'kysely', 'prisma', 'mikro-orm', 'typeorm'] as const;
-export type LayerName = (typeof LAYERS)[number];
 
 const WRITER = Symbol('WRITER');
 /** A second pool of the service (an audit database, say): its writes cannot commit with the claim. */
@@ -126,11 +130,20 @@ class LayerController {
   }
 }
 
+/** `@nestjs-cls/transactional` with `adapter`, as a service on it sets it up. */
+function clsTransactional(adapter: ConstructorParameters<typeof ClsPluginTransactional>[0]['adapter']): DynamicModule {
+  return ClsModule.forRoot({ global: true, middleware: { mount: true }, plugins: [new ClsPluginTransactional({ adapter })] });
+}
+
 /** The module's data layer for `layer`: the pool layers all claim on the service's pool. */
 function dataLayerOf(layer: LayerName) {
   if (layer === 'typeorm') return undefined;
   return layer === 'mikro-orm' ? new MikroOrmDataLayer({ orm: DB }) : new PgPoolDataLayer({ pool: PG_POOL });
 }
+
+/** The service's database module: its pool and its layer's instance. */
+@Module({})
+class LayerDatabaseModule {}
 
 /** The application's own pool, ended with it. */
 class OwnPool extends pg.Pool {
@@ -154,6 +167,10 @@ export class LayerAppModule {
         imports: [],
         providers: [pool, { provide: DB, inject: [PG_POOL], useFactory: (client: pg.Pool) => drizzle({ client }) }, { provide: WRITER, useClass: DrizzleWriter }],
       },
+      'drizzle-cls': {
+        imports: [clsTransactional(new TransactionalAdapterDrizzleOrm({ drizzleInstanceToken: DB }))],
+        providers: [pool, { provide: DB, inject: [PG_POOL], useFactory: (client: pg.Pool) => drizzle({ client }) }, { provide: WRITER, useClass: DrizzleClsWriter }],
+      },
       kysely: {
         imports: [],
         providers: [
@@ -168,6 +185,14 @@ export class LayerAppModule {
           pool,
           { provide: DB, inject: [PG_POOL], useFactory: (client: pg.Pool) => new PrismaClient({ adapter: new PrismaPg(client) }) },
           { provide: WRITER, useClass: PrismaWriter },
+        ],
+      },
+      'prisma-cls': {
+        imports: [clsTransactional(new TransactionalAdapterPrisma({ prismaInjectionToken: DB, sqlFlavor: 'postgresql' }))],
+        providers: [
+          pool,
+          { provide: DB, inject: [PG_POOL], useFactory: (client: pg.Pool) => new PrismaClient({ adapter: new PrismaPg(client) }) },
+          { provide: WRITER, useClass: PrismaClsWriter },
         ],
       },
       'mikro-orm': {
@@ -187,12 +212,16 @@ export class LayerAppModule {
       },
     };
     const { imports, providers } = byLayer[layer];
-    providers.push({ provide: SECOND_POOL, useFactory: () => new OwnPool({ connectionString: databaseUrl, max: 2 }) });
+    // The pool and the layer's instance, for every module (the cls plugin's too), as a service's database module gives them.
+    const isShared = (provider: Provider) => [PG_POOL, DB].includes((provider as { provide?: symbol }).provide as symbol);
+    const shared = providers.filter(isShared);
+    const database: DynamicModule = { module: LayerDatabaseModule, global: true, providers: shared, exports: shared.map((provider) => (provider as { provide: symbol }).provide) };
+    const own = [...providers.filter((provider) => !isShared(provider)), { provide: SECOND_POOL, useFactory: () => new OwnPool({ connectionString: databaseUrl, max: 2 }) }];
     return {
       module: LayerAppModule,
-      imports: [...imports, IdempotencyModule.forRoot({ ...options, dataLayer: dataLayerOf(layer) })],
+      imports: [database, ...imports, IdempotencyModule.forRoot({ ...options, dataLayer: dataLayerOf(layer) })],
       controllers: [LayerController],
-      providers,
+      providers: own,
     };
   }
 }

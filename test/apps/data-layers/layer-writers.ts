@@ -1,3 +1,6 @@
+import { Transactional, TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterDrizzleOrm } from '@nestjs-cls/transactional-adapter-drizzle-orm';
+import type { TransactionalAdapterPrisma } from '@nestjs-cls/transactional-adapter-prisma';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { EntitySchema, type MikroORM } from '@mikro-orm/core';
@@ -153,6 +156,66 @@ export class PrismaWriter implements LayerWriter {
 
   async waitAtGate(gate: string) {
     await this.prisma.$queryRawUnsafe(GATE_SQL, gate);
+  }
+}
+
+/** `@nestjs-cls/transactional` with its Drizzle adapter: `TransactionHost.tx`, and a `@Transactional()` method for the nested write. */
+@Injectable()
+export class DrizzleClsWriter implements LayerWriter {
+  constructor(private readonly host: TransactionHost<TransactionalAdapterDrizzleOrm<NodePgDatabase>>) {}
+
+  async credit(account: string, cents: number) {
+    await this.host.tx.insert(layerCredits).values({ account, cents });
+  }
+
+  async creditNested(account: string, cents: number, ending: NestedEnding) {
+    await this.writeInTransaction(account, cents, ending).catch((error: unknown) => {
+      if (!(error instanceof NestedRollback)) throw error;
+    });
+  }
+
+  @Transactional()
+  private async writeInTransaction(account: string, cents: number, ending: NestedEnding) {
+    await this.host.tx.insert(layerCredits).values({ account, cents });
+    if (ending === 'rollback') throw new NestedRollback();
+  }
+
+  async commitItself() {
+    await this.host.tx.execute(drizzleSql`COMMIT`);
+  }
+
+  async waitAtGate(gate: string) {
+    await this.host.tx.execute(drizzleSql`SELECT name FROM gates WHERE name = ${gate} FOR UPDATE`);
+  }
+}
+
+/** `@nestjs-cls/transactional` with its Prisma adapter: `TransactionHost.tx`, and a `@Transactional()` method for the nested write. */
+@Injectable()
+export class PrismaClsWriter implements LayerWriter {
+  constructor(private readonly host: TransactionHost<TransactionalAdapterPrisma<PrismaClient>>) {}
+
+  async credit(account: string, cents: number) {
+    await this.host.tx.layerCredit.create({ data: { account, cents } });
+  }
+
+  async creditNested(account: string, cents: number, ending: NestedEnding) {
+    await this.writeInTransaction(account, cents, ending).catch((error: unknown) => {
+      if (!(error instanceof NestedRollback)) throw error;
+    });
+  }
+
+  @Transactional()
+  private async writeInTransaction(account: string, cents: number, ending: NestedEnding) {
+    await this.host.tx.layerCredit.create({ data: { account, cents } });
+    if (ending === 'rollback') throw new NestedRollback();
+  }
+
+  async commitItself() {
+    await this.host.tx.$executeRawUnsafe('COMMIT');
+  }
+
+  async waitAtGate(gate: string) {
+    await this.host.tx.$queryRawUnsafe(GATE_SQL, gate);
   }
 }
 
