@@ -177,6 +177,24 @@ describe.each(LAYERS)('the claim on the %s data layer', (layer) => {
     expect(await claims('run-1')).toBe(1);
   });
 
+  it("run() in the service's own transaction: the claim commits with it, or rolls back with it; 10 concurrent runs of one key, one credit", async () => {
+    const run = async (key: string, body: Record<string, unknown> = {}) =>
+      (await (await fetch(`${app.baseUrl}/runs-own/own`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ cents: 7, key, ...body }) })).json()) as Record<
+        string,
+        unknown
+      >;
+    expect(await run('own-rolled-back', { fail: true })).toEqual({ error: 'the service fails after run()' });
+    expect(await rows('own')).toBe(0);
+    expect(await claims('own-rolled-back')).toBe(0);
+    const answers = await Promise.all(Array.from({ length: 10 }, () => run('own-1')));
+    expect(answers).toEqual(Array(10).fill({ result: { account: 'own', cents: 7 } }));
+    expect(await rows('own')).toBe(1);
+    expect(await claims('own-1')).toBe(1);
+    // The rolled-back key was never claimed: it runs now.
+    expect(await run('own-rolled-back')).toEqual({ result: { account: 'own', cents: 7 } });
+    expect(await rows('own')).toBe(2);
+  });
+
   it('lease mode claims on the store of the layer: 10 concurrent duplicates, one credit', async () => {
     const answers = await Promise.all(
       Array.from({ length: 10 }, () =>

@@ -90,6 +90,25 @@ class LayerController {
     }
   }
 
+  /** The same credit run by `run()` in a transaction the service opened itself; `fail`: the service throws after it, rolling back its transaction. */
+  @Post('runs-own/:account')
+  @HttpCode(200)
+  async runInOwnTransaction(@Param('account') account: string, @Body() body: CreditBody & { key: string }) {
+    try {
+      const result = await this.writer.inOwnTransaction(async (transaction, credit) => {
+        const ran = await this.runner.run({ consumer: 'layer-run-own', key: body.key, transaction }, async () => {
+          await credit(account, body.cents);
+          return { account, cents: body.cents };
+        });
+        if (body.fail) throw new Error('the service fails after run()');
+        return ran;
+      });
+      return { result };
+    } catch (error) {
+      return { error: (error as Error).message };
+    }
+  }
+
   /** A credit written through the second pool, which escapes the claim: the module warns. */
   @Post('escapes/:account')
   @IdempotentHandler()

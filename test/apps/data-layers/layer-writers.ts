@@ -10,6 +10,7 @@ import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { integer, pgTable, text } from 'drizzle-orm/pg-core';
 import { type Kysely, sql as kyselySql } from 'kysely';
 import type { Pool } from 'pg';
+import type { TransactionStatements } from 'nestjs-idempotent-consumer';
 import type { DataSource } from 'typeorm';
 
 /** The application's own pool, which the pool layers are built on. */
@@ -33,6 +34,11 @@ export interface LayerWriter {
   commitItself(): Promise<void>;
   /** Waits for the gate row the test holds (a lock): the handler is then in flight, its write sent. */
   waitAtGate(gate: string): Promise<void>;
+  /**
+   * Runs `work` in a transaction of the layer's own, opened and committed (or, when `work` throws,
+   * rolled back) as the service does, giving it how to run SQL in that transaction and how to write a credit in it.
+   */
+  inOwnTransaction<T>(work: (statements: TransactionStatements, credit: (account: string, cents: number) => Promise<void>) => Promise<T>): Promise<T>;
 }
 
 const GATE_SQL = 'SELECT name FROM gates WHERE name = $1 FOR UPDATE';
@@ -66,6 +72,24 @@ export class PgWriter implements LayerWriter {
   async waitAtGate(gate: string) {
     await this.pool.query(GATE_SQL, [gate]);
   }
+
+  async inOwnTransaction<T>(work: (statements: TransactionStatements, credit: (account: string, cents: number) => Promise<void>) => Promise<T>) {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const result = await work(
+        (sql) => client.query(sql),
+        async (account, cents) => void (await client.query('INSERT INTO layer_credits (account, cents) VALUES ($1, $2)', [account, cents])),
+      );
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK');
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
 }
 
 export const layerCredits = pgTable('layer_credits', { account: text('account').notNull(), cents: integer('cents').notNull() });
@@ -95,6 +119,15 @@ export class DrizzleWriter implements LayerWriter {
 
   async waitAtGate(gate: string) {
     await this.db.execute(drizzleSql`SELECT name FROM gates WHERE name = ${gate} FOR UPDATE`);
+  }
+
+  inOwnTransaction<T>(work: (statements: TransactionStatements, credit: (account: string, cents: number) => Promise<void>) => Promise<T>) {
+    return this.db.transaction((tx) =>
+      work(
+        (sql) => tx.execute(drizzleSql.raw(sql)),
+        async (account, cents) => void (await tx.insert(layerCredits).values({ account, cents })),
+      ),
+    );
   }
 }
 
@@ -129,6 +162,15 @@ export class KyselyWriter implements LayerWriter {
   async waitAtGate(gate: string) {
     await kyselySql`SELECT name FROM gates WHERE name = ${gate} FOR UPDATE`.execute(this.db);
   }
+
+  inOwnTransaction<T>(work: (statements: TransactionStatements, credit: (account: string, cents: number) => Promise<void>) => Promise<T>) {
+    return this.db.transaction().execute((trx) =>
+      work(
+        (sql) => kyselySql.raw(sql).execute(trx),
+        async (account, cents) => void (await trx.insertInto('layer_credits').values({ account, cents }).execute()),
+      ),
+    );
+  }
 }
 
 @Injectable()
@@ -156,6 +198,15 @@ export class PrismaWriter implements LayerWriter {
 
   async waitAtGate(gate: string) {
     await this.prisma.$queryRawUnsafe(GATE_SQL, gate);
+  }
+
+  inOwnTransaction<T>(work: (statements: TransactionStatements, credit: (account: string, cents: number) => Promise<void>) => Promise<T>) {
+    return this.prisma.$transaction((tx) =>
+      work(
+        (sql) => tx.$queryRawUnsafe(sql),
+        async (account, cents) => void (await tx.layerCredit.create({ data: { account, cents } })),
+      ),
+    );
   }
 }
 
@@ -187,6 +238,15 @@ export class DrizzleClsWriter implements LayerWriter {
   async waitAtGate(gate: string) {
     await this.host.tx.execute(drizzleSql`SELECT name FROM gates WHERE name = ${gate} FOR UPDATE`);
   }
+
+  inOwnTransaction<T>(work: (statements: TransactionStatements, credit: (account: string, cents: number) => Promise<void>) => Promise<T>) {
+    return this.host.withTransaction(() =>
+      work(
+        (sql) => this.host.tx.execute(drizzleSql.raw(sql)),
+        async (account, cents) => void (await this.host.tx.insert(layerCredits).values({ account, cents })),
+      ),
+    );
+  }
 }
 
 /** `@nestjs-cls/transactional` with its Prisma adapter: `TransactionHost.tx`, and a `@Transactional()` method for the nested write. */
@@ -216,6 +276,15 @@ export class PrismaClsWriter implements LayerWriter {
 
   async waitAtGate(gate: string) {
     await this.host.tx.$queryRawUnsafe(GATE_SQL, gate);
+  }
+
+  inOwnTransaction<T>(work: (statements: TransactionStatements, credit: (account: string, cents: number) => Promise<void>) => Promise<T>) {
+    return this.host.withTransaction(() =>
+      work(
+        (sql) => this.host.tx.$queryRawUnsafe(sql),
+        async (account, cents) => void (await this.host.tx.layerCredit.create({ data: { account, cents } })),
+      ),
+    );
   }
 }
 
@@ -263,6 +332,18 @@ export class MikroOrmWriter implements LayerWriter {
   async waitAtGate(gate: string) {
     await this.orm.em.getConnection().execute('SELECT name FROM gates WHERE name = ? FOR UPDATE', [gate]);
   }
+
+  inOwnTransaction<T>(work: (statements: TransactionStatements, credit: (account: string, cents: number) => Promise<void>) => Promise<T>) {
+    return this.orm.em.fork().transactional((em) =>
+      work(
+        (sql) => em.getConnection().execute(sql, [], 'all', em.getTransactionContext()),
+        async (account, cents) => {
+          em.create(LayerCredit, { account, cents });
+          await em.flush();
+        },
+      ),
+    );
+  }
 }
 
 @Injectable()
@@ -290,5 +371,14 @@ export class TypeOrmWriter implements LayerWriter {
 
   async waitAtGate(gate: string) {
     await this.dataSource.query(GATE_SQL, [gate]);
+  }
+
+  inOwnTransaction<T>(work: (statements: TransactionStatements, credit: (account: string, cents: number) => Promise<void>) => Promise<T>) {
+    return this.dataSource.transaction((manager) =>
+      work(
+        (sql) => manager.query(sql),
+        async (account, cents) => void (await manager.query('INSERT INTO layer_credits (account, cents) VALUES ($1, $2)', [account, cents])),
+      ),
+    );
   }
 }

@@ -78,7 +78,8 @@ export function recordStatements({ table, literal }: ClaimSql, request: ClaimReq
   const headersSql = headers === null ? 'NULL' : `${literal(JSON.stringify(headers))}::json`;
   const bodySql = body === null ? 'NULL' : `'\\x${body.toString('hex')}'::bytea`;
   return [
-    `SELECT "${recordFunction(table)}"(${literal(request.consumer)}, ${literal(request.key)}, ${status ?? 'NULL'}, ${headersSql}, ${bodySql})`,
+    // FROM the function, selecting nothing: no void column, which some layers cannot read (Prisma's raw queries).
+    `SELECT FROM "${recordFunction(table)}"(${literal(request.consumer)}, ${literal(request.key)}, ${status ?? 'NULL'}, ${headersSql}, ${bodySql})`,
   ];
 }
 

@@ -7,6 +7,7 @@ import { claimMessages } from './claim.messages.js';
 import { CLAIM_OPTIONS, type ResolvedClaimOptions } from './claim.options.js';
 import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import type { ClaimConnection } from '../data-layers/data-layer.js';
+import { CallerClaimConnection } from '../data-layers/caller-claim-connection.js';
 import { functionDroppedError, postgresErrorCode, translateDatabaseError } from './claim-errors.js';
 import type { ClaimOutcome, ClaimRequest, RecordedResponse } from './claim.js';
 import { type ClaimSql, claimStatement, claimWon, type RecordExpiry, recordExpiryStatement, type StoredClaim, twinStatement, WORK_SAVEPOINT } from './claim.queries.js';
@@ -87,7 +88,9 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
     let ending: TwinEnding = 'open';
     const claimedAt = this.cache.now();
     try {
-      transaction = await this.join.connect(this.options.connectionTimeoutMs, request);
+      transaction = request.callerTransaction
+        ? new CallerClaimConnection(request.callerTransaction)
+        : await this.join.connect(this.options.connectionTimeoutMs, request);
       const sql = this.sql(transaction);
       const formerConsumer = this.consumers.formerNameOf(request.consumer);
       const statements = [claimStatement(sql, request, formerConsumer)];
@@ -98,7 +101,8 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
       if (claimWon(claim)) {
         claimed = true;
         won();
-        const settled = this.settled(request, claimedAt);
+        // In the caller's transaction, the record is not durable until the caller commits: nothing to cache.
+        const settled = request.callerTransaction ? ignore : this.settled(request, claimedAt);
         return {
           kind: 'claimed',
           claim: new OpenClaim(transaction, request, sql, this.storage, (outcome, recorded) => {

@@ -1,5 +1,5 @@
 import type { ExecutionContext, Type } from '@nestjs/common';
-import type { ClaimOutcome, ClaimRequest, RecordedResponse } from '../claiming/claim.js';
+import type { ClaimOutcome, ClaimRequest, RecordedResponse, TransactionStatements } from '../claiming/claim.js';
 import type { ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
 import type { InFlightPolicy } from '../options/handler-values.js';
 import { IdempotencyKeyError } from '../errors/idempotency.errors.js';
@@ -26,6 +26,8 @@ export interface EntryReading<S> {
    * Unset (messages): such a delivery is refused, since it cannot say whose message it is.
    */
   readonly onAnonymousCaller?: (key: string) => void;
+  /** `run()`: the caller's own transaction, when it gives one, which the claim joins. */
+  readonly callerTransaction?: (source: S) => TransactionStatements | undefined;
 }
 
 /**
@@ -65,6 +67,7 @@ export function requestBuilder<S>(handler: ResolvedHandler, reading: EntryReadin
   const savepoint = handler.recordErrors.size > 0;
   const readKey = reading.key;
   const fingerprintOf = fingerprintReader(handler, reading);
+  const { callerTransaction } = reading;
   const claimRequest = (key: string, clientKey: string | undefined, context: ExecutionContext, source: S, sender: string) => ({
     consumer,
     key,
@@ -75,6 +78,7 @@ export function requestBuilder<S>(handler: ResolvedHandler, reading: EntryReadin
     waitForTwin,
     isolationLevel,
     savepoint,
+    callerTransaction: callerTransaction?.(source),
     leaseMs,
     renewLeaseForMs,
     store,

@@ -1,6 +1,8 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { Injectable } from '@nestjs/common';
-import type { RecordedResponse } from '../../claiming/claim.js';
+import type { RecordedResponse, TransactionStatements } from '../../claiming/claim.js';
+import { IdempotencyOptionsError } from '../../errors/idempotency.errors.js';
+import { runnerMessages } from './runner.messages.js';
 import { translateDatabaseError } from '../../claiming/claim-errors.js';
 import { type Delivery, DeliveryCore, type DeliveryEntry } from '../../delivery/delivery-core.js';
 import type { HandlerPlan } from '../../delivery/handler-plan.js';
@@ -20,12 +22,20 @@ export interface IdempotentRunOptions extends Pick<IdempotentHandlerOptions, 're
   key: string;
   /** Who asked for the work, for the metrics and logs. @default 'default' */
   sender?: string;
+  /**
+   * A transaction you opened, for the claim to join instead of opening its own: how to run one
+   * SQL statement in it (see `TransactionStatements`). The claim, `work`'s writes through that
+   * transaction and the recorded result then commit when you commit it, and roll back with it;
+   * nothing of the claim is durable before. Not in lease mode.
+   */
+  transaction?: TransactionStatements;
 }
 
 /** One call of `run()`, as the core hands it back. */
 interface RunSource {
   readonly key: string;
   readonly work: () => Promise<unknown>;
+  readonly transaction: TransactionStatements | undefined;
 }
 
 /** `run()` reads nothing of a Nest execution context: the key and the sender come with the call. */
@@ -99,7 +109,10 @@ export class IdempotentRunner {
    * @throws the module's errors as a handler meets them (`IdempotencyUnavailableError`, ...), and `work`'s own.
    */
   run<T>(options: IdempotentRunOptions, work: () => Promise<T>): Promise<T> {
-    return this.core.deliver(this.planOf(options), NO_CONTEXT, { key: options.key, work }, RUN_ENTRY) as Promise<T>;
+    if (options.transaction !== undefined && (typeof options.transaction !== 'function' || options.mode === 'lease')) {
+      throw new IdempotencyOptionsError(runnerMessages.invalidTransaction(options.consumer, options.mode));
+    }
+    return this.core.deliver(this.planOf(options), NO_CONTEXT, { key: options.key, work, transaction: options.transaction }, RUN_ENTRY) as Promise<T>;
   }
 
   private planOf(options: IdempotentRunOptions): HandlerPlan<RunSource> {
@@ -108,7 +121,11 @@ export class IdempotentRunner {
     let plan = this.plans.get(id);
     if (!plan) {
       const handler = this.accessor.resolveRun({ consumer, retention, inFlight, isolationLevel, mode, lease, store, sender });
-      plan = this.core.plan<RunSource>(handler, { key: (_context, source) => toMessageKey(source.key, 'run()'), defaultInFlight: 'wait' });
+      plan = this.core.plan<RunSource>(handler, {
+        key: (_context, source) => toMessageKey(source.key, 'run()'),
+        defaultInFlight: 'wait',
+        callerTransaction: (source) => source.transaction,
+      });
       this.plans.set(id, plan);
     }
     return plan;
