@@ -15,7 +15,7 @@ export type { IdempotencyMode, InFlightPolicy, IsolationLevel, RecordPolicy } fr
 export { IdempotencyContext } from './context/idempotency.context.js';
 export { IdempotentRunner } from './transports/run/idempotent-runner.js';
 export type { IdempotentRunOptions } from './transports/run/idempotent-runner.js';
-export type { TransactionStatements } from './claiming/claim.js';
+export type { TransactionStatements } from './data-layers/data-layer.js';
 export type { IdempotencyDataLayer } from './data-layers/data-layer.js';
 export { TypeOrmDataLayer } from './data-layers/typeorm/typeorm.data-layer.js';
 export type { TypeOrmDataLayerOptions } from './data-layers/typeorm/typeorm.data-layer.js';

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { CLAIM_STORAGE } from '../context/idempotency.context.js';
+import { CLAIM_STORAGE } from '../data-layers/data-layer.js';
 import { resolvedOptionsProviders } from '../idempotency.options.js';
 import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import { LeaseStores } from '../leasing/lease-stores.js';

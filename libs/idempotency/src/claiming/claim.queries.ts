@@ -41,12 +41,6 @@ export function claimStatement({ table, literal }: ClaimSql, request: ClaimReque
   );
 }
 
-/**
- * The savepoint a claim takes right after it (for `recordErrors`), and the statement that rolls the
- * handler's writes back to it, leaving the claim's row in place.
- */
-export const WORK_SAVEPOINT = 'SAVEPOINT idempotent_handler_work';
-export const UNDO_WORK = 'ROLLBACK TO SAVEPOINT idempotent_handler_work';
 
 /** Whether the result of `claimStatement` says this delivery won the claim. */
 export function claimWon(result: StatementResult): boolean {

@@ -1,14 +1,6 @@
+import type { TransactionStatements } from '../data-layers/data-layer.js';
 import type { IsolationLevel } from '../options/handler-values.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
-
-/**
- * Runs one SQL statement (without parameters) in a transaction the caller opened, and answers its
- * rows (an array, or a result whose `rows` is one), as each data layer runs raw SQL: `pg`
- * `(sql) => client.query(sql)`, TypeORM `(sql) => manager.query(sql)`, Prisma
- * `(sql) => tx.$queryRawUnsafe(sql)`, Drizzle `(sql) => tx.execute(sql.raw(sql))`, Kysely
- * `(sql) => sql.raw(sql).execute(trx)`.
- */
-export type TransactionStatements = (sql: string) => Promise<unknown>;
 
 /**
  * What is claimed: one message for one consumer, and how to wait for a twin of it.

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AsyncLocalStorage } from 'node:async_hooks';
-import { type ActiveClaim, CLAIM_STORAGE } from '../context/idempotency.context.js';
+import type { ActiveClaim } from '../context/idempotency.context.js';
+import { CLAIM_STORAGE } from '../data-layers/data-layer.js';
 import { IdempotencyInFlightError, IdempotencyTransientError } from '../errors/idempotency.errors.js';
 import { PG_LOCK_NOT_AVAILABLE, REJECT_LOCK_TIMEOUT_MS } from './claim.constants.js';
 import { claimMessages } from './claim.messages.js';
@@ -10,7 +11,8 @@ import type { ClaimConnection } from '../data-layers/data-layer.js';
 import { CallerClaimConnection } from '../data-layers/caller-claim-connection.js';
 import { functionDroppedError, postgresErrorCode, translateDatabaseError } from './claim-errors.js';
 import type { ClaimOutcome, ClaimRequest, RecordedResponse } from './claim.js';
-import { type ClaimSql, claimStatement, claimWon, type RecordExpiry, recordExpiryStatement, type StoredClaim, twinStatement, WORK_SAVEPOINT } from './claim.queries.js';
+import { type ClaimSql, claimStatement, claimWon, type RecordExpiry, recordExpiryStatement, type StoredClaim, twinStatement } from './claim.queries.js';
+import { WORK_SAVEPOINT } from '../data-layers/pg-claim-connection.js';
 import { within } from '../duration/within.js';
 import { type InFlightTwin, InFlightTwins, type TwinEnding } from './in-flight-twins.js';
 import { StoredConsumers } from '../discovery/stored-consumers.js';

@@ -1,13 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { EntityManager, QueryRunner } from 'typeorm';
-import type { ClaimConnection, PgPoolClient } from '../data-layers/data-layer.js';
+import { CLAIM_STORAGE, type ClaimConnection, type PgPoolClient } from '../data-layers/data-layer.js';
 import { type Duration, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
 import { IdempotencyContextError } from '../errors/idempotency.errors.js';
 import { contextMessages } from './context.messages.js';
 
-/** The token of the AsyncLocalStorage that holds the active claim. @internal */
-export const CLAIM_STORAGE = Symbol('IDEMPOTENCY:CLAIM_STORAGE');
 
 /**
  * What a handler in lease mode can do with its lease.

@@ -1,7 +1,6 @@
 import pg from 'pg';
-import type { TransactionStatements } from '../claiming/claim.js';
-import { UNDO_WORK } from '../claiming/claim.queries.js';
-import type { ClaimConnection, StatementResult } from './data-layer.js';
+import type { ClaimConnection, StatementResult, TransactionStatements } from './data-layer.js';
+import { UNDO_WORK } from './pg-claim-connection.js';
 
 /** The savepoint the claim takes in the caller's transaction, so that a failed claim leaves that transaction usable. */
 const CLAIM_SAVEPOINT = 'idempotency_claim';

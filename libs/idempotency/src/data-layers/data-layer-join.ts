@@ -1,8 +1,6 @@
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, ModuleRef } from '@nestjs/core';
-import type { AsyncLocalStorage } from 'node:async_hooks';
-import { type ActiveClaim, CLAIM_STORAGE } from '../context/idempotency.context.js';
-import type { Claimant, ClaimConnection, IdempotencyDataLayer, QueryResult } from './data-layer.js';
+import { CLAIM_STORAGE, type Claimant, type ClaimConnection, type DataLayerHost, type IdempotencyDataLayer, type QueryResult } from './data-layer.js';
 import { type ResolvedStoreOptions, STORE_OPTIONS } from './store.options.js';
 
 /**
@@ -16,7 +14,7 @@ export class DataLayerJoin implements OnModuleInit {
 
   constructor(
     @Inject(STORE_OPTIONS) store: ResolvedStoreOptions,
-    @Inject(CLAIM_STORAGE) storage: AsyncLocalStorage<ActiveClaim>,
+    @Inject(CLAIM_STORAGE) storage: DataLayerHost['storage'],
     moduleRef: ModuleRef,
     discovery: DiscoveryService,
   ) {

@@ -1,3 +1,5 @@
+import { shownKey } from '../keys/scoped-key.js';
+
 /** The message texts of the data layers and the store's table. */
 export const dataLayerMessages = {
   invalidDataSource: (value: unknown) => `dataSource must be a data source name; got ${JSON.stringify(value)}.`,
@@ -33,4 +35,19 @@ export const dataLayerMessages = {
     'from @mikro-orm/nestjs, or provide the instance under the token given as orm.',
   mikroOrmNotSql: () =>
     "MikroOrmDataLayer's MikroORM instance has no knex client: it needs a SQL driver on PostgreSQL (@mikro-orm/postgresql).",
+  noConnection: (consumer: string, key: string, timeoutMs: number, pool: { size?: number; waiting?: number }) =>
+    `No database connection came within ${timeoutMs} ms for ${shownKey(key)} (${consumer})` +
+    (pool.size === undefined ? '' : `: all ${pool.size} connections of the pool were busy, ${pool.waiting ?? 0} requests waiting`) +
+    '. Nothing was claimed; retry. Size the pool for the handlers that run at once, or raise connectionTimeout.',
+  connectFailed: (consumer: string, key: string, reason: string) =>
+    `The database could not be reached for ${shownKey(key)} (${consumer}): ${reason}. Nothing was claimed; retry.`,
+  claimTransactionEnded: (consumer: string) =>
+    `${consumer} ended the claim's transaction itself (a COMMIT or ROLLBACK sent as SQL), so its work did not commit ` +
+    'with the claim. The transaction belongs to @IdempotentHandler(): return from the handler to commit, throw to roll back.',
+  claimTransactionControlled: (consumer: string, call: string) =>
+    `${consumer} called ${call} on the claim's transaction, which belongs to @IdempotentHandler(): return from the ` +
+    'handler to commit it, throw to roll it back. Nested transactions (manager.transaction()) are savepoints and are fine.',
+  strongerIsolationRequested: (consumer: string, requested: string, claim: string) =>
+    `${consumer} asked for a ${requested} transaction inside the claim's ${claim} transaction, which cannot be raised. ` +
+    `Run the handler at that level: @IdempotentHandler({ isolationLevel: '${requested}' }).`,
 };

@@ -43,6 +43,15 @@ export interface PgPoolClient {
 }
 
 /**
+ * Runs one SQL statement (without parameters) in a transaction the caller opened, and answers its
+ * rows (an array, or a result whose `rows` is one), as each data layer runs raw SQL: `pg`
+ * `(sql) => client.query(sql)`, TypeORM `(sql) => manager.query(sql)`, Prisma
+ * `(sql) => tx.$queryRawUnsafe(sql)`, Drizzle `(sql) => tx.execute(sql.raw(sql))`, Kysely
+ * `(sql) => sql.raw(sql).execute(trx)`.
+ */
+export type TransactionStatements = (sql: string) => Promise<unknown>;
+
+/**
  * Who a transaction claims for, for error messages.
  * @internal
  */
@@ -77,6 +86,14 @@ export interface ClaimConnection {
   /** Rolls back whatever is open and gives the connection back (a failed one is discarded). */
   close(): Promise<void>;
 }
+
+/**
+ * The token of the AsyncLocalStorage that holds the claim of the handler that runs: what
+ * `IdempotencyContext` answers, and what the layers read to hand the claim's connection to the
+ * handler's writes.
+ * @internal
+ */
+export const CLAIM_STORAGE = Symbol('IDEMPOTENCY:CLAIM_STORAGE');
 
 /**
  * What the module gives a data layer when it attaches it to the application.

@@ -1,8 +1,16 @@
+import { dataLayerMessages } from './data-layer.messages.js';
 import type { IsolationLevel } from '../options/handler-values.js';
 import { IdempotencyClaimTransactionError, IdempotencyTransactionAbortedError } from '../errors/idempotency.errors.js';
-import { claimMessages } from '../claiming/claim.messages.js';
-import { UNDO_WORK } from '../claiming/claim.queries.js';
 import type { Claimant, ClaimConnection, StatementResult } from './data-layer.js';
+
+/**
+ * The savepoint a claim takes right after it (for `recordErrors`), and the statement that rolls the
+ * handler's writes back to it, leaving the claim's row in place.
+ * @internal
+ */
+export const WORK_SAVEPOINT = 'SAVEPOINT idempotent_handler_work';
+/** @internal */
+export const UNDO_WORK = 'ROLLBACK TO SAVEPOINT idempotent_handler_work';
 
 const ISOLATION_STRENGTH: Record<IsolationLevel, number> = {
   'READ UNCOMMITTED': 0,
@@ -73,7 +81,7 @@ export abstract class PgClaimConnection implements ClaimConnection {
       throw new IdempotencyTransactionAbortedError(this.claimant.consumer, this.claimant.key);
     }
     if (status !== 'T' && status !== 'E') {
-      throw this.claimError(claimMessages.claimTransactionEnded(this.claimant.consumer));
+      throw this.claimError(dataLayerMessages.claimTransactionEnded(this.claimant.consumer));
     }
     const results = await this.send([...(undoWork ? [UNDO_WORK] : []), ...statements, 'COMMIT']);
     this.mark(false);
@@ -99,14 +107,14 @@ export abstract class PgClaimConnection implements ClaimConnection {
   /** Refuses a handler's COMMIT or ROLLBACK of the claim's own transaction (`atClaimLevel`), naming `call`. */
   protected refuseAtClaimLevel(atClaimLevel: boolean, call: string): void {
     if (atClaimLevel) {
-      throw this.claimError(claimMessages.claimTransactionControlled(this.claimant.consumer, call));
+      throw this.claimError(dataLayerMessages.claimTransactionControlled(this.claimant.consumer, call));
     }
   }
 
   /** Refuses a nested transaction at a level stronger than the claim's, which PostgreSQL cannot raise. */
   protected refuseStrongerIsolation(requested: IsolationLevel | undefined): void {
     if (this.open && requested && ISOLATION_STRENGTH[requested] > ISOLATION_STRENGTH[this.isolationLevel]) {
-      throw this.claimError(claimMessages.strongerIsolationRequested(this.claimant.consumer, requested, this.isolationLevel));
+      throw this.claimError(dataLayerMessages.strongerIsolationRequested(this.claimant.consumer, requested, this.isolationLevel));
     }
   }
 

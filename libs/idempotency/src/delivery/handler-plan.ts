@@ -1,5 +1,6 @@
 import type { ExecutionContext, Type } from '@nestjs/common';
-import type { ClaimOutcome, ClaimRequest, RecordedResponse, TransactionStatements } from '../claiming/claim.js';
+import type { ClaimOutcome, ClaimRequest, RecordedResponse } from '../claiming/claim.js';
+import type { TransactionStatements } from '../data-layers/data-layer.js';
 import type { ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
 import type { InFlightPolicy } from '../options/handler-values.js';
 import { IdempotencyKeyError } from '../errors/idempotency.errors.js';

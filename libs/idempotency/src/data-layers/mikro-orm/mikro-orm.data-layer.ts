@@ -1,7 +1,6 @@
 import type { InjectionToken } from '@nestjs/common';
 import { IdempotencyOptionsError, IdempotencyUnavailableError } from '../../errors/idempotency.errors.js';
 import { within } from '../../duration/within.js';
-import { claimMessages } from '../../claiming/claim.messages.js';
 import { loadOptionalPackage } from '../../optional/load-optional-package.js';
 import type { Claimant, ClaimConnection, DataLayerHost, IdempotencyDataLayer, QueryResult } from '../data-layer.js';
 import { dataLayerMessages } from '../data-layer.messages.js';
@@ -92,7 +91,7 @@ export class MikroOrmDataLayer implements IdempotencyDataLayer {
       if (!connection) {
         acquiring.then((late) => this.releaseOwn.call(knex, late), () => undefined);
         throw new IdempotencyUnavailableError(
-          claimMessages.noConnection(claimant.consumer, claimant.key, timeoutMs, { size: knex.pool?.max, waiting: knex.pool?.numPendingAcquires?.() }),
+          dataLayerMessages.noConnection(claimant.consumer, claimant.key, timeoutMs, { size: knex.pool?.max, waiting: knex.pool?.numPendingAcquires?.() }),
           claimant.consumer,
           claimant.key,
         );
@@ -101,7 +100,7 @@ export class MikroOrmDataLayer implements IdempotencyDataLayer {
       if (error instanceof IdempotencyUnavailableError) {
         throw error;
       }
-      throw new IdempotencyUnavailableError(claimMessages.connectFailed(claimant.consumer, claimant.key, (error as Error).message), claimant.consumer, claimant.key, {
+      throw new IdempotencyUnavailableError(dataLayerMessages.connectFailed(claimant.consumer, claimant.key, (error as Error).message), claimant.consumer, claimant.key, {
         cause: error,
       });
     }

@@ -2,7 +2,6 @@ import { type InjectionToken, Logger } from '@nestjs/common';
 import type { Pool, PoolClient } from 'pg';
 import { IdempotencyOptionsError, IdempotencyUnavailableError } from '../../errors/idempotency.errors.js';
 import { within } from '../../duration/within.js';
-import { claimMessages } from '../../claiming/claim.messages.js';
 import type { Claimant, ClaimConnection, DataLayerHost, IdempotencyDataLayer, PgPool, QueryResult } from '../data-layer.js';
 import { dataLayerMessages } from '../data-layer.messages.js';
 import { JoinedClaimConnection } from '../joined-claim-connection.js';
@@ -80,7 +79,7 @@ export class PgPoolDataLayer implements IdempotencyDataLayer {
         // The pool still hands the connection over later; give it straight back then.
         connecting.then((late) => late.release(), () => undefined);
         throw new IdempotencyUnavailableError(
-          claimMessages.noConnection(claimant.consumer, claimant.key, timeoutMs, { size: pool.options.max, waiting: pool.waitingCount }),
+          dataLayerMessages.noConnection(claimant.consumer, claimant.key, timeoutMs, { size: pool.options.max, waiting: pool.waitingCount }),
           claimant.consumer,
           claimant.key,
         );
@@ -89,7 +88,7 @@ export class PgPoolDataLayer implements IdempotencyDataLayer {
       if (error instanceof IdempotencyUnavailableError) {
         throw error;
       }
-      throw new IdempotencyUnavailableError(claimMessages.connectFailed(claimant.consumer, claimant.key, (error as Error).message), claimant.consumer, claimant.key, {
+      throw new IdempotencyUnavailableError(dataLayerMessages.connectFailed(claimant.consumer, claimant.key, (error as Error).message), claimant.consumer, claimant.key, {
         cause: error,
       });
     }

@@ -1,8 +1,8 @@
+import { dataLayerMessages } from '../data-layer.messages.js';
 import type { DataSource, QueryRunner } from 'typeorm';
 import type { IsolationLevel } from '../../options/handler-values.js';
 import { IdempotencyUnavailableError } from '../../errors/idempotency.errors.js';
 import { within } from '../../duration/within.js';
-import { claimMessages } from '../../claiming/claim.messages.js';
 import type { Claimant } from '../data-layer.js';
 import { PgClaimConnection, type PostgresClient } from '../pg-claim-connection.js';
 import {
@@ -80,7 +80,7 @@ export class TypeOrmClaimConnection extends PgClaimConnection {
         // The pool still hands the connection over later; give it straight back then.
         connecting.then(() => queryRunner.release(), () => undefined);
         throw new IdempotencyUnavailableError(
-          claimMessages.noConnection(claimant.consumer, claimant.key, timeoutMs, poolFigures(dataSource)),
+          dataLayerMessages.noConnection(claimant.consumer, claimant.key, timeoutMs, poolFigures(dataSource)),
           claimant.consumer,
           claimant.key,
         );
@@ -100,7 +100,7 @@ export class TypeOrmClaimConnection extends PgClaimConnection {
       }
       await queryRunner.release();
       throw new IdempotencyUnavailableError(
-        claimMessages.connectFailed(claimant.consumer, claimant.key, (error as Error).message),
+        dataLayerMessages.connectFailed(claimant.consumer, claimant.key, (error as Error).message),
         claimant.consumer,
         claimant.key,
         { cause: error },

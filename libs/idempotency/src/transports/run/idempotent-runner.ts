@@ -1,6 +1,7 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { Injectable } from '@nestjs/common';
-import type { RecordedResponse, TransactionStatements } from '../../claiming/claim.js';
+import type { RecordedResponse } from '../../claiming/claim.js';
+import type { TransactionStatements } from '../../data-layers/data-layer.js';
 import { IdempotencyOptionsError } from '../../errors/idempotency.errors.js';
 import { runnerMessages } from './runner.messages.js';
 import { translateDatabaseError } from '../../claiming/claim-errors.js';
