@@ -1,6 +1,7 @@
 import { type ExecutionContext, Injectable } from '@nestjs/common';
 import type { ClaimOutcome, CommitOptions, OpenDelivery, RecordedResponse } from '../claiming/claim.js';
 import { ClaimingService } from '../claiming/claiming.service.js';
+import { translateDatabaseError } from '../claiming/claim-errors.js';
 import type { ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
 import type { IdempotencyMode } from '../options/handler-values.js';
 import { failureOutcome, unwrapDeliveryError } from '../errors/delivery-error-classes.js';
@@ -102,6 +103,27 @@ export class Delivery<S> implements ObservedDelivery {
       this.observer.settled(this, outcome, cause);
     }
   }
+}
+
+/**
+ * Runs `handle` under the delivery's won claim and commits its result, as JSON, with the claim
+ * (a message handler's reply, `run()`'s result). A failure, or a result JSON cannot hold (a
+ * BigInt, a cycle), rolls the claim back and is thrown, a database error translated.
+ * @internal
+ */
+export async function processJson<S>(delivery: Delivery<S>, handle: () => Promise<unknown>): Promise<unknown> {
+  let result: unknown;
+  let json: string | undefined;
+  try {
+    result = await delivery.run(handle);
+    json = JSON.stringify(result);
+  } catch (error) {
+    const failure = translateDatabaseError(error, delivery.request!);
+    await delivery.rollback(failureOutcome(failure), failure);
+    throw failure;
+  }
+  await delivery.commit({ status: null, headers: null, body: json === undefined ? null : Buffer.from(json) });
+  return result;
 }
 
 /**

@@ -1,12 +1,11 @@
 import { type CallHandler, type ExecutionContext, Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
 import { lastValueFrom } from 'rxjs';
 import type { RecordedResponse } from '../claiming/claim.js';
-import { translateDatabaseError } from '../claiming/claim-errors.js';
-import { type Delivery, DeliveryCore, type DeliveryEntry } from '../delivery/delivery-core.js';
+import { type Delivery, DeliveryCore, type DeliveryEntry, processJson } from '../delivery/delivery-core.js';
 import { type HandlerPlan, HandlerPlans } from '../delivery/handler-plan.js';
 import { IdempotencyMetadataAccessor, type ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
 import { IdempotencyExplorer } from '../discovery/idempotency.explorer.js';
-import { classify, failureOutcome } from '../errors/delivery-error-classes.js';
+import { classify } from '../errors/delivery-error-classes.js';
 import { IdempotencyKeyError, IdempotencyUnsupportedHandlerError } from '../errors/idempotency.errors.js';
 import { readPath, toMessageKey } from '../keys/message-key.js';
 import { type InboundMessage, MESSAGE_TRANSPORTS, type MessageTransport, type Verdict } from './message-transport.js';
@@ -92,19 +91,8 @@ export class MessageDelivery implements DeliveryEntry<MessageSource>, OnApplicat
   }
 
   async process(delivery: Delivery<MessageSource>, { message, run }: MessageSource): Promise<unknown> {
-    let result: unknown;
-    let reply: string | undefined;
-    try {
-      const { checkReply } = message;
-      result = await delivery.run(checkReply ? async () => checkReply(await run()) : run);
-      // A reply JSON cannot hold (a BigInt, a cycle) fails the delivery like the handler's own error.
-      reply = JSON.stringify(result);
-    } catch (error) {
-      const failure = translateDatabaseError(error, delivery.request!);
-      await delivery.rollback(failureOutcome(failure), failure);
-      throw failure;
-    }
-    await delivery.commit({ status: null, headers: null, body: reply === undefined ? null : Buffer.from(reply) });
+    const { checkReply } = message;
+    const result = await processJson(delivery, checkReply ? async () => checkReply(await run()) : run);
     message.settle?.({ kind: 'ack' }, delivery.consumer);
     return result;
   }

@@ -1,6 +1,6 @@
 import type { InjectionToken } from '@nestjs/common';
-import { IdempotencyOptionsError, IdempotencyUnavailableError } from '../../errors/idempotency.errors.js';
-import { within } from '../../duration/within.js';
+import { IdempotencyOptionsError } from '../../errors/idempotency.errors.js';
+import { takeConnection } from '../take-connection.js';
 import { loadOptionalPackage } from '../../optional/load-optional-package.js';
 import type { Claimant, ClaimConnection, DataLayerHost, IdempotencyDataLayer, QueryResult } from '../data-layer.js';
 import { dataLayerMessages } from '../data-layer.messages.js';
@@ -84,26 +84,16 @@ export class MikroOrmDataLayer implements IdempotencyDataLayer {
   /** @internal */
   async connect(timeoutMs: number, claimant: Claimant): Promise<ClaimConnection> {
     const knex = this.knex ?? (await this.knexClient());
-    let connection: KnexConnection | undefined;
-    try {
-      const acquiring = this.acquireOwn.call(knex);
-      connection = await within(acquiring, timeoutMs);
-      if (!connection) {
-        acquiring.then((late) => this.releaseOwn.call(knex, late), () => undefined);
-        throw new IdempotencyUnavailableError(
-          dataLayerMessages.noConnection(claimant.consumer, claimant.key, timeoutMs, { size: knex.pool?.max, waiting: knex.pool?.numPendingAcquires?.() }),
-          claimant.consumer,
-          claimant.key,
-        );
-      }
-    } catch (error) {
-      if (error instanceof IdempotencyUnavailableError) {
-        throw error;
-      }
-      throw new IdempotencyUnavailableError(dataLayerMessages.connectFailed(claimant.consumer, claimant.key, (error as Error).message), claimant.consumer, claimant.key, {
-        cause: error,
-      });
-    }
+    const connection = await takeConnection(
+      {
+        take: () => this.acquireOwn.call(knex),
+        giveBack: (late) => this.releaseOwn.call(knex, late),
+        idleFree: (knex.pool?.numFree?.() ?? 0) > (knex.pool?.numPendingAcquires?.() ?? 0),
+        figures: () => ({ size: knex.pool?.max, waiting: knex.pool?.numPendingAcquires?.() }),
+      },
+      timeoutMs,
+      claimant,
+    );
     const pooled = connection;
     const claim = new JoinedClaimConnection(knex, pooled, claimant, () => this.releaseOwn.call(knex, pooled).then(() => undefined));
     this.claimHandles.add(claim.handle);

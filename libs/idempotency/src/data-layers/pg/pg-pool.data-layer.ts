@@ -1,7 +1,7 @@
 import { type InjectionToken, Logger } from '@nestjs/common';
 import type { Pool, PoolClient } from 'pg';
-import { IdempotencyOptionsError, IdempotencyUnavailableError } from '../../errors/idempotency.errors.js';
-import { within } from '../../duration/within.js';
+import { IdempotencyOptionsError } from '../../errors/idempotency.errors.js';
+import { takeConnection } from '../take-connection.js';
 import type { Claimant, ClaimConnection, DataLayerHost, IdempotencyDataLayer, PgPool, QueryResult } from '../data-layer.js';
 import { dataLayerMessages } from '../data-layer.messages.js';
 import { JoinedClaimConnection } from '../joined-claim-connection.js';
@@ -69,29 +69,17 @@ export class PgPoolDataLayer implements IdempotencyDataLayer {
   /** @internal */
   async connect(timeoutMs: number, claimant: Claimant): Promise<ClaimConnection> {
     const pool = this.pool ?? this.resolvePool();
-    // With an idle connection free the pool hands it over at its next tick: no wait to bound, no timer to arm.
-    const idleFree = pool.idleCount > pool.waitingCount;
-    let client: PoolClient | undefined;
-    try {
-      const connecting = this.connectOwn.call(pool);
-      client = idleFree ? await connecting : await within(connecting, timeoutMs);
-      if (!client) {
-        // The pool still hands the connection over later; give it straight back then.
-        connecting.then((late) => late.release(), () => undefined);
-        throw new IdempotencyUnavailableError(
-          dataLayerMessages.noConnection(claimant.consumer, claimant.key, timeoutMs, { size: pool.options.max, waiting: pool.waitingCount }),
-          claimant.consumer,
-          claimant.key,
-        );
-      }
-    } catch (error) {
-      if (error instanceof IdempotencyUnavailableError) {
-        throw error;
-      }
-      throw new IdempotencyUnavailableError(dataLayerMessages.connectFailed(claimant.consumer, claimant.key, (error as Error).message), claimant.consumer, claimant.key, {
-        cause: error,
-      });
-    }
+    const client = await takeConnection(
+      {
+        take: () => this.connectOwn.call(pool),
+        giveBack: (late) => late.release(),
+        // With an idle connection free the pool hands it over at its next tick: no wait to bound, no timer to arm.
+        idleFree: pool.idleCount > pool.waitingCount,
+        figures: () => ({ size: pool.options.max, waiting: pool.waitingCount }),
+      },
+      timeoutMs,
+      claimant,
+    );
     const pooled = client;
     return new JoinedClaimConnection(pool, pooled as unknown as PostgresClient, claimant, (broken) => pooled.release(broken));
   }

@@ -1,8 +1,6 @@
-import { dataLayerMessages } from '../data-layer.messages.js';
 import type { DataSource, QueryRunner } from 'typeorm';
 import type { IsolationLevel } from '../../options/handler-values.js';
-import { IdempotencyUnavailableError } from '../../errors/idempotency.errors.js';
-import { within } from '../../duration/within.js';
+import { takeConnection } from '../take-connection.js';
 import type { Claimant } from '../data-layer.js';
 import { PgClaimConnection, type PostgresClient } from '../pg-claim-connection.js';
 import {
@@ -71,41 +69,33 @@ export class TypeOrmClaimConnection extends PgClaimConnection {
   static async connect(dataSource: DataSource, timeoutMs: number, claimant: Claimant): Promise<TypeOrmClaimConnection> {
     // Not dataSource.createQueryRunner(): inside a handler that one hands out the claim's own runner.
     const queryRunner = createPrimaryQueryRunner(dataSource);
-    // With an idle connection free the pool hands it over at its next tick: no wait to bound, no timer to arm.
-    const idleFree = hasIdleConnectionFree(dataSource);
-    try {
-      const connecting = connectClient(queryRunner);
-      const client = idleFree ? await connecting : await within(connecting, timeoutMs);
-      if (!client) {
-        // The pool still hands the connection over later; give it straight back then.
-        connecting.then(() => queryRunner.release(), () => undefined);
-        throw new IdempotencyUnavailableError(
-          dataLayerMessages.noConnection(claimant.consumer, claimant.key, timeoutMs, poolFigures(dataSource)),
-          claimant.consumer,
-          claimant.key,
-        );
-      }
-      const { startTransaction, commitTransaction, rollbackTransaction, release } = queryRunner;
-      const connection = new TypeOrmClaimConnection(dataSource, queryRunner, client, claimant, { startTransaction, commitTransaction, rollbackTransaction, release });
-      // On shutdown TypeORM's driver releases the runners it lists until none is left; this one
-      // ignores release() from others, so listed it would keep the shutdown looping for ever.
-      // Unlisted, the pool's end waits for the claim to settle and give its connection back.
-      unlistConnectedRunner(dataSource, queryRunner);
-      CLAIM_OF_RUNNER.set(queryRunner, connection);
-      Object.assign(queryRunner, GUARDED_METHODS);
-      return connection;
-    } catch (error) {
-      if (error instanceof IdempotencyUnavailableError) {
-        throw error;
-      }
-      await queryRunner.release();
-      throw new IdempotencyUnavailableError(
-        dataLayerMessages.connectFailed(claimant.consumer, claimant.key, (error as Error).message),
-        claimant.consumer,
-        claimant.key,
-        { cause: error },
-      );
-    }
+    const client = await takeConnection(
+      {
+        take: async () => {
+          try {
+            return await connectClient(queryRunner);
+          } catch (error) {
+            await queryRunner.release();
+            throw error;
+          }
+        },
+        giveBack: () => queryRunner.release(),
+        // With an idle connection free the pool hands it over at its next tick: no wait to bound, no timer to arm.
+        idleFree: hasIdleConnectionFree(dataSource),
+        figures: () => poolFigures(dataSource),
+      },
+      timeoutMs,
+      claimant,
+    );
+    const { startTransaction, commitTransaction, rollbackTransaction, release } = queryRunner;
+    const connection = new TypeOrmClaimConnection(dataSource, queryRunner, client, claimant, { startTransaction, commitTransaction, rollbackTransaction, release });
+    // On shutdown TypeORM's driver releases the runners it lists until none is left; this one
+    // ignores release() from others, so listed it would keep the shutdown looping for ever.
+    // Unlisted, the pool's end waits for the claim to settle and give its connection back.
+    unlistConnectedRunner(dataSource, queryRunner);
+    CLAIM_OF_RUNNER.set(queryRunner, connection);
+    Object.assign(queryRunner, GUARDED_METHODS);
+    return connection;
   }
 
   override async close(): Promise<void> {

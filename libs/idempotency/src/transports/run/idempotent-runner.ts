@@ -4,12 +4,10 @@ import type { RecordedResponse } from '../../claiming/claim.js';
 import type { TransactionStatements } from '../../data-layers/data-layer.js';
 import { IdempotencyOptionsError } from '../../errors/idempotency.errors.js';
 import { runnerMessages } from './runner.messages.js';
-import { translateDatabaseError } from '../../claiming/claim-errors.js';
-import { type Delivery, DeliveryCore, type DeliveryEntry } from '../../delivery/delivery-core.js';
+import { type Delivery, DeliveryCore, type DeliveryEntry, processJson } from '../../delivery/delivery-core.js';
 import type { HandlerPlan } from '../../delivery/handler-plan.js';
 import { IdempotencyMetadataAccessor } from '../../decorators/idempotency-metadata.accessor.js';
 import type { IdempotentHandlerOptions } from '../../decorators/idempotent-handler.options.js';
-import { failureOutcome } from '../../errors/delivery-error-classes.js';
 import { toMessageKey } from '../../keys/message-key.js';
 
 /** What `IdempotentRunner.run()` claims, and how. */
@@ -48,21 +46,7 @@ const RUN_ENTRY: DeliveryEntry<RunSource> = {
 
   replay: (_delivery, _source, { body }: RecordedResponse) => (body === null || body.length === 0 ? undefined : JSON.parse(body.toString('utf8'))),
 
-  async process(delivery: Delivery<RunSource>, { work }: RunSource): Promise<unknown> {
-    let result: unknown;
-    let recorded: string | undefined;
-    try {
-      result = await delivery.run(work);
-      // A result JSON cannot hold (a BigInt, a cycle) fails the work like its own error.
-      recorded = JSON.stringify(result);
-    } catch (error) {
-      const failure = translateDatabaseError(error, delivery.request!);
-      await delivery.rollback(failureOutcome(failure), failure);
-      throw failure;
-    }
-    await delivery.commit({ status: null, headers: null, body: recorded === undefined ? null : Buffer.from(recorded) });
-    return result;
-  },
+  process: (delivery: Delivery<RunSource>, { work }: RunSource) => processJson(delivery, work),
 
   fail(error: unknown): never {
     throw error;
