@@ -9,9 +9,9 @@ import { createTestDatabase, type TestDatabase } from './support/test-database.j
 const GUIDE = 'libs/idempotency/docs/guide.md';
 
 /** The services of other data layers the guide sets up, each built from its section alone. */
-const LAYERS = ['pg', 'drizzle', 'kysely', 'prisma'] as const;
+const LAYERS = ['pg', 'drizzle', 'kysely', 'prisma', 'mikro-orm'] as const;
 type Layer = (typeof LAYERS)[number];
-const SECTIONS: Record<Layer, string> = { pg: '### Plain pg', drizzle: '### Drizzle', kysely: '### Kysely', prisma: '### Prisma' };
+const SECTIONS: Record<Layer, string> = { pg: '### Plain pg', drizzle: '### Drizzle', kysely: '### Kysely', prisma: '### Prisma', 'mikro-orm': '### MikroORM' };
 
 /** What `nest new` gives every service besides its layer: the packages its main.ts needs, and skipLibCheck. */
 const NEST_BASE = ['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', 'reflect-metadata', 'rxjs'];

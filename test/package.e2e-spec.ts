@@ -111,7 +111,7 @@ const PUBLIC_NAMES = {
     'MikroOrmDataLayer', 'MikroOrmDataLayerOptions', 'PgPoolDataLayer', 'PgPoolDataLayerOptions', 'ProcessedMessage', 'PurgeFigures', 'PurgeOptions',
     'PurgeOutcome', 'PurgeRun', 'RecordPolicy', 'RecordedResponse', 'RedisEvalClient', 'RedisLeaseStore', 'RefusalCounts', 'RemovableEntry',
     'ReplayCacheOptions', 'ReplayOptions', 'SchemaMigrationSql', 'ScopeSource', 'SenderDuplicateRate', 'SenderOptions', 'StoreSample',
-    'StoredLeaseEntry', 'TracingOptions', 'TypeOrmDataLayer', 'TypeOrmDataLayerOptions', 'UnreadableReason',
+    'StoredLeaseEntry', 'TracingOptions', 'TransactionStatements', 'TypeOrmDataLayer', 'TypeOrmDataLayerOptions', 'UnreadableReason',
     'UpgradeProcessedMessagesTable1796342400000', 'schemaSql',
   ],
   'nestjs-idempotent-consumer/testing': [
