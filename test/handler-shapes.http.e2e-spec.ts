@@ -102,16 +102,27 @@ describe.each(SETUPS)('the guarantee on the handler shapes real services have, o
       expect(await claims(key)).toEqual([]);
     });
 
-    it('a handler that ends it with a bare COMMIT is answered 500, and so is every retry: never an empty 2xx', async () => {
+    it('a handler that sends a bare COMMIT as SQL is refused before it reaches PostgreSQL: nothing commits', async () => {
       const key = newKey('raw-commit');
-      const first = await postJson(`${baseUrl}/shapes/raw-commit`, { id: key }, { 'Idempotency-Key': key });
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const answer = await postJson(`${baseUrl}/shapes/raw-commit`, { id: key }, { 'Idempotency-Key': key });
+        expect(answer.status).toBe(500);
+        expect(answer.json).toMatchObject({ type: 'urn:idempotency:claim-transaction', detail: expect.stringContaining("called COMMIT on the claim's transaction") });
+      }
+      expect(await effects('raw-commit', key)).toBe(0);
+      expect(await claims(key)).toEqual([]);
+    });
+
+    it('a COMMIT hidden behind another statement is found at the commit: answered 500, and so is every retry, never an empty 2xx', async () => {
+      const key = newKey('hidden-commit');
+      const first = await postJson(`${baseUrl}/shapes/hidden-commit`, { id: key }, { 'Idempotency-Key': key });
       expect(first.status).toBe(500);
       expect(first.json).toMatchObject({ type: 'urn:idempotency:claim-transaction', detail: expect.stringContaining("ended the claim's transaction itself") });
-      const retry = await postJson(`${baseUrl}/shapes/raw-commit`, { id: key }, { 'Idempotency-Key': key });
+      const retry = await postJson(`${baseUrl}/shapes/hidden-commit`, { id: key }, { 'Idempotency-Key': key });
       expect(retry.status).toBe(500);
       expect(retry.json).toMatchObject({ type: 'urn:idempotency:claim-transaction', detail: expect.stringContaining('without its response') });
-      // The bare COMMIT committed the claim and the work before it; the handler does not run again.
-      expect(await effects('raw-commit', key)).toBe(1);
+      // The COMMIT committed the claim and the work before it; the handler does not run again.
+      expect(await effects('hidden-commit', key)).toBe(1);
       expect(await claims(key)).toMatchObject([{ response_status: null }]);
     });
   });

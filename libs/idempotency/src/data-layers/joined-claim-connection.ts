@@ -2,10 +2,6 @@ import type { IsolationLevel } from '../options/handler-values.js';
 import type { Claimant, PgPoolClient } from './data-layer.js';
 import { PgClaimConnection, type PostgresClient } from './pg-claim-connection.js';
 
-/** A statement that starts or ends a transaction, with what follows its keyword; not ROLLBACK TO, COMMIT PREPARED and the like. */
-const TRANSACTION_CONTROL = /^\s*(begin|start\s+transaction|commit|end|rollback|abort)\b(?!\s+(?:to|prepared)\b)([^;]*);?\s*$/i;
-const ISOLATION = /isolation\s+level\s+(read\s+uncommitted|read\s+committed|repeatable\s+read|serializable)/i;
-
 type Query = (...args: unknown[]) => unknown;
 
 /**
@@ -18,8 +14,6 @@ type Query = (...args: unknown[]) => unknown;
  */
 export class JoinedClaimConnection extends PgClaimConnection {
   readonly handle: PgPoolClient;
-  /** How many transactions the handler's layer opened inside the claim's, each a savepoint. */
-  private nested = 0;
 
   /**
    * @param owner The pool that lent `pooled`, which hands out `handle` while the claim is open.
@@ -45,7 +39,7 @@ export class JoinedClaimConnection extends PgClaimConnection {
   }
 
   protected marked(): void {
-    this.nested = 0;
+    // The client is the claim's alone: nothing else to tell.
   }
 
   private joinedClient(): PgPoolClient {
@@ -66,13 +60,9 @@ export class JoinedClaimConnection extends PgClaimConnection {
   private query(args: unknown[]): unknown {
     const [first] = args;
     const text = typeof first === 'string' ? first : (first as { text?: unknown } | null)?.text;
-    const control = typeof text === 'string' && this.isOpen ? TRANSACTION_CONTROL.exec(text) : null;
-    if (!control) {
-      return (this.pooled.query as Query)(...args);
-    }
-    let rewritten: string;
+    let rewritten: string | undefined;
     try {
-      rewritten = this.savepointFor(control[1].toLowerCase(), control[2]);
+      rewritten = typeof text === 'string' ? this.inClaim(text) : undefined;
     } catch (error) {
       const callback = args[args.length - 1];
       if (typeof callback === 'function') {
@@ -81,25 +71,10 @@ export class JoinedClaimConnection extends PgClaimConnection {
       }
       return Promise.reject(error);
     }
+    if (rewritten === undefined) {
+      return (this.pooled.query as Query)(...args);
+    }
     const sent = typeof first === 'string' ? rewritten : { ...(first as object), text: rewritten };
     return (this.pooled.query as Query)(sent, ...args.slice(1));
   }
-
-  private savepointFor(keyword: string, rest: string): string {
-    if (keyword === 'begin' || keyword.startsWith('start')) {
-      this.refuseStrongerIsolation(isolationOf(rest));
-      this.nested += 1;
-      return `SAVEPOINT idempotency_nested_${this.nested}`;
-    }
-    const commits = keyword === 'commit' || keyword === 'end';
-    this.refuseAtClaimLevel(this.nested === 0, commits ? 'COMMIT' : 'ROLLBACK');
-    const savepoint = `idempotency_nested_${this.nested}`;
-    this.nested -= 1;
-    return commits ? `RELEASE SAVEPOINT ${savepoint}` : `ROLLBACK TO SAVEPOINT ${savepoint}`;
-  }
-}
-
-function isolationOf(clause: string): IsolationLevel | undefined {
-  const level = ISOLATION.exec(clause)?.[1];
-  return level === undefined ? undefined : (level.toUpperCase().replace(/\s+/g, ' ') as IsolationLevel);
 }

@@ -12,6 +12,10 @@ export const WORK_SAVEPOINT = 'SAVEPOINT idempotent_handler_work';
 /** @internal */
 export const UNDO_WORK = 'ROLLBACK TO SAVEPOINT idempotent_handler_work';
 
+/** A statement that starts or ends a transaction, with what follows its keyword; not ROLLBACK TO, COMMIT PREPARED and the like. */
+const TRANSACTION_CONTROL = /^\s*(begin|start\s+transaction|commit|end|rollback|abort)\b(?!\s+(?:to|prepared)\b)([^;]*);?\s*$/i;
+const ISOLATION = /isolation\s+level\s+(read\s+uncommitted|read\s+committed|repeatable\s+read|serializable)/i;
+
 const ISOLATION_STRENGTH: Record<IsolationLevel, number> = {
   'READ UNCOMMITTED': 0,
   'READ COMMITTED': 0,
@@ -39,6 +43,8 @@ export interface PostgresClient {
  */
 export abstract class PgClaimConnection implements ClaimConnection {
   private open = false;
+  /** How many transactions the handler opened with SQL inside the claim's, each a savepoint. */
+  private nested = 0;
   /** The level the claim's BEGIN set. */
   protected isolationLevel: IsolationLevel = 'READ COMMITTED';
 
@@ -118,6 +124,31 @@ export abstract class PgClaimConnection implements ClaimConnection {
     }
   }
 
+  /**
+   * What to send for `statement`, which the handler sends on the claim's connection while the
+   * claim is open: a BEGIN (or START TRANSACTION) opens a savepoint, a COMMIT releases it, a
+   * ROLLBACK rolls back to it; undefined for any other statement, sent as it is.
+   * @throws IdempotencyClaimTransactionError for a COMMIT or ROLLBACK of the claim's own
+   * transaction, and for a nested transaction at a stronger isolation level than the claim's.
+   */
+  protected inClaim(statement: string): string | undefined {
+    const control = this.open ? TRANSACTION_CONTROL.exec(statement) : null;
+    if (!control) {
+      return undefined;
+    }
+    const keyword = control[1].toLowerCase();
+    if (keyword === 'begin' || keyword.startsWith('start')) {
+      this.refuseStrongerIsolation(isolationOf(control[2]));
+      this.nested += 1;
+      return `SAVEPOINT idempotency_nested_${this.nested}`;
+    }
+    const commits = keyword === 'commit' || keyword === 'end';
+    this.refuseAtClaimLevel(this.nested === 0, commits ? 'COMMIT' : 'ROLLBACK');
+    const savepoint = `idempotency_nested_${this.nested}`;
+    this.nested -= 1;
+    return commits ? `RELEASE SAVEPOINT ${savepoint}` : `ROLLBACK TO SAVEPOINT ${savepoint}`;
+  }
+
   private claimError(message: string): IdempotencyClaimTransactionError {
     return new IdempotencyClaimTransactionError(message, this.claimant.consumer, this.claimant.key);
   }
@@ -129,6 +160,12 @@ export abstract class PgClaimConnection implements ClaimConnection {
 
   private mark(active: boolean): void {
     this.open = active;
+    this.nested = 0;
     this.marked(active);
   }
+}
+
+function isolationOf(clause: string): IsolationLevel | undefined {
+  const level = ISOLATION.exec(clause)?.[1];
+  return level === undefined ? undefined : (level.toUpperCase().replace(/\s+/g, ' ') as IsolationLevel);
 }

@@ -15,7 +15,7 @@ import {
 } from './typeorm-internals.js';
 
 /** The methods of TypeORM's query runner that the claim's transaction guards, as TypeORM defines them. */
-type GuardedMethods = Pick<QueryRunner, 'startTransaction' | 'commitTransaction' | 'rollbackTransaction' | 'release'>;
+type GuardedMethods = Pick<QueryRunner, 'query' | 'startTransaction' | 'commitTransaction' | 'rollbackTransaction' | 'release'>;
 
 /** The claim each guarded query runner belongs to. */
 const CLAIM_OF_RUNNER = new WeakMap<QueryRunner, TypeOrmClaimConnection>();
@@ -25,6 +25,9 @@ const CLAIM_OF_RUNNER = new WeakMap<QueryRunner, TypeOrmClaimConnection>();
  * every claim: each finds its runner's claim.
  */
 const GUARDED_METHODS: GuardedMethods = {
+  query(this: QueryRunner, statement: string, parameters?: unknown[], structured?: boolean) {
+    return CLAIM_OF_RUNNER.get(this)!.query(statement, parameters, structured);
+  },
   startTransaction(this: QueryRunner, isolationLevel?: IsolationLevel) {
     return CLAIM_OF_RUNNER.get(this)!.startTransaction(isolationLevel);
   },
@@ -41,8 +44,9 @@ const GUARDED_METHODS: GuardedMethods = {
 /**
  * The claim's transaction on one TypeORM `QueryRunner`. The query runner is marked as in a
  * transaction, as `startTransaction()` would, so the handler's `manager.save()` joins it and a
- * nested `manager.transaction()` becomes a savepoint. The transaction belongs to the claim: the
- * handler cannot commit, roll back or release it, nor raise its isolation level.
+ * nested `manager.transaction()` becomes a savepoint, as does a BEGIN sent as SQL. The transaction
+ * belongs to the claim: the handler cannot commit, roll back or release it (with TypeORM's methods
+ * or with SQL), nor raise its isolation level.
  * @internal
  */
 export class TypeOrmClaimConnection extends PgClaimConnection {
@@ -87,8 +91,8 @@ export class TypeOrmClaimConnection extends PgClaimConnection {
       timeoutMs,
       claimant,
     );
-    const { startTransaction, commitTransaction, rollbackTransaction, release } = queryRunner;
-    const connection = new TypeOrmClaimConnection(dataSource, queryRunner, client, claimant, { startTransaction, commitTransaction, rollbackTransaction, release });
+    const { query, startTransaction, commitTransaction, rollbackTransaction, release } = queryRunner;
+    const connection = new TypeOrmClaimConnection(dataSource, queryRunner, client, claimant, { query, startTransaction, commitTransaction, rollbackTransaction, release });
     // On shutdown TypeORM's driver releases the runners it lists until none is left; this one
     // ignores release() from others, so listed it would keep the shutdown looping for ever.
     // Unlisted, the pool's end waits for the claim to settle and give its connection back.
@@ -105,6 +109,17 @@ export class TypeOrmClaimConnection extends PgClaimConnection {
       return;
     }
     await super.close();
+  }
+
+  /** `query()` on the claim's runner: a BEGIN, COMMIT or ROLLBACK sent as SQL is a savepoint's, never the claim's own. */
+  query(statement: string, parameters: unknown[] | undefined, structured: boolean | undefined): Promise<never> {
+    let sent: string;
+    try {
+      sent = this.inClaim(statement) ?? statement;
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return (this.own.query as (...args: unknown[]) => Promise<never>).call(this.queryRunner, sent, parameters, structured);
   }
 
   /** `startTransaction()` on the claim's runner: a savepoint, never a level stronger than the claim's. */
