@@ -1,5 +1,5 @@
 // The bench app of one data layer as a child process of the runner (case 17): `fork()`ed with
-// BENCH_DATABASE_URL and BENCH_LAYER (pg, drizzle, kysely or typeorm), it counts the queries it
+// BENCH_DATABASE_URL and BENCH_LAYER (pg, drizzle, kysely, prisma, mikro-orm or typeorm), it counts the queries it
 // sends, listens on a free port and reports it over IPC, as the bench app does. Nest's logger is off.
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';

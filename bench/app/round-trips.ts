@@ -4,8 +4,8 @@ let count = 0;
 
 /**
  * Counts every query this process sends through node-postgres: one round trip each (simple or
- * extended protocol), whichever layer sends it (plain `pg`, Drizzle, Kysely and TypeORM all query
- * through `pg.Client`), as `test/apps/adoption/round-trips.ts` counts them for the suites.
+ * extended protocol), whichever layer sends it (plain `pg`, Drizzle, Kysely, Prisma's
+ * `@prisma/adapter-pg`, MikroORM's knex and TypeORM all query through this `pg`'s `pg.Client`), as `test/apps/adoption/round-trips.ts` counts them for the suites.
  */
 export function countRoundTrips(): void {
   const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;

@@ -225,7 +225,7 @@ export async function createLayerDatabase(database: BenchDatabase): Promise<Case
       for (const { sql } of await schemaSql()) {
         await client.query(sql);
       }
-      await client.query('CREATE TABLE layer_credits (account text NOT NULL, cents integer NOT NULL)');
+      await client.query('CREATE TABLE layer_credits (id bigserial PRIMARY KEY, account text NOT NULL, cents integer NOT NULL)');
     } finally {
       await client.end();
     }
