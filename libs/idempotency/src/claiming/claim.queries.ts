@@ -9,6 +9,8 @@ import type { StatementResult } from '../data-layers/data-layer.js';
 export interface ClaimSql {
   readonly table: string;
   readonly literal: (value: string) => string;
+  /** The connection reads a `void` column (node-postgres does; Prisma's raw queries, which `run()` may be given, do not). */
+  readonly readsVoid: boolean;
 }
 
 /** The function of `table` that claims a message (created by `CreateProcessedMessagesFunctions1796256000000`). */
@@ -64,7 +66,7 @@ export function twinStatement({ table, literal }: ClaimSql, request: ClaimReques
  * event handler's), since the claim row already holds NULLs and rewriting it would cost the
  * database a second row version for nothing.
  */
-export function recordStatements({ table, literal }: ClaimSql, request: ClaimRequest, response: RecordedResponse): string[] {
+export function recordStatements({ table, literal, readsVoid }: ClaimSql, request: ClaimRequest, response: RecordedResponse): string[] {
   const { status, headers, body } = response;
   if (status === null && headers === null && body === null) {
     return [];
@@ -72,8 +74,8 @@ export function recordStatements({ table, literal }: ClaimSql, request: ClaimReq
   const headersSql = headers === null ? 'NULL' : `${literal(JSON.stringify(headers))}::json`;
   const bodySql = body === null ? 'NULL' : `'\\x${body.toString('hex')}'::bytea`;
   return [
-    // FROM the function, selecting nothing: no void column, which some layers cannot read (Prisma's raw queries).
-    `SELECT FROM "${recordFunction(table)}"(${literal(request.consumer)}, ${literal(request.key)}, ${status ?? 'NULL'}, ${headersSql}, ${bodySql})`,
+    // Selecting the function's void result costs the database least; FROM it, selecting nothing, gives no void column.
+    `SELECT ${readsVoid ? '' : 'FROM '}"${recordFunction(table)}"(${literal(request.consumer)}, ${literal(request.key)}, ${status ?? 'NULL'}, ${headersSql}, ${bodySql})`,
   ];
 }
 

@@ -162,6 +162,6 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
   }
 
   private sql(transaction: ClaimConnection): ClaimSql {
-    return { table: this.options.tableName, literal: (value) => transaction.literal(value) };
+    return { table: this.options.tableName, literal: (value) => transaction.literal(value), readsVoid: transaction.readsVoid };
   }
 }

@@ -15,6 +15,8 @@ const CLAIM_SAVEPOINT = 'idempotency_claim';
  */
 export class CallerClaimConnection implements ClaimConnection {
   readonly handle = undefined;
+  /** The caller's statement function may be Prisma's, whose raw queries cannot read a `void` column. */
+  readonly readsVoid = false;
   private open = false;
 
   constructor(private readonly statements: TransactionStatements) {}

@@ -70,6 +70,8 @@ export interface ClaimConnection {
   readonly isOpen: boolean;
   /** The layer's object for this transaction, which `IdempotencyContext` hands to the handler. */
   readonly handle: unknown;
+  /** Whether a statement may answer a `void` column (node-postgres reads one; Prisma's raw queries do not). */
+  readonly readsVoid: boolean;
   /** A value as a PostgreSQL string literal. */
   literal(value: string): string;
   /** BEGIN at `isolationLevel` (unset: the layer's default, else READ COMMITTED), then `statements`; their results. */

@@ -54,6 +54,7 @@ export abstract class PgClaimConnection implements ClaimConnection {
   ) {}
 
   abstract readonly handle: unknown;
+  readonly readsVoid = true;
 
   /** The layer's default level for a BEGIN without one. */
   protected abstract defaultIsolationLevel(): IsolationLevel | undefined;
