@@ -43,7 +43,6 @@ export function claimStatement({ table, literal }: ClaimSql, request: ClaimReque
   );
 }
 
-
 /** Whether the result of `claimStatement` says this delivery won the claim. */
 export function claimWon(result: StatementResult): boolean {
   return (result.rows[0] as { claimed: boolean }).claimed;

@@ -1,5 +1,5 @@
 import type { IsolationLevel } from '../options/handler-values.js';
-import type { Claimant, PgPoolClient } from './data-layer.js';
+import type { Claimant, DataLayerHost, PgPoolClient } from './data-layer.js';
 import { PgClaimConnection, type PostgresClient } from './pg-claim-connection.js';
 
 type Query = (...args: unknown[]) => unknown;
@@ -27,6 +27,12 @@ export class JoinedClaimConnection extends PgClaimConnection {
   ) {
     super(pooled, claimant);
     this.handle = this.joinedClient();
+  }
+
+  /** The claim in flight in the caller's context, when its connection is one a layer's pool lent and its transaction is open. */
+  static inFlight(storage: DataLayerHost['storage']): JoinedClaimConnection | undefined {
+    const transaction = storage.getStore()?.transaction;
+    return transaction instanceof JoinedClaimConnection && transaction.isOpen ? transaction : undefined;
   }
 
   protected defaultIsolationLevel(): IsolationLevel | undefined {

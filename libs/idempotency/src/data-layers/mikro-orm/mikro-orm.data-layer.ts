@@ -94,8 +94,7 @@ export class MikroOrmDataLayer implements IdempotencyDataLayer {
       timeoutMs,
       claimant,
     );
-    const pooled = connection;
-    const claim = new JoinedClaimConnection(knex, pooled, claimant, () => this.releaseOwn.call(knex, pooled).then(() => undefined));
+    const claim = new JoinedClaimConnection(knex, connection, claimant, () => this.releaseOwn.call(knex, connection).then(() => undefined));
     this.claimHandles.add(claim.handle);
     return claim;
   }
@@ -128,8 +127,8 @@ export class MikroOrmDataLayer implements IdempotencyDataLayer {
   private join(knex: KnexClient): void {
     const storage = this.host.storage;
     const joined = (): KnexConnection | undefined => {
-      const transaction = storage.getStore()?.transaction;
-      return transaction instanceof JoinedClaimConnection && transaction.isOpen && transaction.owner === knex ? (transaction.handle as unknown as KnexConnection) : undefined;
+      const claim = JoinedClaimConnection.inFlight(storage);
+      return claim?.owner === knex ? (claim.handle as unknown as KnexConnection) : undefined;
     };
     const acquireOwn = knex.acquireConnection;
     const releaseOwn = knex.releaseConnection;

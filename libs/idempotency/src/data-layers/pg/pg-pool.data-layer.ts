@@ -45,7 +45,6 @@ export class PgPoolDataLayer implements IdempotencyDataLayer {
   private host!: DataLayerHost;
   private pool: Pool | undefined;
   private connectOwn!: (this: Pool) => Promise<PoolClient>;
-  private queryOwn!: Query;
 
   constructor(private readonly options: PgPoolDataLayerOptions) {}
 
@@ -80,8 +79,7 @@ export class PgPoolDataLayer implements IdempotencyDataLayer {
       timeoutMs,
       claimant,
     );
-    const pooled = client;
-    return new JoinedClaimConnection(pool, pooled as unknown as PostgresClient, claimant, (broken) => pooled.release(broken));
+    return new JoinedClaimConnection(pool, client as unknown as PostgresClient, claimant, (broken) => client.release(broken));
   }
 
   private resolvePool(): Pool {
@@ -108,15 +106,16 @@ export class PgPoolDataLayer implements IdempotencyDataLayer {
 
   /** While a claim on `pool` is open in the caller's context, the pool hands out its client. */
   private join(pool: Pool): void {
-    warnOnOtherPools(pool, this.host.storage);
-    this.connectOwn = pool.connect as (this: Pool) => Promise<PoolClient>;
-    this.queryOwn = pool.query as Query;
+    // The pool's own methods, taken before other Pools are watched: the claims' pool needs no watch.
+    const connectOwn = pool.connect as (this: Pool) => Promise<PoolClient>;
+    const queryOwn = pool.query as Query;
+    this.connectOwn = connectOwn;
     const storage = this.host.storage;
+    warnOnOtherPools(pool, storage);
     const joined = (): PoolClient | undefined => {
-      const transaction = storage.getStore()?.transaction;
-      return transaction instanceof JoinedClaimConnection && transaction.isOpen && transaction.owner === pool ? (transaction.handle as unknown as PoolClient) : undefined;
+      const claim = JoinedClaimConnection.inFlight(storage);
+      return claim?.owner === pool ? (claim.handle as unknown as PoolClient) : undefined;
     };
-    const { connectOwn, queryOwn } = this;
     pool.connect = function connectJoined(this: Pool, callback?: (error: Error | undefined, client: PoolClient, done: () => void) => void) {
       const client = joined();
       if (!client) {
@@ -161,11 +160,13 @@ function warnOnOtherPools(pool: Pool, storage: DataLayerHost['storage']): void {
     const own = prototype[method] as Query;
     prototype[method] = function watched(this: Pool, ...args: unknown[]) {
       for (const [claims, warned] of WATCHING) {
-        const claim = claims.getStore();
-        const transaction = claim?.transaction;
-        if (claim && transaction instanceof JoinedClaimConnection && transaction.isOpen && transaction.owner !== this && !warned.has(claim.consumer)) {
-          warned.add(claim.consumer);
-          logger.warn(dataLayerMessages.otherPoolUsed(claim.consumer));
+        const claim = JoinedClaimConnection.inFlight(claims);
+        if (claim && claim.owner !== this) {
+          const { consumer } = claims.getStore()!;
+          if (!warned.has(consumer)) {
+            warned.add(consumer);
+            logger.warn(dataLayerMessages.otherPoolUsed(consumer));
+          }
         }
       }
       return own.apply(this, args);
