@@ -7,6 +7,9 @@ export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
 /** The processed-messages table's name unless `tableName` says otherwise. */
 export const DEFAULT_TABLE_NAME = 'processed_messages';
 
+/** The outbox table's name unless `outbox.tableName` says otherwise. */
+export const DEFAULT_OUTBOX_TABLE_NAME = 'outbox_messages';
+
 /** The longest accepted idempotency key, in characters (Unicode code points, as PostgreSQL's `varchar(255)` counts them). */
 export const MAX_KEY_LENGTH = 255;
 

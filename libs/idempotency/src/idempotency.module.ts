@@ -29,6 +29,8 @@ import { IdempotentRunner } from './transports/run/idempotent-runner.js';
 import { TRANSPORT_PROVIDERS } from './transports/transports.js';
 import { IdempotencyTracing } from './tracing/idempotency-tracing.js';
 import { StoreSampler } from './metrics/store.sampler.js';
+import { Outbox } from './outbox/outbox.js';
+import { OutboxRelay } from './outbox/outbox-relay.js';
 
 /**
  * Exactly-once handlers on PostgreSQL, through TypeORM (the default) or the data layer given as
@@ -77,12 +79,14 @@ import { StoreSampler } from './metrics/store.sampler.js';
     PrometheusExporter,
     StoreSampler,
     IdempotencyTracing,
+    Outbox,
+    OutboxRelay,
     IdempotencyPurgeService,
     PurgeScheduler,
     IdempotencyHealthIndicator,
     IdempotencyAdmin,
   ],
   // HttpDelivery and MessageDelivery: what @IdempotentHandler()'s interceptor needs in the controllers' modules.
-  exports: [IdempotencyContext, IdempotentRunner, IdempotencyAdmin, IdempotencyMetricsService, IdempotencyPurgeService, IdempotencyHealthIndicator, HttpDelivery, MessageDelivery],
+  exports: [IdempotencyContext, IdempotentRunner, Outbox, IdempotencyAdmin, IdempotencyMetricsService, IdempotencyPurgeService, IdempotencyHealthIndicator, HttpDelivery, MessageDelivery],
 })
 export class IdempotencyModule extends ConfigurableModuleClass {}

@@ -18,6 +18,7 @@ describe('resolveModuleOptions', () => {
         excludedHeaders: new Set(['set-cookie', 'date', 'connection', 'keep-alive', 'transfer-encoding']),
       },
       purge: { intervalMs: 60_000, batchSize: 5000 },
+      outbox: null,
       health: {
         maxPurgeLagMs: 3_600_000,
         maxTimeSincePurgeMs: 600_000,

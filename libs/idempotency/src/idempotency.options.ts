@@ -11,6 +11,7 @@ import { keyMessages } from './keys/key.messages.js';
 import { LEASE_OPTIONS, resolveLeasing, type ResolvedLeaseOptions } from './leasing/lease.options.js';
 import type { LeaseStore } from './leasing/lease-store.js';
 import { METRICS_OPTIONS, type MetricsOptions, resolveMetrics, type ResolvedMetricsOptions } from './metrics/metrics.options.js';
+import { OUTBOX_OPTIONS, type OutboxOptions, resolveOutbox } from './outbox/outbox.options.js';
 import { PURGE_OPTIONS, type PurgeOptions, type ResolvedPurgeOptions, resolvePurge } from './purge/purge.options.js';
 import { type EncryptionOptions, RECORDING_OPTIONS, resolveKeyring, type ResolvedRecordingOptions, toRecordedErrors, toRecordPolicy } from './recording/recording.options.js';
 import type { Keyring } from './recording/response-seal.js';
@@ -122,7 +123,13 @@ export interface IdempotencyModuleOptions {
    * @default `{ maxEntries: 10000, maxBytes: 16777216, maxAge: '1m' }`
    */
   replayCache?: ReplayCacheOptions | false;
-  /** The scheduled purge of expired ids. */
+  /**
+   * The transactional outbox: `Outbox.publish()` writes messages in the handler's transaction and
+   * the relay sends them after the commit, through these publishers. See `OutboxOptions`.
+   * @default none: `Outbox.publish()` refuses
+   */
+  outbox?: OutboxOptions;
+  /** The scheduled purge of expired ids (and of dispatched outbox messages past `outbox.retention`). */
   purge?: PurgeOptions;
   /** Thresholds of `IdempotencyHealthIndicator`; each one crossed turns the indicator down. */
   health?: HealthOptions;
@@ -171,6 +178,7 @@ export interface ResolvedIdempotencyOptions extends ResolvedStoreOptions, Resolv
   connectionTimeoutMs: number;
   replay: ResolvedReplayOptions;
   purge: ResolvedPurgeOptions;
+  outbox: ReturnType<typeof resolveOutbox>;
   health: ResolvedHealthOptions;
   metrics: ResolvedMetricsOptions;
   tracing: ResolvedTracingOptions;
@@ -201,6 +209,7 @@ export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): Re
     connectionTimeoutMs: toMilliseconds('connectionTimeout', options.connectionTimeout ?? '5s', MAX_TIMER_MS),
     replay: resolveReplay(options.replay ?? {}),
     purge,
+    outbox: resolveOutbox(options.outbox),
     health: resolveHealth(options.health ?? {}, purge),
     metrics: resolveMetrics(options.metrics ?? {}),
     tracing: resolveTracing(options.tracing ?? {}),
@@ -229,6 +238,7 @@ export function resolvedOptionsProviders<Given>(
     slice<ResolvedDiscoveryOptions>(DISCOVERY_OPTIONS, ({ senderHorizonsMs, warnOnUnusedConsumers }) => ({ senderHorizonsMs, warnOnUnusedConsumers })),
     slice<ResolvedLeaseOptions>(LEASE_OPTIONS, ({ stores, store }) => ({ stores, store })),
     slice(PURGE_OPTIONS, (options) => options.purge),
+    slice(OUTBOX_OPTIONS, (options) => options.outbox),
     slice(HEALTH_OPTIONS, (options) => options.health),
     slice(METRICS_OPTIONS, (options) => options.metrics),
     slice(REPLAY_CACHE_OPTIONS, (options) => options.replayCache),

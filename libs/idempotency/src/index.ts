@@ -34,7 +34,7 @@ export { UpgradeProcessedMessagesTable1796342400000 } from './migrations/upgrade
 export { schemaSql } from './migrations/schema-sql.js';
 export type { SchemaMigrationSql } from './migrations/schema-sql.js';
 export type { Duration } from './duration/duration.js';
-export { DEFAULT_TABLE_NAME, IDEMPOTENCY_CHANNELS, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, MAX_KEY_LENGTH } from './idempotency.constants.js';
+export { DEFAULT_OUTBOX_TABLE_NAME, DEFAULT_TABLE_NAME, IDEMPOTENCY_CHANNELS, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, MAX_KEY_LENGTH } from './idempotency.constants.js';
 export {
   IdempotencyAdminError,
   IdempotencyClaimTransactionError,
@@ -46,6 +46,7 @@ export {
   IdempotencyKeyReusedError,
   IdempotencyLeaseLostError,
   IdempotencyOptionsError,
+  IdempotencyOutboxError,
   IdempotencyPurgeError,
   IdempotencyRecordUnreadableError,
   IdempotencyResponseTooLargeError,
@@ -86,6 +87,17 @@ export type {
   PurgeFigures,
   RefusalCounts,
   SenderDuplicateRate,
+  OutboxCounts,
+  OutboxSample,
   StoreSample,
 } from './metrics/idempotency-metrics.service.js';
 export type { DeliveryOutcome } from './metrics/delivery-outcome.js';
+export { Outbox } from './outbox/outbox.js';
+export type { OutboxMessage, OutboxPublishOptions } from './outbox/outbox.js';
+export type { OutboxOptions, OutboxRelayOptions } from './outbox/outbox.options.js';
+export type { OutboxPublisher, OutgoingMessage } from './outbox/outbox-publisher.js';
+export { RabbitMqPublisher } from './outbox/publishers/rabbitmq.publisher.js';
+export type { RabbitMqPublisherOptions } from './outbox/publishers/rabbitmq.publisher.js';
+export { JetStreamPublisher } from './outbox/publishers/jetstream.publisher.js';
+export type { JetStreamPublisherOptions, JetStreamPublishing } from './outbox/publishers/jetstream.publisher.js';
+export { CreateOutboxMessagesTable1796428800000 } from './migrations/create-outbox-messages-table.migration.js';

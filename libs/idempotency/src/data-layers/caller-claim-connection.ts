@@ -18,6 +18,7 @@ export class CallerClaimConnection implements ClaimConnection {
   /** The caller's statement function may be Prisma's, whose raw queries cannot read a `void` column. */
   readonly readsVoid = false;
   private open = false;
+  private deferred: string[] = [];
 
   constructor(private readonly statements: TransactionStatements) {}
 
@@ -36,8 +37,14 @@ export class CallerClaimConnection implements ClaimConnection {
   }
 
   async commit(statements: string[], undoWork = false): Promise<void> {
-    await this.sendAll([...(undoWork ? [UNDO_WORK] : []), ...statements, `RELEASE SAVEPOINT ${CLAIM_SAVEPOINT}`]);
+    const deferred = undoWork ? [UNDO_WORK] : this.deferred;
+    this.deferred = [];
+    await this.sendAll([...deferred, ...statements, `RELEASE SAVEPOINT ${CLAIM_SAVEPOINT}`]);
     this.open = false;
+  }
+
+  defer(statement: string): void {
+    this.deferred.push(statement);
   }
 
   async rollback(statements: string[] = []): Promise<StatementResult[]> {
@@ -47,6 +54,7 @@ export class CallerClaimConnection implements ClaimConnection {
   }
 
   async close(): Promise<void> {
+    this.deferred = [];
     if (this.open) {
       this.open = false;
       await this.send(`ROLLBACK TO SAVEPOINT ${CLAIM_SAVEPOINT}`);

@@ -83,6 +83,17 @@ export interface ClaimConnection {
    * @throws IdempotencyClaimTransactionError when the handler ended it itself.
    */
   commit(statements: string[], undoWork?: boolean): Promise<void>;
+  /**
+   * Adds a statement to the claim's COMMIT (an outbox message): sent in the same round trip, before
+   * the record; dropped when `commit()` undoes the handler's work or the claim rolls back.
+   */
+  defer(statement: string): void;
+  /**
+   * Makes this connection a LISTEN session on `channel` (the outbox relay's wake-up), until the
+   * function it resolves to (UNLISTEN) is called, before `close()`. `lost` is told once when the connection fails.
+   * Absent where the claim runs in the caller's transaction.
+   */
+  listen?(channel: string, notified: () => void, lost: (error: Error) => void): Promise<() => Promise<void>>;
   /** `statements`, then ROLLBACK; their results. */
   rollback(statements?: string[]): Promise<StatementResult[]>;
   /** Rolls back whatever is open and gives the connection back (a failed one is discarded). */

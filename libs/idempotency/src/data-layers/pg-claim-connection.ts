@@ -45,6 +45,8 @@ export abstract class PgClaimConnection implements ClaimConnection {
   private open = false;
   /** How many transactions the handler opened with SQL inside the claim's, each a savepoint. */
   private nested = 0;
+  /** What the handler's work added to the COMMIT (outbox messages). */
+  private deferred: string[] = [];
   /** The level the claim's BEGIN set. */
   protected isolationLevel: IsolationLevel = 'READ COMMITTED';
 
@@ -90,11 +92,40 @@ export abstract class PgClaimConnection implements ClaimConnection {
     if (status !== 'T' && status !== 'E') {
       throw this.claimError(dataLayerMessages.claimTransactionEnded(this.claimant.consumer));
     }
-    const results = await this.send([...(undoWork ? [UNDO_WORK] : []), ...statements, 'COMMIT']);
+    const results = await this.send([...(undoWork ? [UNDO_WORK] : this.deferred), ...statements, 'COMMIT']);
     this.mark(false);
     if (results[results.length - 1].command !== 'COMMIT') {
       throw new IdempotencyTransactionAbortedError(this.claimant.consumer, this.claimant.key);
     }
+  }
+
+  defer(statement: string): void {
+    this.deferred.push(statement);
+  }
+
+  async listen(channel: string, notified: () => void, lost: (error: Error) => void): Promise<() => Promise<void>> {
+    const events = this.client as unknown as NodeJS.EventEmitter;
+    let told = false;
+    const failed = (error?: Error) => {
+      if (!told) {
+        told = true;
+        lost(error ?? new Error('the connection ended'));
+      }
+    };
+    events.on('notification', notified);
+    events.on('error', failed);
+    events.on('end', failed);
+    const unlisten = async () => {
+      events.off('notification', notified).off('error', failed).off('end', failed);
+      await this.client.query('UNLISTEN *');
+    };
+    try {
+      await this.client.query(`LISTEN "${channel}"`);
+    } catch (error) {
+      await unlisten().catch(() => undefined);
+      throw error;
+    }
+    return unlisten;
   }
 
   async rollback(statements: string[] = []): Promise<StatementResult[]> {
@@ -162,6 +193,7 @@ export abstract class PgClaimConnection implements ClaimConnection {
   private mark(active: boolean): void {
     this.open = active;
     this.nested = 0;
+    this.deferred = [];
     this.marked(active);
   }
 }

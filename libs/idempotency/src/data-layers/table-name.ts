@@ -9,11 +9,11 @@ const PLAIN_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,55}$/;
  * @throws IdempotencyOptionsError when it is not a plain PostgreSQL identifier of at most 56 characters.
  * @internal
  */
-export function toTableName(value: unknown): string {
+export function toTableName(value: unknown, option = 'tableName'): string {
   const table = value ?? DEFAULT_TABLE_NAME;
   if (typeof table !== 'string' || !PLAIN_IDENTIFIER.test(table)) {
     throw new IdempotencyOptionsError(
-      `tableName must be a plain PostgreSQL identifier (letters, digits, underscores) of at most 56 characters; got ${JSON.stringify(value)}.`,
+      `${option} must be a plain PostgreSQL identifier (letters, digits, underscores) of at most 56 characters; got ${JSON.stringify(value)}.`,
     );
   }
   return table;

@@ -365,3 +365,12 @@ export class IdempotencyAdminError extends IdempotencyError {
     super(message);
   }
 }
+
+/**
+ * `Outbox.publish()` refused a message: there is no transaction to write it in (outside an
+ * idempotent handler, or in a lease-mode one, without `transaction`), the module has no `outbox`,
+ * or the message is not valid. Nothing was written.
+ */
+export class IdempotencyOutboxError extends IdempotencyError {
+  override readonly name = 'IdempotencyOutboxError';
+}

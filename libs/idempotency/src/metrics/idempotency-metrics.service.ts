@@ -89,9 +89,28 @@ export interface StoreSample {
  * Where the module's timings go: prom-client's histograms when a registry is in use.
  * @internal
  */
+/** What the outbox relays of this instance sent, by destination (the publisher's name). */
+export interface OutboxCounts {
+  readonly destination: string;
+  /** Messages the broker confirmed. */
+  readonly published: number;
+  /** Publishes that failed (each retried later, or parked). */
+  readonly failed: number;
+}
+
+/** The outbox's state in the store, sampled with the store's figures. */
+export interface OutboxSample {
+  /** The age of the oldest message not dispatched yet (dead letters aside); 0 when every message was sent. */
+  readonly lagMs: number;
+  /** Messages parked as dead letters. */
+  readonly deadLetters: number;
+}
+
 export interface TimingSink {
   claimWait(consumer: string, seconds: number): void;
   claimToCommit(consumer: string, seconds: number): void;
+  /** The size of one batch of the outbox relay. */
+  outboxBatch(size: number): void;
 }
 
 /** Everything the module counts, at one moment. */
@@ -130,6 +149,9 @@ export class IdempotencyMetricsService {
   private readonly leaseCounts = new Map<string, LeaseCounts>();
   private readonly refusalCounts = new Map<string, RefusalCounts>();
   private storeSample: StoreSample | null = null;
+  private readonly outboxCounts = new Map<string, { destination: string; published: number; failed: number }>();
+  private outboxDeadLettered = 0;
+  private outboxSample: OutboxSample | null = null;
   /**
    * Set by the Prometheus exporter while it is registered.
    * @internal
@@ -206,6 +228,23 @@ export class IdempotencyMetricsService {
   }
 
   /** Deliveries in progress per consumer, on this instance. */
+  /** One batch of the outbox relay: the destination of each message it published or failed, and how many it parked. */
+  recordOutboxBatch(batch: { readonly size: number; readonly published: readonly string[]; readonly failed: readonly string[]; readonly deadLettered: number }): void {
+    const counts = (destination: string) => this.outboxCounts.get(destination) ?? this.outboxCounts.set(destination, { destination, published: 0, failed: 0 }).get(destination)!;
+    batch.published.forEach((destination) => (counts(destination).published += 1));
+    batch.failed.forEach((destination) => (counts(destination).failed += 1));
+    this.outboxDeadLettered += batch.deadLettered;
+    this.timings?.outboxBatch(batch.size);
+  }
+
+  outbox(): { readonly destinations: OutboxCounts[]; readonly deadLettered: number; readonly sample: OutboxSample | null } {
+    return { destinations: [...this.outboxCounts.values()].map((counts) => ({ ...counts })), deadLettered: this.outboxDeadLettered, sample: this.outboxSample };
+  }
+
+  recordOutboxSample(sample: OutboxSample): void {
+    this.outboxSample = sample;
+  }
+
   inFlight(): { consumer: string; deliveries: number }[] {
     return [...this.inFlightCounts].map(([consumer, { deliveries }]) => ({ consumer, deliveries }));
   }

@@ -4,7 +4,7 @@ import { metricsMessages } from './metrics.messages.js';
 import { METRICS_OPTIONS, type MetricsRegistry, type ResolvedMetricsOptions } from './metrics.options.js';
 import { loadIfInstalled, loadOptionalPackage } from '../optional/load-optional-package.js';
 import { DELIVERY_OUTCOMES } from './delivery-outcome.js';
-import { IdempotencyMetricsService, type LeaseRenewalOutcome } from './idempotency-metrics.service.js';
+import { IdempotencyMetricsService, type LeaseRenewalOutcome, type OutboxCounts } from './idempotency-metrics.service.js';
 
 type PromClient = typeof import('prom-client');
 
@@ -12,6 +12,8 @@ const DELIVERIES = 'idempotency_deliveries_total';
 const LEASE_RENEWAL_OUTCOMES: readonly LeaseRenewalOutcome[] = ['renewed', 'lost', 'failed'];
 
 /** Buckets of the timing histograms, in seconds: from a claim on an idle database to a wait for a slow twin. */
+const BATCH_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
+
 const TIMING_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 /**
@@ -82,10 +84,39 @@ export class PrometheusExporter implements OnModuleInit, OnApplicationShutdown {
       'Time from the start of a delivery to its claim won, or its twin found processed, by consumer.',
     );
     const claimToCommit = histogram('idempotency_claim_to_commit_seconds', 'Time from a claim won to its commit with the handler\'s work, by consumer.');
+    let outboxBatch!: InstanceType<typeof Histogram>;
+    this.register('idempotency_outbox_batch_size', (name) => (outboxBatch = new Histogram({ name, help: 'Messages per batch of the outbox relay.', buckets: BATCH_BUCKETS, registers })));
     metrics.timings = {
       claimWait: (consumer, seconds) => claimWait.observe({ consumer }, seconds),
       claimToCommit: (consumer, seconds) => claimToCommit.observe({ consumer }, seconds),
+      outboxBatch: (size) => outboxBatch.observe(size),
     };
+    for (const [name, help, read] of [
+      ['idempotency_outbox_published_total', 'Outbox messages the broker confirmed, by destination (the publisher\'s name).', (counts: OutboxCounts) => counts.published],
+      ['idempotency_outbox_failed_total', 'Failed publishes of outbox messages (each retried after a delay, or parked), by destination.', (counts: OutboxCounts) => counts.failed],
+    ] as const) {
+      this.register(name, () => new Counter({
+        name,
+        help,
+        labelNames: ['destination'],
+        registers,
+        collect() {
+          this.reset();
+          for (const counts of metrics.outbox().destinations) {
+            this.inc({ destination: counts.destination }, read(counts));
+          }
+        },
+      }));
+    }
+    this.register('idempotency_outbox_dead_lettered_total', (name) => new Counter({
+      name,
+      help: 'Outbox messages this instance parked as dead letters after their last attempt.',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(metrics.outbox().deadLettered);
+      },
+    }));
     this.register('idempotency_in_flight_deliveries', (name) => new Gauge({
       name,
       help: 'Deliveries to idempotent handlers in progress on this instance, by consumer.',
@@ -162,6 +193,23 @@ export class PrometheusExporter implements OnModuleInit, OnApplicationShutdown {
       'Age of the unexpired row that expires first: how far back the store remembers when every handler keeps ids as long.',
       (s) => (s.oldestRowAgeMs === null ? null : s.oldestRowAgeMs / 1000),
     );
+    for (const [name, help, read] of [
+      ['idempotency_outbox_lag_seconds', 'The age of the oldest outbox message not dispatched yet (dead letters aside); 0 when every message was sent.', (lagMs: number) => lagMs / 1000],
+      ['idempotency_outbox_dead_letters', 'Outbox messages parked as dead letters, waiting for IdempotencyAdmin to requeue or discard them.', (_: number, dead: number) => dead],
+    ] as const) {
+      this.register(name, () => new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          const sample = metrics.outbox().sample;
+          this.reset();
+          if (sample !== null) {
+            this.set(read(sample.lagMs, sample.deadLetters));
+          }
+        },
+      }));
+    }
     gauge('idempotency_store_last_sample_timestamp_seconds', 'When the store was last sampled for these gauges, in seconds since the epoch.', (s) => s.sampledAt.getTime() / 1000);
   }
 

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { IdempotencyError, IdempotencyOptionsError } from '../errors/idempotency.errors.js';
+import { CreateOutboxMessagesTable1796428800000 } from './create-outbox-messages-table.migration.js';
 import { CreateProcessedMessagesFunctions1796256000000 } from './create-processed-messages-functions.migration.js';
 import { CreateProcessedMessagesTable1764633600000 } from './create-processed-messages-table.migration.js';
 import { schemaSql } from './schema-sql.js';
@@ -12,7 +13,15 @@ import { UpgradeProcessedMessagesTable1796342400000 } from './upgrade-processed-
 /** The SQL the package ships: libs/idempotency/sql/. */
 const SHIPPED = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'sql');
 
-const MIGRATIONS = [CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000];
+const MIGRATIONS = [
+  CreateProcessedMessagesTable1764633600000,
+  CreateProcessedMessagesFunctions1796256000000,
+  UpgradeProcessedMessagesTable1796342400000,
+  CreateOutboxMessagesTable1796428800000,
+];
+
+/** The table each migration creates or changes, by default. */
+const TABLE_OF = new Map<unknown, string>([[CreateOutboxMessagesTable1796428800000, 'outbox_messages']]);
 
 /** `CreateProcessedMessagesTable1764633600000` -> `1764633600000-create-processed-messages-table`. */
 const nameOf = (className: string) => {
@@ -33,6 +42,7 @@ describe('schemaSql()', () => {
       '1764633600000-create-processed-messages-table',
       '1796256000000-create-processed-messages-functions',
       '1796342400000-upgrade-processed-messages-table',
+      '1796428800000-create-outbox-messages-table',
     ]);
     expect((await schemaSql()).map((migration) => migration.name)).toEqual(MIGRATIONS.map((migration) => nameOf(migration.name)));
   });
@@ -45,7 +55,7 @@ describe('schemaSql()', () => {
       expect(statements.length).toBeGreaterThan(0);
       expect(sql.split('\n').slice(0, 5)).toEqual([
         `-- nestjs-idempotent-consumer: migration ${name}`,
-        `-- (the TypeORM migration ${migration.name} as SQL) for the table "processed_messages".`,
+        `-- (the TypeORM migration ${migration.name} as SQL) for the table "${TABLE_OF.get(migration) ?? 'processed_messages'}".`,
         "-- Run the library's migrations in the order of their timestamps, each once: this one after those before it.",
         '-- Never edit it: a later version of the library adds new migrations instead.',
         '',
@@ -76,6 +86,16 @@ describe('schemaSql()', () => {
       expect(sql).toBe(defaults[index].sql.replaceAll('processed_messages', 'billing_claims'));
     }
     expect(await schemaSql('billing_claims')).toEqual(custom);
+  });
+
+  it("names another outbox table everywhere the default's SQL names outbox_messages, and touches no other migration", async () => {
+    const defaults = await schemaSql();
+    const custom = await schemaSql(undefined, 'billing_outbox');
+    for (const [index, { name, sql }] of custom.entries()) {
+      expect(sql).not.toContain('outbox_messages');
+      expect({ name, sql }).toEqual({ name, sql: defaults[index].sql.replaceAll('outbox_messages', 'billing_outbox') });
+    }
+    await expect(schemaSql(undefined, 'billing-outbox')).rejects.toThrow('outbox.tableName must be a plain PostgreSQL identifier');
   });
 
   it.each([['billing-claims'], ['1claims'], ['claims"; DROP TABLE accounts; --'], ['x'.repeat(57)], ['']])(

@@ -1,0 +1,40 @@
+/**
+ * One outbox message as the relay hands it to a publisher: what `Outbox.publish()` stored.
+ */
+export interface OutgoingMessage {
+  /** The message's stable id: the downstream consumer's idempotency key. Every publish of the message carries it. */
+  readonly id: string;
+  /** Where the broker routes it: a queue or routing key (RabbitMQ), a subject (NATS JetStream), a queue name (BullMQ), a queue URL (SQS). */
+  readonly address: string;
+  /** Nest's message pattern, for a consumer that is a Nest microservice (`@EventPattern(pattern)`); undefined for a raw message. */
+  readonly pattern: string | undefined;
+  /** The message's headers. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The payload as the JSON text `Outbox.publish()` stored. */
+  readonly payload: string;
+  /** Messages of one ordering key are published one at a time, in the order they were written; undefined: no order. */
+  readonly orderingKey: string | undefined;
+}
+
+/**
+ * Sends outbox messages to one broker, for the relay. The built-in ones: `RabbitMqPublisher`
+ * (publisher confirms, the id as the AMQP `messageId`), `JetStreamPublisher` (the id as
+ * `Nats-Msg-Id`), `BullMqPublisher` (the id as the `jobId`), `SqsPublisher` (the id as the
+ * `MessageDeduplicationId` on FIFO queues). Each writes the id where this module's consumer of the
+ * same transport reads its key by default.
+ */
+export interface OutboxPublisher {
+  /**
+   * Sends one message; resolves only once the broker confirmed it (the relay then marks it
+   * dispatched), rejects when it could not (the relay retries it after a delay). A message may be
+   * sent more than once (a relay that died before it marked it): it carries the same id each time.
+   */
+  publish(message: OutgoingMessage): Promise<void>;
+  /**
+   * Why this publisher could never send `message` (a pattern where its transport has none, an
+   * address of the wrong form), checked by `Outbox.publish()` before anything is written; undefined when it can.
+   */
+  refuse?(message: OutgoingMessage): string | undefined;
+  /** Closes what the publisher opened; called when the application shuts down. */
+  close?(): Promise<void>;
+}

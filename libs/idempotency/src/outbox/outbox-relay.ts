@@ -1,0 +1,202 @@
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { CLAIM_OPTIONS, type ResolvedClaimOptions } from '../claiming/claim.options.js';
+import type { ClaimConnection } from '../data-layers/data-layer.js';
+import { DataLayerJoin } from '../data-layers/data-layer-join.js';
+import { within } from '../duration/within.js';
+import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
+import type { OutgoingMessage } from './outbox-publisher.js';
+import { OUTBOX_OPTIONS, type ResolvedOutboxOptions, type ResolvedRelayOptions } from './outbox.options.js';
+import { outboxMessages } from './outbox.messages.js';
+import { type FailedPublish, markDispatchedSql, markFailedSql, type OutboxRow, takeBatchSql } from './outbox.queries.js';
+
+/** How the relay's connections are named in the errors of the data layer. */
+const RELAY_CLAIMANT = { consumer: 'the outbox relay', key: '' };
+
+/** What one batch did, for the metrics. @internal */
+export interface RelayBatch {
+  readonly size: number;
+  readonly published: readonly string[];
+  readonly failed: readonly string[];
+  readonly deadLettered: number;
+}
+
+/**
+ * Sends what `Outbox.publish()` wrote once it committed, at least once, in the order it was
+ * written. Each batch is one transaction on a connection of the module's data layer: it locks
+ * due messages (`FOR UPDATE SKIP LOCKED`, so relays of several processes share the table), hands
+ * each to its publisher, waits for the broker's confirmations, and marks each message dispatched
+ * or failed (with its next attempt after a doubling delay; a dead letter after `maxAttempts`) in
+ * the COMMIT. A relay that dies mid-batch holds nothing: PostgreSQL rolls its transaction back and
+ * the messages are sent again, with the same ids. It wakes on NOTIFY from each commit that wrote
+ * messages, and polls every `pollInterval` besides.
+ * @internal
+ */
+@Injectable()
+export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('Idempotency');
+  private stopping = false;
+  private running: Promise<void>[] = [];
+  /** Set by a wake-up that came while a batch ran: the next batch starts without waiting. */
+  private woken = false;
+  /** The pauses under way, each ended early by `wake()`. */
+  private readonly pauses = new Set<() => void>();
+  private endListening: (() => void) | undefined;
+
+  constructor(
+    @Inject(OUTBOX_OPTIONS) private readonly outbox: ResolvedOutboxOptions | null,
+    @Inject(CLAIM_OPTIONS) private readonly claims: ResolvedClaimOptions,
+    private readonly join: DataLayerJoin,
+    private readonly metrics: IdempotencyMetricsService,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    const relay = this.outbox?.relay;
+    if (relay) {
+      this.running = [this.relay(relay), ...(relay.listen ? [this.listen(relay)] : [])];
+    }
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    this.wake();
+    this.endListening?.();
+    await Promise.all(this.running);
+    await Promise.all([...(this.outbox?.publishers.values() ?? [])].map((publisher) => publisher.close?.().catch(() => undefined)));
+  }
+
+  /** Starts the next batch now, or as soon as the running one ended. */
+  private wake(): void {
+    this.woken = true;
+    for (const endPause of this.pauses) {
+      endPause();
+    }
+  }
+
+  private async relay(relay: ResolvedRelayOptions): Promise<void> {
+    while (!this.stopping) {
+      this.woken = false;
+      let more = false;
+      try {
+        more = await this.batch(relay);
+      } catch (error) {
+        this.logger.warn(outboxMessages.relayFailed(this.table, (error as Error).message));
+      }
+      if (!more && !this.woken && !this.stopping) {
+        await this.pause(relay.pollIntervalMs);
+      }
+    }
+  }
+
+  /** Publishes one batch; true when it was full (more may be due). */
+  private async batch(relay: ResolvedRelayOptions): Promise<boolean> {
+    const connection = await this.join.connect(this.claims.connectionTimeoutMs, RELAY_CLAIMANT);
+    try {
+      const [taken] = await connection.begin(undefined, [takeBatchSql(this.table, relay.batchSize)]);
+      const rows = taken.rows as OutboxRow[];
+      if (rows.length === 0) {
+        await connection.rollback();
+        return false;
+      }
+      const errors = await Promise.all(rows.map((row) => this.publish(row, relay)));
+      await this.settle(connection, relay, rows, errors);
+      return rows.length === relay.batchSize;
+    } finally {
+      await connection.close();
+    }
+  }
+
+  /** Undefined when the broker confirmed the message, else why it did not. */
+  private async publish(row: OutboxRow, relay: ResolvedRelayOptions): Promise<string | undefined> {
+    const publisher = this.outbox!.publishers.get(row.destination);
+    if (publisher === undefined) {
+      return outboxMessages.unknownDestination(row.destination, [...this.outbox!.publishers.keys()]);
+    }
+    const message: OutgoingMessage = {
+      id: row.id,
+      address: row.address,
+      pattern: row.pattern ?? undefined,
+      headers: row.headers,
+      payload: row.payload,
+      orderingKey: row.ordering_key ?? undefined,
+    };
+    try {
+      const confirmed = await within(publisher.publish(message).then(() => true), relay.publishTimeoutMs);
+      return confirmed ? undefined : outboxMessages.publishTimedOut(relay.publishTimeoutMs);
+    } catch (error) {
+      return (error as Error)?.message ?? String(error);
+    }
+  }
+
+  private async settle(connection: ClaimConnection, relay: ResolvedRelayOptions, rows: OutboxRow[], errors: (string | undefined)[]): Promise<void> {
+    const published: OutboxRow[] = [];
+    const failures: FailedPublish[] = [];
+    const failed: OutboxRow[] = [];
+    rows.forEach((row, index) => {
+      const error = errors[index];
+      if (error === undefined) {
+        published.push(row);
+        return;
+      }
+      const attempt = row.attempts + 1;
+      const dead = attempt >= relay.maxAttempts;
+      const delayMs = Math.min(relay.maxRetryDelayMs, relay.retryDelayMs * 2 ** (attempt - 1));
+      failures.push({ seq: row.seq, error: connection.literal(error), delayMs, dead });
+      failed.push(row);
+      this.logger.warn(dead ? outboxMessages.deadLettered(this.table, row.id, attempt, error) : outboxMessages.publishFailed(row.id, row.destination, attempt, delayMs, error));
+    });
+    await connection.commit([
+      ...(published.length > 0 ? [markDispatchedSql(this.table, published.map((row) => row.seq))] : []),
+      ...(failures.length > 0 ? [markFailedSql(this.table, failures)] : []),
+    ]);
+    this.metrics.recordOutboxBatch({
+      size: rows.length,
+      published: published.map((row) => row.destination),
+      failed: failed.map((row) => row.destination),
+      deadLettered: failures.filter((failure) => failure.dead).length,
+    });
+  }
+
+  /** Keeps one connection LISTENing on the table's channel, and listens again after it was lost. */
+  private async listen(relay: ResolvedRelayOptions): Promise<void> {
+    while (!this.stopping) {
+      let connection: ClaimConnection | undefined;
+      try {
+        connection = await this.join.connect(this.claims.connectionTimeoutMs, RELAY_CLAIMANT);
+        let lost!: (error?: Error) => void;
+        const ended = new Promise<Error | undefined>((resolve) => (lost = resolve));
+        this.endListening = () => lost();
+        const unlisten = await connection.listen!(this.table, () => this.wake(), lost);
+        // What committed before the LISTEN took effect woke no one.
+        this.wake();
+        const error = await ended;
+        if (error === undefined) {
+          await unlisten();
+          return;
+        }
+        this.logger.warn(outboxMessages.listenLost(this.table, error.message));
+      } catch (error) {
+        this.logger.warn(outboxMessages.listenLost(this.table, (error as Error).message));
+      } finally {
+        this.endListening = undefined;
+        await connection?.close().catch(() => undefined);
+      }
+      await this.pause(relay.pollIntervalMs);
+    }
+  }
+
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const end = () => {
+        clearTimeout(timer);
+        this.pauses.delete(end);
+        resolve();
+      };
+      const timer = setTimeout(end, ms);
+      this.pauses.add(end);
+    });
+  }
+
+  private get table(): string {
+    return this.outbox!.tableName;
+  }
+}

@@ -1,0 +1,28 @@
+import { shownKey } from '../errors/error.messages.js';
+
+/** The message texts of the outbox and its relay. */
+export const outboxMessages = {
+  noPublishers: () => 'outbox.publishers names no publisher: give at least one, by the name messages give as `to` (`{ rabbitmq: new RabbitMqPublisher(...) }`).',
+  notAPublisher: (name: string) => `outbox.publishers.${name} has no publish(message) method: give a RabbitMqPublisher, JetStreamPublisher, BullMqPublisher, SqsPublisher or an OutboxPublisher of your own.`,
+  notWholeNumber: (name: string, value: unknown, max: number) => `${name} must be a whole number from 1 to ${max}; got ${JSON.stringify(value)}.`,
+  retryDelays: (retryMs: number, maxMs: number) => `outbox.relay.maxRetryDelay (${maxMs} ms) is shorter than outbox.relay.retryDelay (${retryMs} ms).`,
+  notConfigured: () => 'Outbox.publish() needs the module\'s `outbox` option (its publishers and table): IdempotencyModule.forRoot({ outbox: { publishers: { ... } } }).',
+  noTransaction: (inLease: string | undefined) =>
+    (inLease === undefined
+      ? 'Outbox.publish() was called outside an idempotent handler and without `transaction`: '
+      : `Outbox.publish() was called in ${inLease}, a handler in the lease mode, which has no transaction, and without \`transaction\`: `) +
+    'a message must be written in the transaction of the work it announces. Call it inside an idempotent handler in the ' +
+    "transactional mode, or pass `{ transaction: (sql) => ... }`, a function that runs a statement in your open transaction.",
+  unknownDestination: (to: unknown, known: readonly string[]) => `Outbox.publish(): no publisher ${JSON.stringify(to)}; outbox.publishers has ${known.join(', ')}.`,
+  invalidField: (field: string, rule: string, value: unknown) => `Outbox.publish(): \`${field}\` must be ${rule}; got ${JSON.stringify(value)?.slice(0, 100)}.`,
+  refused: (to: string, reason: string) => `Outbox.publish(): the publisher '${to}' cannot send this message: ${reason}`,
+  notJson: (cause: string) => `Outbox.publish(): the payload cannot be written as JSON: ${cause}`,
+  publishTimedOut: (ms: number) => `no confirmation from the broker within ${ms} ms`,
+  relayFailed: (table: string, cause: string) => `The outbox relay of ${table} failed a batch and carries on after ${'`pollInterval`'}: ${cause}`,
+  listenLost: (table: string, cause: string) => `The outbox relay of ${table} lost its LISTEN connection (${cause}); it polls until it has listened again.`,
+  deadLettered: (table: string, id: string, attempts: number, error: string) =>
+    `Outbox message ${shownKey(id)} of ${table} failed ${attempts} publishes and is parked as a dead letter (last error: ${error}); ` +
+    'requeue or discard it with IdempotencyAdmin.',
+  publishFailed: (id: string, destination: string, attempt: number, delayMs: number, error: string) =>
+    `Outbox message ${shownKey(id)} to ${destination} failed publish ${attempt} (${error}); retried in ${delayMs} ms.`,
+};

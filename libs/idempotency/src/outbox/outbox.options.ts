@@ -1,0 +1,139 @@
+import { type Duration, MAX_RETENTION_MS, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
+import { toTableName } from '../data-layers/table-name.js';
+import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
+import { DEFAULT_OUTBOX_TABLE_NAME } from '../idempotency.constants.js';
+import type { OutboxPublisher } from './outbox-publisher.js';
+import { outboxMessages } from './outbox.messages.js';
+
+/** The relay's settings: how it wakes, how much it takes at once, how it retries. */
+export interface OutboxRelayOptions {
+  /**
+   * Messages claimed and published at once by one relay (each batch is one transaction that holds
+   * its rows while their publishes are confirmed).
+   * @default 100
+   */
+  batchSize?: number;
+  /**
+   * How often the relay looks for messages when nothing woke it: the fallback to LISTEN/NOTIFY, and
+   * what picks up retries whose delay ended.
+   * @default '1s'
+   */
+  pollInterval?: Duration;
+  /**
+   * Wake the relay at each commit that wrote messages, by PostgreSQL's LISTEN/NOTIFY on one pooled
+   * connection it keeps. Turn it off behind a pooler in transaction mode (PgBouncer), where LISTEN
+   * does not reach the relay: it then polls every `pollInterval`.
+   * @default true
+   */
+  listen?: boolean;
+  /**
+   * Failed publishes of one message before it is parked as a dead letter (`IdempotencyAdmin.outboxDeadLetters()`).
+   * @default 10
+   */
+  maxAttempts?: number;
+  /** The delay before a failed message is tried again, doubled at each further failure up to `maxRetryDelay`. @default '1s' */
+  retryDelay?: Duration;
+  /** @default '5m' */
+  maxRetryDelay?: Duration;
+  /** How long one publish may wait for the broker's confirmation before it counts as failed. @default '10s' */
+  publishTimeout?: Duration;
+}
+
+/** The transactional outbox: `Outbox.publish()` writes in the transaction, the relay sends after it committed. */
+export interface OutboxOptions {
+  /**
+   * The brokers messages are sent to, by the name a message gives as `to`.
+   * @example `{ rabbitmq: new RabbitMqPublisher({ urls: [process.env.AMQP_URL] }) }`
+   */
+  publishers: Record<string, OutboxPublisher>;
+  /**
+   * The outbox table, created by `CreateOutboxMessagesTable1796428800000` (or the shipped SQL).
+   * @default 'outbox_messages'
+   */
+  tableName?: string;
+  /**
+   * The relay of this process, or `false` where another process runs it (a producer that only
+   * writes, beside a relay process of its own): several relays share the table safely.
+   * @default {} (a relay with the defaults of `OutboxRelayOptions`)
+   */
+  relay?: OutboxRelayOptions | false;
+  /**
+   * How long a dispatched message is kept (for `IdempotencyAdmin` and your own queries) before the
+   * scheduled purge deletes it.
+   * @default '1d'
+   */
+  retention?: Duration;
+}
+
+/** @internal */
+export interface ResolvedRelayOptions {
+  readonly batchSize: number;
+  readonly pollIntervalMs: number;
+  readonly listen: boolean;
+  readonly maxAttempts: number;
+  readonly retryDelayMs: number;
+  readonly maxRetryDelayMs: number;
+  readonly publishTimeoutMs: number;
+}
+
+/** @internal */
+export interface ResolvedOutboxOptions {
+  readonly publishers: ReadonlyMap<string, OutboxPublisher>;
+  readonly tableName: string;
+  /** null: no relay in this process. */
+  readonly relay: ResolvedRelayOptions | null;
+  readonly retentionMs: number;
+}
+
+/** The token of the outbox's resolved options, null when the module has no `outbox`. @internal */
+export const OUTBOX_OPTIONS = Symbol('IDEMPOTENCY:OUTBOX_OPTIONS');
+
+const MAX_BATCH_SIZE = 10_000;
+
+/** @internal */
+export function resolveOutbox(outbox: OutboxOptions | undefined): ResolvedOutboxOptions | null {
+  if (outbox === undefined) {
+    return null;
+  }
+  const publishers = new Map(Object.entries(outbox.publishers ?? {}));
+  if (publishers.size === 0) {
+    throw new IdempotencyOptionsError(outboxMessages.noPublishers());
+  }
+  for (const [name, publisher] of publishers) {
+    if (typeof publisher?.publish !== 'function') {
+      throw new IdempotencyOptionsError(outboxMessages.notAPublisher(name));
+    }
+  }
+  return {
+    publishers,
+    tableName: toTableName(outbox.tableName ?? DEFAULT_OUTBOX_TABLE_NAME, 'outbox.tableName'),
+    relay: outbox.relay === false ? null : resolveRelay(outbox.relay ?? {}),
+    retentionMs: toMilliseconds('outbox.retention', outbox.retention ?? '1d', MAX_RETENTION_MS),
+  };
+}
+
+function resolveRelay(relay: OutboxRelayOptions): ResolvedRelayOptions {
+  const batchSize = wholeNumber('outbox.relay.batchSize', relay.batchSize ?? 100, MAX_BATCH_SIZE);
+  const maxAttempts = wholeNumber('outbox.relay.maxAttempts', relay.maxAttempts ?? 10, 1000);
+  const retryDelayMs = toMilliseconds('outbox.relay.retryDelay', relay.retryDelay ?? '1s', MAX_TIMER_MS);
+  const maxRetryDelayMs = toMilliseconds('outbox.relay.maxRetryDelay', relay.maxRetryDelay ?? '5m', MAX_TIMER_MS);
+  if (maxRetryDelayMs < retryDelayMs) {
+    throw new IdempotencyOptionsError(outboxMessages.retryDelays(retryDelayMs, maxRetryDelayMs));
+  }
+  return {
+    batchSize,
+    pollIntervalMs: toMilliseconds('outbox.relay.pollInterval', relay.pollInterval ?? '1s', MAX_TIMER_MS),
+    listen: relay.listen ?? true,
+    maxAttempts,
+    retryDelayMs,
+    maxRetryDelayMs,
+    publishTimeoutMs: toMilliseconds('outbox.relay.publishTimeout', relay.publishTimeout ?? '10s', MAX_TIMER_MS),
+  };
+}
+
+function wholeNumber(name: string, value: unknown, max: number): number {
+  if (!Number.isInteger(value) || (value as number) < 1 || (value as number) > max) {
+    throw new IdempotencyOptionsError(outboxMessages.notWholeNumber(name, value, max));
+  }
+  return value as number;
+}

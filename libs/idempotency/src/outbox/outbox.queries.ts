@@ -1,0 +1,96 @@
+/** The outbox's SQL, for the table `table` (a checked plain identifier). @internal */
+
+/** One message as written, each value a SQL literal. */
+export interface OutboxRowLiterals {
+  readonly id: string;
+  readonly destination: string;
+  readonly address: string;
+  readonly pattern: string;
+  readonly headers: string;
+  readonly payload: string;
+  readonly orderingKey: string;
+}
+
+/**
+ * Writes one message and wakes the relays listening on the table's channel at COMMIT, in one
+ * statement that answers a count (a caller's statement function may be Prisma's, which cannot read `void`).
+ */
+export function insertOutboxSql(table: string, row: OutboxRowLiterals): string {
+  return (
+    `WITH written AS (INSERT INTO "${table}" (id, destination, address, pattern, headers, payload, ordering_key) ` +
+    `VALUES (${row.id}, ${row.destination}, ${row.address}, ${row.pattern}, ${row.headers}, ${row.payload}, ${row.orderingKey}) RETURNING 1) ` +
+    `SELECT count(*)::int AS written FROM (SELECT pg_notify('${table}', '') FROM written) AS woken`
+  );
+}
+
+/** A message the relay took, as PostgreSQL answers it. */
+export interface OutboxRow {
+  readonly seq: string;
+  readonly id: string;
+  readonly destination: string;
+  readonly address: string;
+  readonly pattern: string | null;
+  readonly headers: Record<string, string>;
+  readonly payload: string;
+  readonly ordering_key: string | null;
+  readonly attempts: number;
+}
+
+/**
+ * The next batch: due messages in the order they were written, locked for this relay's
+ * transaction and skipped by the others'; of one ordering key only the oldest message not yet
+ * dispatched (a dead letter holds its key's later messages back until it is requeued or discarded).
+ */
+export function takeBatchSql(table: string, batchSize: number): string {
+  return (
+    `SELECT seq, id, destination, address, pattern, headers, payload, ordering_key, attempts FROM "${table}" m ` +
+    `WHERE dispatched_at IS NULL AND dead_lettered_at IS NULL AND next_attempt_at <= now() ` +
+    `AND (ordering_key IS NULL OR NOT EXISTS (SELECT 1 FROM "${table}" e WHERE e.ordering_key = m.ordering_key AND e.seq < m.seq AND e.dispatched_at IS NULL)) ` +
+    `ORDER BY seq LIMIT ${batchSize} FOR UPDATE SKIP LOCKED`
+  );
+}
+
+export function markDispatchedSql(table: string, seqs: readonly string[]): string {
+  return `UPDATE "${table}" SET dispatched_at = now() WHERE seq IN (${seqs.join(', ')})`;
+}
+
+/** One failed publish: its message, the error (a literal), and its delay before the next attempt; `dead`: parked. */
+export interface FailedPublish {
+  readonly seq: string;
+  readonly error: string;
+  readonly delayMs: number;
+  readonly dead: boolean;
+}
+
+export function markFailedSql(table: string, failures: readonly FailedPublish[]): string {
+  const values = failures.map(({ seq, error, delayMs, dead }) => `(${seq}::bigint, ${error}, ${delayMs}::bigint, ${dead})`).join(', ');
+  return (
+    `UPDATE "${table}" m SET attempts = m.attempts + 1, last_error = f.error, ` +
+    `next_attempt_at = now() + f.delay_ms * interval '1 millisecond', dead_lettered_at = CASE WHEN f.dead THEN now() END ` +
+    `FROM (VALUES ${values}) AS f(seq, error, delay_ms, dead) WHERE m.seq = f.seq`
+  );
+}
+
+/** Dispatched messages older than the retention, deleted in one batch beside the relays. */
+export function purgeDispatchedSql(table: string, retentionMs: number, batchSize: number): string {
+  return (
+    `WITH batch AS (SELECT seq FROM "${table}" WHERE dispatched_at < now() - ${retentionMs} * interval '1 millisecond' ` +
+    `ORDER BY dispatched_at LIMIT ${batchSize} FOR UPDATE SKIP LOCKED), ` +
+    `purged AS (DELETE FROM "${table}" WHERE seq IN (SELECT seq FROM batch) RETURNING 1) ` +
+    `SELECT count(*)::int AS rows FROM purged`
+  );
+}
+
+/** The relay's state for health and metrics: the age of the oldest message not dispatched (dead letters aside), and the dead letters. */
+export function outboxStateSql(table: string): string {
+  return (
+    `SELECT (SELECT (extract(epoch FROM now() - created_at) * 1000)::bigint FROM "${table}" ` +
+    `WHERE dispatched_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq LIMIT 1) AS lag_ms, ` +
+    `(SELECT count(*) FROM "${table}" WHERE dead_lettered_at IS NOT NULL)::int AS dead_letters`
+  );
+}
+
+export interface OutboxStateRow {
+  readonly lag_ms: string | null;
+  readonly dead_letters: number;
+}

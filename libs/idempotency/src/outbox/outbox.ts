@@ -1,0 +1,155 @@
+import { Inject, Injectable } from '@nestjs/common';
+import pg from 'pg';
+import { randomUUID } from 'node:crypto';
+import type { AsyncLocalStorage } from 'node:async_hooks';
+import type { ActiveClaim } from '../context/idempotency.context.js';
+import { CLAIM_STORAGE, type TransactionStatements } from '../data-layers/data-layer.js';
+import { IdempotencyOutboxError } from '../errors/idempotency.errors.js';
+import type { OutgoingMessage } from './outbox-publisher.js';
+import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from './outbox.options.js';
+import { outboxMessages } from './outbox.messages.js';
+import { insertOutboxSql } from './outbox.queries.js';
+
+/** A message for `Outbox.publish()`. */
+export interface OutboxMessage {
+  /** The name of the publisher in `outbox.publishers` that sends it. */
+  readonly to: string;
+  /** Where that broker routes it: a queue or routing key (RabbitMQ), a subject (NATS JetStream), a queue (BullMQ), a queue URL (SQS). */
+  readonly address: string;
+  /** What is sent, as JSON. */
+  readonly payload: unknown;
+  /**
+   * The message's stable id, which every publish of it carries where the consumer's transport
+   * reads its key (AMQP `messageId`, `Nats-Msg-Id`, BullMQ `jobId`, SQS deduplication id): the
+   * receiving idempotent consumer deduplicates by it. Unique in the outbox table.
+   * @default a random UUID, fixed when the message is written
+   */
+  readonly id?: string;
+  /** Nest's message pattern, for a consumer that is a Nest microservice: the body is then `{ pattern, data: payload }`, as `ClientProxy.emit()` sends it. */
+  readonly pattern?: string;
+  /** Headers sent with it. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Messages of one ordering key are published one at a time, in the order they were written (SQS FIFO: the `MessageGroupId`). */
+  readonly orderingKey?: string;
+}
+
+/** `Outbox.publish()`'s options. */
+export interface OutboxPublishOptions {
+  /**
+   * A function that runs one SQL statement in a transaction you opened, for a message written
+   * outside an idempotent handler (or in a lease-mode handler): `(sql) => queryRunner.query(sql)`,
+   * `(sql) => tx.$executeRawUnsafe(sql)`, `(sql) => client.query(sql)`. The message is then sent
+   * only if that transaction commits.
+   * @default inside a transactional idempotent handler: the claim's transaction
+   */
+  readonly transaction?: TransactionStatements;
+}
+
+/**
+ * The transactional outbox: `publish()` writes a message in the transaction of the work it
+ * announces, so it exists if and only if that work committed, and the relay sends it afterwards,
+ * at least once, with its stable id. Configure it with the module's `outbox` option.
+ *
+ * @example
+ * ```ts
+ * @Post('credits')
+ * @IdempotentHandler()
+ * async grant(@Body() body: GrantDto) {
+ *   await this.credits.insert(body);
+ *   await this.outbox.publish({ to: 'rabbitmq', address: 'credits', pattern: 'credit.granted', payload: body });
+ * }
+ * ```
+ */
+@Injectable()
+export class Outbox {
+  constructor(
+    @Inject(OUTBOX_OPTIONS) private readonly options: ResolvedOutboxOptions | null,
+    @Inject(CLAIM_STORAGE) private readonly storage: AsyncLocalStorage<ActiveClaim>,
+  ) {}
+
+  /**
+   * Writes `message` in the current transaction: inside a transactional idempotent handler, the
+   * claim's (with no round trip of its own: it travels with the COMMIT, and is dropped if the work
+   * rolls back); elsewhere, `options.transaction`'s.
+   * @returns the message's id.
+   * @throws IdempotencyOutboxError when there is no transaction to write it in, or the message is
+   *   not valid (an unknown `to`, a payload that is not JSON, a refusal of its publisher); nothing is written.
+   */
+  async publish(message: OutboxMessage, options: OutboxPublishOptions = {}): Promise<string> {
+    const outbox = this.options;
+    if (outbox === null) {
+      throw new IdempotencyOutboxError(outboxMessages.notConfigured());
+    }
+    const outgoing = this.toOutgoing(outbox, message);
+    const literal = pg.escapeLiteral;
+    const nullable = (value: string | undefined) => (value === undefined ? 'NULL' : literal(value));
+    const statement = insertOutboxSql(outbox.tableName, {
+      id: literal(outgoing.id),
+      destination: literal(message.to),
+      address: literal(outgoing.address),
+      pattern: nullable(outgoing.pattern),
+      headers: literal(JSON.stringify(outgoing.headers)),
+      payload: literal(outgoing.payload),
+      orderingKey: nullable(outgoing.orderingKey),
+    });
+    if (options.transaction !== undefined) {
+      await options.transaction(statement);
+      return outgoing.id;
+    }
+    const claim = this.storage.getStore();
+    if (!claim?.transaction?.isOpen) {
+      throw new IdempotencyOutboxError(outboxMessages.noTransaction(claim?.lease ? claim.consumer : undefined));
+    }
+    claim.transaction.defer(statement);
+    return outgoing.id;
+  }
+
+  private toOutgoing(outbox: ResolvedOutboxOptions, message: OutboxMessage): OutgoingMessage {
+    const publisher = outbox.publishers.get(message.to);
+    if (publisher === undefined) {
+      throw new IdempotencyOutboxError(outboxMessages.unknownDestination(message.to, [...outbox.publishers.keys()]));
+    }
+    const outgoing: OutgoingMessage = {
+      id: message.id === undefined ? randomUUID() : checkedText('id', message.id),
+      address: checkedText('address', message.address, 1024),
+      pattern: message.pattern === undefined ? undefined : checkedText('pattern', message.pattern, 1024),
+      headers: checkedHeaders(message.headers ?? {}),
+      payload: payloadText(message.payload),
+      orderingKey: message.orderingKey === undefined ? undefined : checkedText('orderingKey', message.orderingKey),
+    };
+    const refusal = publisher.refuse?.(outgoing);
+    if (refusal !== undefined) {
+      throw new IdempotencyOutboxError(outboxMessages.refused(message.to, refusal));
+    }
+    return outgoing;
+  }
+}
+
+/** A printable text of 1 to `max` characters (the id is the downstream key: checked as a key is). */
+function checkedText(field: string, value: unknown, max = 255): string {
+  // eslint-disable-next-line no-control-regex
+  if (typeof value !== 'string' || value === '' || [...value].length > max || /[\u0000-\u001f\u007f]/.test(value)) {
+    throw new IdempotencyOutboxError(outboxMessages.invalidField(field, `a printable text of 1 to ${max} characters`, value));
+  }
+  return value;
+}
+
+function checkedHeaders(headers: Readonly<Record<string, string>>): Readonly<Record<string, string>> {
+  if (typeof headers !== 'object' || headers === null || Object.values(headers).some((value) => typeof value !== 'string')) {
+    throw new IdempotencyOutboxError(outboxMessages.invalidField('headers', 'an object of texts', headers));
+  }
+  return headers;
+}
+
+function payloadText(payload: unknown): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(payload);
+  } catch (error) {
+    throw new IdempotencyOutboxError(outboxMessages.notJson((error as Error).message));
+  }
+  if (text === undefined) {
+    throw new IdempotencyOutboxError(outboxMessages.notJson(`${typeof payload} is not JSON`));
+  }
+  return text;
+}
