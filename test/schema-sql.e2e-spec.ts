@@ -2,6 +2,7 @@ import {
   CreateProcessedMessagesFunctions1796256000000,
   CreateProcessedMessagesTable1764633600000,
   UpgradeProcessedMessagesTable1796342400000,
+  CreateOutboxMessagesTable1796428800000,
 } from 'nestjs-idempotent-consumer';
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -16,7 +17,12 @@ const CLI = resolve('libs/idempotency/dist/cli/schema-sql.cli.js');
 /** The SQL files the package ships. */
 const SHIPPED = resolve('libs/idempotency/sql');
 
-const LIBRARY_MIGRATIONS = [CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000];
+const LIBRARY_MIGRATIONS = [
+  CreateProcessedMessagesTable1764633600000,
+  CreateProcessedMessagesFunctions1796256000000,
+  UpgradeProcessedMessagesTable1796342400000,
+  CreateOutboxMessagesTable1796428800000,
+];
 
 // The library's migrations for another table, subclassed as the guide says.
 class CreateBillingClaims1796256000001 extends CreateProcessedMessagesTable1764633600000 {
@@ -132,6 +138,7 @@ describe('the SQL of the migrations, for migration tools other than TypeORM', ()
       '1764633600000-create-processed-messages-table.sql',
       '1796256000000-create-processed-messages-functions.sql',
       '1796342400000-upgrade-processed-messages-table.sql',
+      '1796428800000-create-outbox-messages-table.sql',
     ]);
     for (const { sql } of files) {
       expect(sql.startsWith('-- nestjs-idempotent-consumer: migration ')).toBe(true);
@@ -166,10 +173,18 @@ describe('the SQL of the migrations, for migration tools other than TypeORM', ()
     const claim = `SELECT processed_messages_claim('SchemaSqlSpec.handle', 'key-1', 'default', NULL, 60000) AS claimed`;
     expect(await db.query(claim)).toEqual([{ claimed: true }]);
     expect(await db.query(claim)).toEqual([{ claimed: false }]);
+    const outbox = await storeOf(db, 'outbox_messages');
+    expect(outbox).toEqual(await storeOf(await migratedByTypeOrm(LIBRARY_MIGRATIONS), 'outbox_messages'));
+    expect(outbox.columns).toHaveLength(14);
   });
 
   it('makes, from what --table billing_claims prints, the store of the migrations subclassed with that name', async () => {
-    const typeOrm = await migratedByTypeOrm([CreateBillingClaims1796256000001, CreateBillingClaimsFunctions1796256000002, UpgradeBillingClaims1796342400001]);
+    const typeOrm = await migratedByTypeOrm([
+      CreateBillingClaims1796256000001,
+      CreateBillingClaimsFunctions1796256000002,
+      UpgradeBillingClaims1796342400001,
+      CreateOutboxMessagesTable1796428800000,
+    ]);
     const expected = await storeOf(typeOrm, 'billing_claims');
     const printed = await cli('--table', 'billing_claims');
     expect(printed).toMatchObject({ code: 0, stderr: '' });
@@ -188,16 +203,17 @@ describe('the SQL of the migrations, for migration tools other than TypeORM', ()
 
   it('prints with --from only the migrations after the one named, which bring a database that ran it to the same store', async () => {
     const files = await shippedFiles();
-    expect(await cli('--from', '1796256000000')).toEqual({ code: 0, stdout: files[2].sql, stderr: '' });
+    expect(await cli('--from', '1796256000000')).toEqual({ code: 0, stdout: `${files[2].sql}\n${files[3].sql}`, stderr: '' });
     expect(await cli('--from', '1764633600000-create-processed-messages-table')).toEqual({
       code: 0,
-      stdout: `${files[1].sql}\n${files[2].sql}`,
+      stdout: `${files[1].sql}\n${files[2].sql}\n${files[3].sql}`,
       stderr: '',
     });
-    expect(await cli('--from', '1796342400000')).toEqual({
+    expect(await cli('--from', '1796342400000')).toEqual({ code: 0, stdout: files[3].sql, stderr: '' });
+    expect(await cli('--from', '1796428800000')).toEqual({
       code: 0,
       stdout: '',
-      stderr: '-- nestjs-idempotent-consumer-sql: no migration after 1796342400000-upgrade-processed-messages-table: nothing to run.\n',
+      stderr: '-- nestjs-idempotent-consumer-sql: no migration after 1796428800000-create-outbox-messages-table: nothing to run.\n',
     });
 
     const expected = await storeOf(await migratedByTypeOrm(LIBRARY_MIGRATIONS), 'processed_messages');
@@ -212,7 +228,7 @@ describe('the SQL of the migrations, for migration tools other than TypeORM', ()
       code: 2,
       stdout: '',
       stderr:
-        'nestjs-idempotent-consumer-sql: --table: tableName must be a plain PostgreSQL identifier (letters, digits, underscores) ' +
+        'nestjs-idempotent-consumer-sql: tableName must be a plain PostgreSQL identifier (letters, digits, underscores) ' +
         'of at most 56 characters; got "billing-claims".\n',
     });
     expect(await cli('--from', '1796256000001')).toEqual({
@@ -220,7 +236,8 @@ describe('the SQL of the migrations, for migration tools other than TypeORM', ()
       stdout: '',
       stderr:
         'nestjs-idempotent-consumer-sql: --from "1796256000001" is none of the library\'s migrations; they are, in order:\n' +
-        '  1764633600000-create-processed-messages-table\n  1796256000000-create-processed-messages-functions\n  1796342400000-upgrade-processed-messages-table\n',
+        '  1764633600000-create-processed-messages-table\n  1796256000000-create-processed-messages-functions\n  1796342400000-upgrade-processed-messages-table\n' +
+        '  1796428800000-create-outbox-messages-table\n',
     });
     const unknown = await cli('--tabel', 'billing_claims');
     expect(unknown).toMatchObject({ code: 2, stdout: '' });

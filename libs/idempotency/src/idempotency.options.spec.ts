@@ -26,6 +26,8 @@ describe('resolveModuleOptions', () => {
         duplicateRateWindowMs: 300_000,
         duplicateRateMinDeliveries: 20,
         maxEstimatedRows: null,
+        maxOutboxLagMs: 300_000,
+        maxOutboxDeadLetters: 0,
       },
       stores: {},
       store: 'postgres',
@@ -110,6 +112,8 @@ describe('resolveModuleOptions', () => {
       duplicateRateWindowMs: 60_000,
       duplicateRateMinDeliveries: 100,
       maxEstimatedRows: 50_000_000,
+      maxOutboxLagMs: 300_000,
+      maxOutboxDeadLetters: 0,
     });
   });
 

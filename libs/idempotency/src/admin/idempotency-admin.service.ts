@@ -14,6 +14,8 @@ import type { UnreadableReason } from '../errors/idempotency.errors.js';
 import { openResponse, sealingKeyId, UnreadableRecord } from '../recording/response-seal.js';
 import { ReplayCache } from '../replay-cache/replay-cache.js';
 import { adminForgetSql, adminListSql, adminLookupSql, adminReleaseSql } from './idempotency-admin.queries.js';
+import { DEFAULT_OUTBOX_TABLE_NAME } from '../idempotency.constants.js';
+import { outboxDeadLettersSql, outboxDiscardSql, outboxRequeueSql } from '../outbox/outbox.queries.js';
 
 /** What the store holds of a key: completed, held by a live lease, held by a lease that expired, or nothing. */
 export type AdminKeyState = 'processed' | 'leased' | 'lease-expired' | 'not-found';
@@ -115,9 +117,57 @@ export interface AdminForgetResult {
   readonly forgotten: boolean;
 }
 
+/** `outboxDeadLetters()`'s options. */
+export interface AdminOutboxListOptions {
+  /** How many, oldest first, at most 1000. @default 50 */
+  readonly limit?: number;
+  readonly actor?: string;
+}
+
+/** `requeueDeadLetters()` and `discardDeadLetters()`'s options. */
+export interface AdminOutboxActionOptions {
+  /** The ids of the dead letters; ids of messages that are not dead letters are left as they are. */
+  readonly ids: readonly string[];
+  /** Why: required, logged in the audit line. */
+  readonly reason: string;
+  readonly actor?: string;
+}
+
+/** An outbox message parked as a dead letter. */
+export interface AdminOutboxMessage {
+  readonly id: string;
+  /** The name of its publisher (`to`). */
+  readonly destination: string;
+  readonly address: string;
+  readonly pattern: string | null;
+  readonly orderingKey: string | null;
+  readonly headers: Readonly<Record<string, string>>;
+  /** The payload as the JSON text it is sent as. */
+  readonly payload: string;
+  readonly attempts: number;
+  /** The error of its last publish. */
+  readonly lastError: string | null;
+  readonly createdAt: Date;
+  readonly deadLetteredAt: Date;
+}
+
 const DEFAULT_LIST_LIMIT = 50;
 const MAX_LIST_LIMIT = 1_000;
 const UNNAMED_ACTOR = '(unnamed operator)';
+
+interface DeadLetterRow {
+  id: string;
+  destination: string;
+  address: string;
+  pattern: string | null;
+  ordering_key: string | null;
+  headers: Record<string, string>;
+  payload: string;
+  attempts: number;
+  last_error: string | null;
+  created_at: Date;
+  dead_lettered_at: Date;
+}
 
 interface StoredRow {
   consumer: string;
@@ -144,7 +194,8 @@ interface StoredRow {
  *
  * The processed-messages table serves every action. A lease store of the module's `stores` serves
  * `lookup`, `forget` and `release` when it has the optional `inspect()` and `remove()`
- * (`RedisLeaseStore` has them); `list` reads the table only.
+ * (`RedisLeaseStore` has them); `list` reads the table only. The outbox's dead letters are listed,
+ * requeued and discarded in the outbox table (`outbox.tableName`, or `outbox_messages`).
  *
  * The replay cache (the module's `replayCache`) is per process: `forget` and `release` drop the
  * key's cached response in the process that calls them only. Another instance replays it until its
@@ -270,6 +321,63 @@ export class IdempotencyAdmin {
     const { rows } = await this.join.query<StoredRow>(adminListSql(this.store.tableName, limit), [options.consumer, options.before ?? null]);
     this.audit('list', options.consumer, undefined, options.actor, undefined, `${rows.length} records`);
     return rows.map((row) => fromRow(row, false));
+  }
+
+  /**
+   * The outbox messages parked as dead letters (they failed `outbox.relay.maxAttempts` publishes),
+   * oldest first. Each holds back the later messages of its ordering key.
+   */
+  async outboxDeadLetters(options: AdminOutboxListOptions = {}): Promise<AdminOutboxMessage[]> {
+    const limit = options.limit ?? DEFAULT_LIST_LIMIT;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
+      throw new IdempotencyAdminError(`outboxDeadLetters() takes a limit of 1 to ${MAX_LIST_LIMIT}; got ${String(limit)}.`, this.outboxTable, '');
+    }
+    const { rows } = await this.join.query<DeadLetterRow>(outboxDeadLettersSql(this.outboxTable), [limit]);
+    this.audit('outboxDeadLetters', this.outboxTable, undefined, options.actor, undefined, `${rows.length} dead letters`);
+    return rows.map((row) => ({
+      id: row.id,
+      destination: row.destination,
+      address: row.address,
+      pattern: row.pattern,
+      orderingKey: row.ordering_key,
+      headers: row.headers,
+      payload: row.payload,
+      attempts: row.attempts,
+      lastError: row.last_error,
+      createdAt: row.created_at,
+      deadLetteredAt: row.dead_lettered_at,
+    }));
+  }
+
+  /**
+   * Sends dead letters again: their attempts start over, and the relays are woken.
+   * @returns the ids requeued (those of `ids` that were dead letters).
+   */
+  async requeueDeadLetters(options: AdminOutboxActionOptions): Promise<string[]> {
+    return this.outboxAction('requeueDeadLetters', options, outboxRequeueSql(this.outboxTable), 'requeued');
+  }
+
+  /**
+   * Deletes dead letters for good: they are never sent, and the later messages of their ordering keys go on.
+   * @returns the ids discarded (those of `ids` that were dead letters).
+   */
+  async discardDeadLetters(options: AdminOutboxActionOptions): Promise<string[]> {
+    return this.outboxAction('discardDeadLetters', options, outboxDiscardSql(this.outboxTable), 'discarded');
+  }
+
+  private async outboxAction(action: string, options: AdminOutboxActionOptions, sql: string, done: string): Promise<string[]> {
+    const reason = requireReason(action, options.reason, this.outboxTable, '');
+    if (!Array.isArray(options.ids) || options.ids.some((id) => typeof id !== 'string')) {
+      throw new IdempotencyAdminError(`${action}() takes \`ids\`, an array of message ids.`, this.outboxTable, '');
+    }
+    const { rows } = await this.join.query<{ id: string }>(sql, [options.ids]);
+    const ids = rows.map((row) => row.id);
+    this.audit(action, this.outboxTable, undefined, options.actor, reason, `${done} ${ids.length} of ${options.ids.length}${ids.length > 0 ? `: ${ids.join(', ')}` : ''}`);
+    return ids;
+  }
+
+  private get outboxTable(): string {
+    return this.options.outbox?.tableName ?? DEFAULT_OUTBOX_TABLE_NAME;
   }
 
   private async read(query: AdminKeyQuery, id: string, includeBody: boolean): Promise<AdminKeyRecord> {

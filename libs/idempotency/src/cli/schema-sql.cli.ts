@@ -2,6 +2,7 @@
 /**
  * `nestjs-idempotent-consumer-sql`: prints the SQL of the library's migrations (`schemaSql()`), in
  * order, for a service whose migrations are not TypeORM's. `--table <name>` for another table,
+ * `--outbox-table <name>` for another outbox table,
  * `--from <timestamp>` for only the migrations after one the database has run.
  */
 import { parseArgs } from 'node:util';
@@ -12,11 +13,11 @@ import { cliMessages } from './cli.messages.js';
 /** What to print on stdout and stderr, and the exit code, for the command's arguments. */
 async function run(args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
   const names = (await schemaSql()).map((migration) => migration.name);
-  let values: { table?: string; from?: string; help?: boolean };
+  let values: { table?: string; 'outbox-table'?: string; from?: string; help?: boolean };
   try {
     ({ values } = parseArgs({
       args,
-      options: { table: { type: 'string' }, from: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: { table: { type: 'string' }, 'outbox-table': { type: 'string' }, from: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
       strict: true,
       allowPositionals: false,
     }));
@@ -28,7 +29,7 @@ async function run(args: string[]): Promise<{ stdout: string; stderr: string; co
   }
   let migrations: SchemaMigrationSql[];
   try {
-    migrations = await schemaSql(values.table);
+    migrations = await schemaSql(values.table, values['outbox-table']);
   } catch (error) {
     if (error instanceof IdempotencyOptionsError) {
       return { stdout: '', stderr: cliMessages.invalidTable(error.message), code: 2 };

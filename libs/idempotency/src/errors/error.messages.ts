@@ -95,6 +95,12 @@ export const errorMessages = {
     `npx nestjs-idempotent-consumer-sql${table === DEFAULT_TABLE_NAME ? '' : ` --table ${table}`} prints them all ` +
     "(--from <timestamp> for only those after the last one run). The guide's \"Schema without TypeORM\" shows how in " +
     'Prisma, Drizzle and Kysely migrations.',
+  outboxSchemaMissing: (table: string, missing: readonly string[], sqlFiles: boolean) =>
+    `The outbox (table ${table}) lacks what this version of nestjs-idempotent-consumer needs: ${missing.join('; ')}. ` +
+    (sqlFiles
+      ? 'Run the package\'s sql/1796428800000-create-outbox-messages-table.sql with your migration tool ' +
+        `(npx nestjs-idempotent-consumer-sql${table === 'outbox_messages' ? '' : ` --outbox-table ${table}`} prints it with the others).`
+      : 'Add CreateOutboxMessagesTable1796428800000 (subclassed with the table\'s name if it is not the default) to the data source\'s migrations and run them.'),
   functionDropped: (table: string, missing: readonly string[]) =>
     `The processed-messages store (table ${table}) lacks what this version of nestjs-idempotent-consumer needs: ${missing.join('; ')}. ` +
     'It was there when the application started, so it was dropped since, and TypeORM will not run the migrations it has ' +

@@ -233,7 +233,8 @@ export class IdempotencyOptionsError extends IdempotencyError {
 
 /**
  * The processed-messages store lacks what this version of the module reads or writes: the table,
- * a column (or a column of an earlier shape), or one of the claim's functions. Thrown at start-up,
+ * a column (or a column of an earlier shape), or one of the claim's functions; or the outbox table
+ * (with an `outbox`) is missing or lacks a column. Thrown at start-up,
  * where the application does not start, and by a delivery whose claim finds a function gone
  * (dropped since the start), which HTTP answers 500 problem+json `store-schema` and a broker
  * retries. The message names what is missing, the migrations that create it, and how to recreate
@@ -247,16 +248,19 @@ export class IdempotencySchemaError extends IdempotencyError {
    * @param missing What is missing or of an earlier shape, one phrase each.
    * @param migrations The library's migrations that bring the store to the current shape.
    * @param options `droppedSinceStart`: found missing by a delivery, after the start-up check found it there;
-   * `sqlFiles`: the application's data layer is not TypeORM, so the fix is named as the package's SQL files.
+   * `sqlFiles`: the application's data layer is not TypeORM, so the fix is named as the package's SQL files;
+   * `outbox`: `table` is the outbox table.
    */
   constructor(
     readonly table: string,
     readonly missing: readonly string[],
     readonly migrations: readonly string[],
-    options?: ErrorOptions & { readonly droppedSinceStart?: boolean; readonly sqlFiles?: boolean },
+    options?: ErrorOptions & { readonly droppedSinceStart?: boolean; readonly sqlFiles?: boolean; readonly outbox?: boolean },
   ) {
     super(
-      options?.droppedSinceStart
+      options?.outbox
+        ? errorMessages.outboxSchemaMissing(table, missing, options.sqlFiles === true)
+        : options?.droppedSinceStart
         ? errorMessages.functionDropped(table, missing)
         : options?.sqlFiles
           ? errorMessages.schemaMissingSql(table, missing, migrations)

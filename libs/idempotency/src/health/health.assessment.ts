@@ -12,6 +12,8 @@ export interface HealthFigures {
   /** Since this instance's last successful purge (or its start); null when its purge timer is off. */
   timeSincePurgeMs: number | null;
   duplicateRates: readonly SenderDuplicateRate[];
+  /** null without an outbox. */
+  outbox: { readonly lagMs: number; readonly deadLetters: number } | null;
 }
 
 /** Every threshold the figures cross, each as a sentence for the operator; empty when healthy. */
@@ -43,6 +45,12 @@ export function findProblems(figures: HealthFigures, thresholds: ResolvedHealthO
         ),
       );
     }
+  }
+  if (figures.outbox !== null && figures.outbox.lagMs > thresholds.maxOutboxLagMs) {
+    problems.push(healthMessages.outboxLagging(seconds(figures.outbox.lagMs), formatDuration(thresholds.maxOutboxLagMs)));
+  }
+  if (figures.outbox !== null && figures.outbox.deadLetters > thresholds.maxOutboxDeadLetters) {
+    problems.push(healthMessages.outboxDeadLetters(figures.outbox.deadLetters, thresholds.maxOutboxDeadLetters));
   }
   return problems;
 }

@@ -14,5 +14,9 @@ export const healthMessages = {
   duplicateRateHigh: (sender: string, duplicates: number, deliveries: number, window: string, rate: string, max: string) =>
     `${duplicates} of ${deliveries} deliveries from '${sender}' in the last ${window} were duplicates (${rate}), ` +
     `more than health.maxDuplicateRate (${max}).`,
+  outboxLagging: (lag: string, max: string) =>
+    `The oldest outbox message not dispatched yet was written ${lag} ago, longer than health.maxOutboxLag (${max}): is a relay running, and does the broker accept its messages?`,
+  outboxDeadLetters: (count: number, max: number) =>
+    `${count} outbox messages are parked as dead letters, more than health.maxOutboxDeadLetters (${max}): requeue or discard them with IdempotencyAdmin.`,
   storeUnreadable: (table: string, reason: string) => `The store ${table} could not be read: ${reason}`,
 };

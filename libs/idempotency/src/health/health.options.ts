@@ -41,6 +41,18 @@ export interface HealthOptions {
    * @default no limit
    */
   maxEstimatedRows?: number;
+  /**
+   * With an `outbox`: down when its oldest message not dispatched yet (dead letters aside) was
+   * written longer ago than this: the relay is stopped, or the broker refuses it.
+   * @default '5m'
+   */
+  maxOutboxLag?: Duration;
+  /**
+   * With an `outbox`: down when more messages than this are parked as dead letters (each holds
+   * back the later messages of its ordering key until `IdempotencyAdmin` requeues or discards it).
+   * @default 0
+   */
+  maxOutboxDeadLetters?: number;
 }
 
 /**
@@ -56,6 +68,8 @@ export interface ResolvedHealthOptions {
   duplicateRateMinDeliveries: number;
   /** null for no limit. */
   maxEstimatedRows: number | null;
+  maxOutboxLagMs: number;
+  maxOutboxDeadLetters: number;
 }
 
 /** The token of the health indicator's slice of the module's options. @internal */
@@ -78,6 +92,10 @@ export function resolveHealth(health: HealthOptions, purge: ResolvedPurgeOptions
   if (maxEstimatedRows !== null && !isPositiveInteger(maxEstimatedRows)) {
     throw new IdempotencyOptionsError(optionValueMessages.invalidCount('health.maxEstimatedRows', maxEstimatedRows));
   }
+  const maxOutboxDeadLetters = health.maxOutboxDeadLetters ?? 0;
+  if (!Number.isInteger(maxOutboxDeadLetters) || maxOutboxDeadLetters < 0) {
+    throw new IdempotencyOptionsError(optionValueMessages.invalidCount('health.maxOutboxDeadLetters', maxOutboxDeadLetters));
+  }
   const maxPurgeLagMs = toMilliseconds('health.maxPurgeLag', health.maxPurgeLag ?? '1h', MAX_RETENTION_MS);
   const maxTimeSincePurgeMs = toMilliseconds('health.maxTimeSincePurge', health.maxTimeSincePurge ?? '10m', MAX_RETENTION_MS);
   for (const [name, thresholdMs] of [['maxPurgeLag', maxPurgeLagMs], ['maxTimeSincePurge', maxTimeSincePurgeMs]] as const) {
@@ -92,5 +110,7 @@ export function resolveHealth(health: HealthOptions, purge: ResolvedPurgeOptions
     duplicateRateWindowMs: toMilliseconds('health.duplicateRateWindow', health.duplicateRateWindow ?? '5m', MAX_TIMER_MS),
     duplicateRateMinDeliveries,
     maxEstimatedRows,
+    maxOutboxLagMs: toMilliseconds('health.maxOutboxLag', health.maxOutboxLag ?? '5m', MAX_RETENTION_MS),
+    maxOutboxDeadLetters,
   };
 }

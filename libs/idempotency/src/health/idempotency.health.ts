@@ -7,6 +7,8 @@ import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.servic
 import { StoreSchemaCheck } from '../discovery/store-schema.check.js';
 import { findProblems, type HealthFigures } from './health.assessment.js';
 import { estimateRows, readStoreStatistics, type StoreStatistics } from '../metrics/store-statistics.queries.js';
+import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from '../outbox/outbox.options.js';
+import { type OutboxStateRow, outboxStateSql } from '../outbox/outbox.queries.js';
 
 /**
  * What `isHealthy()` answers: the shape of a `@nestjs/terminus` indicator's result, so it goes
@@ -42,6 +44,7 @@ export class IdempotencyHealthIndicator {
     @Inject(HEALTH_OPTIONS) private readonly options: ResolvedHealthOptions,
     private readonly join: DataLayerJoin,
     private readonly schema: StoreSchemaCheck,
+    @Inject(OUTBOX_OPTIONS) private readonly outbox: ResolvedOutboxOptions | null,
   ) {}
 
   /**
@@ -52,16 +55,20 @@ export class IdempotencyHealthIndicator {
   async isHealthy<const Key extends string = 'idempotency'>(key: Key = 'idempotency' as Key): Promise<IdempotencyHealthResult<Key>> {
     const answer = (status: 'up' | 'down', details: object) => ({ [key]: { status, ...details } }) as IdempotencyHealthResult<Key>;
     let statistics: StoreStatistics;
+    let outbox: OutboxStateRow | undefined;
     try {
       const lacking = await this.schema.inspect();
       if (lacking) {
         return answer('down', { message: lacking.message, missing: lacking.missing });
       }
       statistics = await readStoreStatistics(this.join, this.store.tableName);
+      if (this.outbox !== null) {
+        [outbox] = (await this.join.query<OutboxStateRow>(outboxStateSql(this.outbox.tableName))).rows;
+      }
     } catch (error) {
       return answer('down', { message: healthMessages.storeUnreadable(this.store.tableName, (error as Error).message) });
     }
-    const figures = this.measure(statistics);
+    const figures = { ...this.measure(statistics), outbox: outbox === undefined ? null : { lagMs: Number(outbox.lag_ms ?? 0), deadLetters: outbox.dead_letters } };
     const problems = findProblems(figures, this.options);
     const report = {
       store: { estimatedRows: figures.estimatedRows ?? 'unknown', totalBytes: statistics.total_bytes },
@@ -71,11 +78,12 @@ export class IdempotencyHealthIndicator {
         lastRun: this.metrics.purge().lastRun,
       },
       duplicateRates: Object.fromEntries(figures.duplicateRates.map(({ sender, ...counts }) => [sender, counts])),
+      ...(figures.outbox === null ? {} : { outbox: { lagSeconds: seconds(figures.outbox.lagMs), deadLetters: figures.outbox.deadLetters } }),
     };
     return problems.length > 0 ? answer('down', { ...report, problems }) : answer('up', report);
   }
 
-  private measure(statistics: StoreStatistics): HealthFigures {
+  private measure(statistics: StoreStatistics): Omit<HealthFigures, 'outbox'> {
     const lastSuccess = this.metrics.purge().lastSuccessAt ?? this.metrics.since;
     return {
       estimatedRows: estimateRows(statistics),

@@ -4,6 +4,7 @@ import type { ClaimConnection } from '../data-layers/data-layer.js';
 import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import { within } from '../duration/within.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
+import { StoreSchemaCheck } from '../discovery/store-schema.check.js';
 import type { OutgoingMessage } from './outbox-publisher.js';
 import { OUTBOX_OPTIONS, type ResolvedOutboxOptions, type ResolvedRelayOptions } from './outbox.options.js';
 import { outboxMessages } from './outbox.messages.js';
@@ -47,6 +48,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     @Inject(CLAIM_OPTIONS) private readonly claims: ResolvedClaimOptions,
     private readonly join: DataLayerJoin,
     private readonly metrics: IdempotencyMetricsService,
+    private readonly schema: StoreSchemaCheck,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -73,6 +75,10 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   }
 
   private async relay(relay: ResolvedRelayOptions): Promise<void> {
+    // Nest runs the bootstrap hooks together: a store the check refuses stops the application instead.
+    if (!(await this.schema.passed())) {
+      return;
+    }
     while (!this.stopping) {
       this.woken = false;
       let more = false;
@@ -158,6 +164,9 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
 
   /** Keeps one connection LISTENing on the table's channel, and listens again after it was lost. */
   private async listen(relay: ResolvedRelayOptions): Promise<void> {
+    if (!(await this.schema.passed())) {
+      return;
+    }
     while (!this.stopping) {
       let connection: ClaimConnection | undefined;
       try {

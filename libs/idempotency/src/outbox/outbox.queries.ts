@@ -94,3 +94,36 @@ export interface OutboxStateRow {
   readonly lag_ms: string | null;
   readonly dead_letters: number;
 }
+
+/** Dead letters, oldest first; `$1` the limit. */
+export function outboxDeadLettersSql(table: string): string {
+  return (
+    `SELECT id, destination, address, pattern, ordering_key, headers, payload, attempts, last_error, created_at, dead_lettered_at ` +
+    `FROM "${table}" WHERE dead_lettered_at IS NOT NULL ORDER BY seq LIMIT $1`
+  );
+}
+
+/** Makes the dead letters of ids `$1` due again, their attempts from zero, and wakes the relays at COMMIT. */
+export function outboxRequeueSql(table: string): string {
+  return (
+    `WITH requeued AS (UPDATE "${table}" SET dead_lettered_at = NULL, attempts = 0, next_attempt_at = now(), last_error = NULL ` +
+    `WHERE id = ANY ($1::text[]) AND dead_lettered_at IS NOT NULL RETURNING id), ` +
+    `woken AS (SELECT pg_notify('${table}', '') FROM (SELECT 1 FROM requeued LIMIT 1) AS any_requeued) ` +
+    `SELECT id FROM requeued, (SELECT count(*) FROM woken) AS notified`
+  );
+}
+
+/** Deletes the dead letters of ids `$1`. */
+export function outboxDiscardSql(table: string): string {
+  return `DELETE FROM "${table}" WHERE id = ANY ($1::text[]) AND dead_lettered_at IS NOT NULL RETURNING id`;
+}
+
+/** The columns the outbox and its relay use. */
+export const OUTBOX_COLUMNS = [
+  'seq', 'id', 'destination', 'address', 'pattern', 'headers', 'payload', 'ordering_key',
+  'created_at', 'attempts', 'next_attempt_at', 'last_error', 'dispatched_at', 'dead_lettered_at',
+] as const;
+
+/** The columns of the table `$1` (in the search path), or null when there is no such table. */
+export const outboxColumnsSql =
+  'SELECT array_agg(attname::text) AS columns FROM pg_attribute WHERE attrelid = to_regclass(quote_ident($1)) AND attnum > 0 AND NOT attisdropped';

@@ -7,6 +7,8 @@ import { PURGE_OPTIONS, type ResolvedPurgeOptions } from './purge.options.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { IdempotencyTracing } from '../tracing/idempotency-tracing.js';
 import { type PurgeBatchResult, purgeBatchSql } from './purge.queries.js';
+import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from '../outbox/outbox.options.js';
+import { purgeDispatchedSql } from '../outbox/outbox.queries.js';
 
 /**
  * Deletes expired message ids, in batches of `purge.batchSize`, each one statement in its own short
@@ -15,7 +17,8 @@ import { type PurgeBatchResult, purgeBatchSql } from './purge.queries.js';
  * nothing outlives the statement and the purge works behind PgBouncer in transaction mode. A run
  * whose first batch finds the lock held by another instance is `skipped`; a run that finds it held
  * at a later batch ends there, with what it purged (the other instance carries on). The timer of
- * `purge.interval` calls it; call `purgeNow()` to purge at another moment.
+ * `purge.interval` calls it; call `purgeNow()` to purge at another moment. With an `outbox`, each
+ * run also deletes the messages dispatched longer ago than `outbox.retention` (not counted in its `PurgeRun`).
  */
 @Injectable()
 export class IdempotencyPurgeService implements BeforeApplicationShutdown {
@@ -30,6 +33,7 @@ export class IdempotencyPurgeService implements BeforeApplicationShutdown {
     private readonly metrics: IdempotencyMetricsService,
     private readonly join: DataLayerJoin,
     private readonly tracing: IdempotencyTracing,
+    @Inject(OUTBOX_OPTIONS) private readonly outbox: ResolvedOutboxOptions | null,
   ) {}
 
   /** A run in progress ends after its current batch; shutdown waits for it. */
@@ -60,7 +64,9 @@ export class IdempotencyPurgeService implements BeforeApplicationShutdown {
       return run;
     };
     try {
-      const run = finish(await this.deleteExpired(progress));
+      const outcome = await this.deleteExpired(progress);
+      await this.deleteDispatched();
+      const run = finish(outcome);
       if (run.rows > 0) {
         this.logger.log(purgeMessages.purged(this.store.tableName, run.rows, run.batches, run.durationMs));
       }
@@ -92,5 +98,27 @@ export class IdempotencyPurgeService implements BeforeApplicationShutdown {
       }
     }
     return 'purged';
+  }
+
+  /** The outbox's messages dispatched longer ago than `outbox.retention`, batch after batch, beside the relays. */
+  private async deleteDispatched(): Promise<void> {
+    if (this.outbox === null) {
+      return;
+    }
+    const { batchSize } = this.options;
+    const sql = purgeDispatchedSql(this.outbox.tableName, this.outbox.retentionMs, batchSize);
+    let deleted = 0;
+    while (!this.stopping) {
+      const {
+        rows: [{ rows }],
+      } = await this.join.query<{ rows: number }>(sql);
+      deleted += rows;
+      if (rows < batchSize) {
+        break;
+      }
+    }
+    if (deleted > 0) {
+      this.logger.log(purgeMessages.purgedOutbox(this.outbox.tableName, deleted));
+    }
   }
 }

@@ -1,0 +1,244 @@
+import { Body, Controller, HttpException, type INestApplication, Module, Post } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import {
+  IdempotencyAdmin,
+  IdempotencyContext,
+  IdempotencyHealthIndicator,
+  IdempotencyOutboxError,
+  IdempotencyPurgeService,
+  IdempotentHandler,
+  Outbox,
+  type OutboxPublisher,
+  type OutgoingMessage,
+  schemaSql,
+} from 'nestjs-idempotent-consumer';
+import { post, startDemoApp } from './support/demo-app.js';
+import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
+
+/**
+ * A broker of this suite: it keeps what it was sent, in order, and refuses each message as often
+ * as the test tells it to. The relay, the table and the transactions are the real ones; the
+ * publishers of real brokers have their own suite (outbox-publishers), and the two-service proof
+ * runs the whole path on RabbitMQ and JetStream (outbox).
+ */
+class ScriptedBroker implements OutboxPublisher {
+  readonly received: OutgoingMessage[] = [];
+  readonly attempts = new Map<string, number>();
+  /** Failures still to answer, by message id; Infinity: always. */
+  readonly failures = new Map<string, number>();
+
+  async publish(message: OutgoingMessage): Promise<void> {
+    this.attempts.set(message.id, (this.attempts.get(message.id) ?? 0) + 1);
+    const left = this.failures.get(message.id) ?? 0;
+    if (left > 0) {
+      this.failures.set(message.id, left - 1);
+      throw new Error(`broker refused ${message.id}`);
+    }
+    this.received.push(message);
+  }
+
+  idsReceived(): string[] {
+    return this.received.map((message) => message.id);
+  }
+}
+
+const broker = new ScriptedBroker();
+
+@Controller('outbox-ops')
+class OutboxOpsController {
+  constructor(
+    private readonly outbox: Outbox,
+    private readonly idempotency: IdempotencyContext,
+  ) {}
+
+  /** Credits, then announces the credit; `fail` throws after announcing, `refuse` answers 402 (a recorded error). */
+  @Post('credit')
+  @IdempotentHandler({ recordErrors: [402] })
+  async credit(@Body() body: { id: string; account: string; fail?: boolean; refuse?: boolean; orderingKey?: string }) {
+    await this.idempotency.manager.query('INSERT INTO outbox_ops_credits (id, account) VALUES ($1, $2)', [body.id, body.account]);
+    await this.outbox.publish({ to: 'scripted', address: 'credits', pattern: 'credit.granted', payload: { id: body.id, account: body.account }, id: body.id, orderingKey: body.orderingKey });
+    if (body.fail) {
+      throw new Error('the handler failed after publishing');
+    }
+    if (body.refuse) {
+      throw new HttpException('payment required', 402);
+    }
+    return { id: body.id };
+  }
+
+  @Post('lease')
+  @IdempotentHandler({ mode: 'lease' })
+  async lease(@Body() body: { id: string }) {
+    await this.outbox.publish({ to: 'scripted', address: 'credits', payload: body });
+  }
+}
+
+@Module({ controllers: [OutboxOpsController] })
+class OutboxOpsModule {}
+
+describe('the outbox: writes with the work, relay order, retries, dead letters, health, metrics, purge and admin', () => {
+  let db: TestDatabase;
+  let app: INestApplication;
+  let baseUrl: string;
+  let counter = 0;
+  const newId = (name: string) => `${name}-${++counter}`;
+  const credit = (body: Record<string, unknown>) => post(`${baseUrl}/outbox-ops/credit`, body, { 'Idempotency-Key': String(body.id) });
+  const rows = (id: string) =>
+    db.query<{ dispatched: boolean; dead: boolean; attempts: number; last_error: string | null }>(
+      'SELECT dispatched_at IS NOT NULL AS dispatched, dead_lettered_at IS NOT NULL AS dead, attempts, last_error FROM outbox_messages WHERE id = $1',
+      [id],
+    );
+  const received = (id: string) => broker.idsReceived().includes(id);
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    const outboxMigration = (await schemaSql()).find((migration) => migration.name.endsWith('create-outbox-messages-table'))!;
+    await db.query(outboxMigration.sql);
+    await db.query('CREATE TABLE outbox_ops_credits (id text PRIMARY KEY, account text NOT NULL)');
+    ({ app, baseUrl } = await startDemoApp('express', db.url, [OutboxOpsModule], false, {
+      purge: { interval: false },
+      outbox: {
+        publishers: { scripted: broker },
+        relay: { pollInterval: '200ms', retryDelay: '50ms', maxRetryDelay: '100ms', maxAttempts: 3 },
+      },
+    }));
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  it('sends a message written by an idempotent handler after its commit, once, with its id, and a duplicate writes none', async () => {
+    const id = newId('granted');
+    expect((await credit({ id, account: 'acc-1' })).status).toBe(201);
+    await until(async () => received(id), `${id} was sent`);
+    expect((await credit({ id, account: 'acc-1' })).headers.get('idempotent-replayed')).toBe('true');
+    const sent = broker.received.find((message) => message.id === id)!;
+    expect(sent).toMatchObject({ address: 'credits', pattern: 'credit.granted', payload: JSON.stringify({ id, account: 'acc-1' }) });
+    await until(async () => (await rows(id))[0]?.dispatched === true, `${id} is marked dispatched`);
+    expect(await db.query('SELECT count(*)::int AS n FROM outbox_messages WHERE id = $1', [id])).toEqual([{ n: 1 }]);
+    expect(broker.idsReceived().filter((received) => received === id)).toHaveLength(1);
+  });
+
+  it('writes nothing for a handler that failed after publishing, nor for an error answer recorded with its claim', async () => {
+    const failed = newId('failed');
+    const refused = newId('refused');
+    const after = newId('after');
+    expect((await credit({ id: failed, account: 'acc-2', fail: true })).status).toBe(500);
+    expect((await credit({ id: refused, account: 'acc-2', refuse: true })).status).toBe(402);
+    expect((await credit({ id: refused, account: 'acc-2', refuse: true })).headers.get('idempotent-replayed')).toBe('true');
+    expect((await credit({ id: after, account: 'acc-2' })).status).toBe(201);
+    // The relay sends in the order of the writes: once `after` is sent, anything written before it was too.
+    await until(async () => received(after), `${after} was sent`);
+    expect(await db.query('SELECT id FROM outbox_messages WHERE id = ANY ($1)', [[failed, refused]])).toEqual([]);
+    expect(await db.query('SELECT id FROM outbox_ops_credits WHERE id = ANY ($1)', [[failed, refused]])).toEqual([]);
+    expect(broker.idsReceived()).not.toEqual(expect.arrayContaining([failed]));
+    expect(broker.idsReceived()).not.toEqual(expect.arrayContaining([refused]));
+  });
+
+  it('refuses a message with no transaction to write it in, naming the fix, and writes one in the caller\'s transaction only at its commit', async () => {
+    const outbox = app.get(Outbox);
+    await expect(outbox.publish({ to: 'scripted', address: 'credits', payload: {} })).rejects.toThrow(IdempotencyOutboxError);
+    await expect(outbox.publish({ to: 'scripted', address: 'credits', payload: {} })).rejects.toThrow(/outside an idempotent handler and without `transaction`/);
+    const lease = await post(`${baseUrl}/outbox-ops/lease`, { id: newId('lease') }, { 'Idempotency-Key': newId('lease-key') });
+    expect(lease.status).toBe(500);
+    await expect(outbox.publish({ to: 'nowhere', address: 'x', payload: {} }, { transaction: async () => undefined })).rejects.toThrow(
+      "no publisher \"nowhere\"; outbox.publishers has scripted",
+    );
+    await expect(outbox.publish({ to: 'scripted', address: 'x', payload: 10n }, { transaction: async () => undefined })).rejects.toThrow(IdempotencyOutboxError);
+
+    const runner = app.get(DataSource).createQueryRunner();
+    await runner.startTransaction();
+    const committed = await outbox.publish({ to: 'scripted', address: 'credits', payload: { by: 'caller' } }, { transaction: (sql) => runner.query(sql) });
+    expect(await db.query('SELECT id FROM outbox_messages WHERE id = $1', [committed])).toEqual([]);
+    await runner.commitTransaction();
+    await until(async () => received(committed), 'the message of the committed transaction was sent');
+
+    await runner.startTransaction();
+    const rolledBack = await outbox.publish({ to: 'scripted', address: 'credits', payload: { by: 'caller' } }, { transaction: (sql) => runner.query(sql) });
+    await runner.rollbackTransaction();
+    await runner.release();
+    const marker = newId('marker');
+    expect((await credit({ id: marker, account: 'acc-3' })).status).toBe(201);
+    await until(async () => received(marker), `${marker} was sent`);
+    expect(received(rolledBack)).toBe(false);
+    expect(await db.query('SELECT id FROM outbox_messages WHERE id = $1', [rolledBack])).toEqual([]);
+  });
+
+  it('retries a failed publish, and keeps the order of an ordering key through the retries', async () => {
+    const [first, second, third] = [newId('ordered'), newId('ordered'), newId('ordered')];
+    broker.failures.set(first, 2);
+    for (const id of [first, second, third]) {
+      expect((await credit({ id, account: 'acc-4', orderingKey: 'acc-4' })).status).toBe(201);
+    }
+    await until(async () => received(third), `${third} was sent`);
+    expect(broker.idsReceived().filter((id) => [first, second, third].includes(id))).toEqual([first, second, third]);
+    expect(broker.attempts.get(first)).toBe(3);
+    expect(broker.attempts.get(second)).toBe(1);
+    expect(await rows(first)).toEqual([{ dispatched: true, dead: false, attempts: 2, last_error: `broker refused ${first}` }]);
+  });
+
+  it('parks a message that keeps failing as a dead letter, which holds its key back, turns health down, and the admin requeues or discards', async () => {
+    const [dead, held] = [newId('dead'), newId('held')];
+    const [discarded, freed] = [newId('discarded'), newId('freed')];
+    broker.failures.set(dead, Infinity);
+    broker.failures.set(discarded, Infinity);
+    for (const [id, key] of [[dead, 'acc-5'], [held, 'acc-5'], [discarded, 'acc-6'], [freed, 'acc-6']]) {
+      expect((await credit({ id, account: key, orderingKey: key })).status).toBe(201);
+    }
+    await until(async () => (await rows(dead))[0]?.dead === true && (await rows(discarded))[0]?.dead === true, 'both are dead letters');
+    expect(broker.attempts.get(dead)).toBe(3);
+    expect(received(held) || received(freed)).toBe(false);
+
+    const health = await app.get(IdempotencyHealthIndicator).isHealthy();
+    expect(health.idempotency.status).toBe('down');
+    expect(health.idempotency.outbox).toEqual({ lagSeconds: expect.any(Number), deadLetters: 2 });
+    expect(health.idempotency.problems).toContainEqual(expect.stringContaining('2 outbox messages are parked as dead letters'));
+    const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
+    expect(metrics).toMatch(/idempotency_outbox_failed_total\{destination="scripted"\} ([6-9]|\d\d)/);
+    expect(metrics).toMatch(/idempotency_outbox_dead_lettered_total 2\b/);
+    expect(metrics).toMatch(/idempotency_outbox_published_total\{destination="scripted"\} \d+/);
+
+    const admin = app.get(IdempotencyAdmin);
+    const letters = await admin.outboxDeadLetters({ actor: 'ops' });
+    expect(letters.map((letter) => letter.id)).toEqual([dead, discarded]);
+    expect(letters[0]).toMatchObject({ destination: 'scripted', address: 'credits', orderingKey: 'acc-5', attempts: 3, lastError: `broker refused ${dead}` });
+    await expect(admin.requeueDeadLetters({ ids: [dead], reason: '' })).rejects.toThrow('needs a `reason`');
+
+    broker.failures.delete(dead);
+    expect(await admin.requeueDeadLetters({ ids: [dead, held], reason: 'broker fixed', actor: 'ops' })).toEqual([dead]);
+    expect(await admin.discardDeadLetters({ ids: [discarded], reason: 'sent by hand', actor: 'ops' })).toEqual([discarded]);
+    await until(async () => received(held) && received(freed), 'the held messages were sent');
+    expect(broker.idsReceived().filter((id) => [dead, held].includes(id))).toEqual([dead, held]);
+    expect(received(discarded)).toBe(false);
+    expect(await admin.outboxDeadLetters()).toEqual([]);
+    expect((await app.get(IdempotencyHealthIndicator).isHealthy()).idempotency.status).toBe('up');
+  });
+
+  it('purges dispatched messages past outbox.retention, and keeps those not sent yet', async () => {
+    const pending = newId('pending');
+    broker.failures.set(pending, 1);
+    expect((await credit({ id: pending, account: 'acc-7' })).status).toBe(201);
+    await until(async () => (await rows(pending))[0]?.attempts === 1, `${pending} failed once`);
+    await db.query("UPDATE outbox_messages SET dispatched_at = now() - interval '2 days' WHERE dispatched_at IS NOT NULL");
+    const dispatched = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_messages WHERE dispatched_at IS NOT NULL'))[0].n;
+    expect(dispatched).toBeGreaterThan(5);
+    await app.get(IdempotencyPurgeService).purgeNow();
+    expect(await db.query('SELECT count(*)::int AS n FROM outbox_messages WHERE dispatched_at IS NOT NULL AND id <> $1', [pending])).toEqual([{ n: 0 }]);
+    await until(async () => received(pending), `${pending} was sent after its retry`);
+  });
+});
+
+describe('the outbox table at start-up', () => {
+  it('refuses to start with an outbox whose table is missing, naming the migration', async () => {
+    const db = await createTestDatabase();
+    try {
+      await expect(
+        startDemoApp('express', db.url, [], false, { outbox: { publishers: { scripted: new ScriptedBroker() } } }),
+      ).rejects.toThrow(/The outbox \(table outbox_messages\) lacks .*the table outbox_messages.*CreateOutboxMessagesTable1796428800000/);
+    } finally {
+      await db.drop();
+    }
+  });
+});
