@@ -31,6 +31,8 @@ import { IdempotencyTracing } from './tracing/idempotency-tracing.js';
 import { StoreSampler } from './metrics/store.sampler.js';
 import { Outbox } from './outbox/outbox.js';
 import { OutboxRelay } from './outbox/outbox-relay.js';
+import { OutboxSchemaCheck } from './outbox/outbox-schema.check.js';
+import { OutboxSampler } from './outbox/outbox.sampler.js';
 
 /**
  * Exactly-once handlers on PostgreSQL, through TypeORM (the default) or the data layer given as
@@ -80,7 +82,9 @@ import { OutboxRelay } from './outbox/outbox-relay.js';
     StoreSampler,
     IdempotencyTracing,
     Outbox,
+    OutboxSchemaCheck,
     OutboxRelay,
+    OutboxSampler,
     IdempotencyPurgeService,
     PurgeScheduler,
     IdempotencyHealthIndicator,

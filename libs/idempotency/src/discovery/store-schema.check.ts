@@ -6,8 +6,6 @@ import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import { POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { findMissing, type SchemaNeeds, schemaNeeds, type StoreCatalogue } from '../schema/store-schema.js';
 import { catalogueParameters, catalogueStatement } from '../schema/store-schema.queries.js';
-import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from '../outbox/outbox.options.js';
-import { OUTBOX_COLUMNS, outboxColumnsSql } from '../outbox/outbox.queries.js';
 
 /**
  * Checks at application bootstrap, with one catalogue query, that the processed-messages store
@@ -32,7 +30,6 @@ export class StoreSchemaCheck implements OnApplicationBootstrap {
     private readonly explorer: IdempotencyExplorer,
     private readonly join: DataLayerJoin,
     @Inject(STORE_OPTIONS) private readonly store: ResolvedStoreOptions,
-    @Inject(OUTBOX_OPTIONS) private readonly outbox: ResolvedOutboxOptions | null,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -61,10 +58,6 @@ export class StoreSchemaCheck implements OnApplicationBootstrap {
 
   /** What the store lacks of what the handlers use, as the error to report; undefined when nothing lacks. Throws when the catalogue cannot be read. */
   async inspect(): Promise<IdempotencySchemaError | undefined> {
-    return (await this.inspectStore()) ?? (await this.inspectOutbox());
-  }
-
-  private async inspectStore(): Promise<IdempotencySchemaError | undefined> {
     if (!this.needs.table && !this.needs.functions) {
       return undefined;
     }
@@ -74,20 +67,5 @@ export class StoreSchemaCheck implements OnApplicationBootstrap {
     } = await this.join.query<StoreCatalogue>(catalogueStatement, catalogueParameters(table));
     const { missing, migrations } = findMissing(table, catalogue, this.needs);
     return missing.length === 0 ? undefined : new IdempotencySchemaError(table, missing, migrations, { sqlFiles: this.join.layer.schemaAdvice === 'sql-files' });
-  }
-
-  /** With an `outbox`: its table and the columns the outbox and its relay read and write. */
-  private async inspectOutbox(): Promise<IdempotencySchemaError | undefined> {
-    if (this.outbox === null) {
-      return undefined;
-    }
-    const table = this.outbox.tableName;
-    const {
-      rows: [{ columns }],
-    } = await this.join.query<{ columns: string[] | null }>(outboxColumnsSql, [table]);
-    const missing = columns === null ? [`the table ${table}`] : OUTBOX_COLUMNS.filter((column) => !columns.includes(column)).map((column) => `the column ${column}`);
-    return missing.length === 0
-      ? undefined
-      : new IdempotencySchemaError(table, missing, ['CreateOutboxMessagesTable1796428800000'], { outbox: true, sqlFiles: this.join.layer.schemaAdvice === 'sql-files' });
   }
 }

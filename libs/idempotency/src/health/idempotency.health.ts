@@ -5,6 +5,7 @@ import { HEALTH_OPTIONS, type ResolvedHealthOptions } from './health.options.js'
 import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { StoreSchemaCheck } from '../discovery/store-schema.check.js';
+import { OutboxSchemaCheck } from '../outbox/outbox-schema.check.js';
 import { findProblems, type HealthFigures } from './health.assessment.js';
 import { estimateRows, readStoreStatistics, type StoreStatistics } from '../metrics/store-statistics.queries.js';
 import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from '../outbox/outbox.options.js';
@@ -44,6 +45,7 @@ export class IdempotencyHealthIndicator {
     @Inject(HEALTH_OPTIONS) private readonly options: ResolvedHealthOptions,
     private readonly join: DataLayerJoin,
     private readonly schema: StoreSchemaCheck,
+    private readonly outboxSchema: OutboxSchemaCheck,
     @Inject(OUTBOX_OPTIONS) private readonly outbox: ResolvedOutboxOptions | null,
   ) {}
 
@@ -57,7 +59,7 @@ export class IdempotencyHealthIndicator {
     let statistics: StoreStatistics;
     let outbox: OutboxStateRow | undefined;
     try {
-      const lacking = await this.schema.inspect();
+      const lacking = (await this.schema.inspect()) ?? (await this.outboxSchema.inspect());
       if (lacking) {
         return answer('down', { message: lacking.message, missing: lacking.missing });
       }

@@ -8,8 +8,6 @@ import { RepeatingTimer } from '../scheduling/repeating-timer.js';
 import { StoreSchemaCheck } from '../discovery/store-schema.check.js';
 import { IdempotencyMetricsService } from './idempotency-metrics.service.js';
 import { PrometheusExporter } from './prometheus.exporter.js';
-import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from '../outbox/outbox.options.js';
-import { type OutboxStateRow, outboxStateSql } from '../outbox/outbox.queries.js';
 
 /**
  * Samples the store for its gauges every `metrics.storeSampleInterval`, with the health
@@ -34,7 +32,6 @@ export class StoreSampler implements OnApplicationBootstrap, BeforeApplicationSh
     private readonly exporter: PrometheusExporter,
     private readonly join: DataLayerJoin,
     private readonly schema: StoreSchemaCheck,
-    @Inject(OUTBOX_OPTIONS) private readonly outbox: ResolvedOutboxOptions | null,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -62,16 +59,6 @@ export class StoreSampler implements OnApplicationBootstrap, BeforeApplicationSh
       });
     } catch (error) {
       this.logger.warn(metricsMessages.storeSampleFailed(this.store.tableName, (error as Error).message));
-    }
-    if (this.outbox !== null) {
-      try {
-        const {
-          rows: [state],
-        } = await this.join.query<OutboxStateRow>(outboxStateSql(this.outbox.tableName));
-        this.metrics.recordOutboxSample({ lagMs: Number(state.lag_ms ?? 0), deadLetters: state.dead_letters });
-      } catch (error) {
-        this.logger.warn(metricsMessages.storeSampleFailed(this.outbox.tableName, (error as Error).message));
-      }
     }
   }
 }

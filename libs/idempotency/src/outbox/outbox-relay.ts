@@ -4,7 +4,7 @@ import type { ClaimConnection } from '../data-layers/data-layer.js';
 import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import { within } from '../duration/within.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
-import { StoreSchemaCheck } from '../discovery/store-schema.check.js';
+import { OutboxSchemaCheck } from './outbox-schema.check.js';
 import type { OutgoingMessage } from './outbox-publisher.js';
 import { OUTBOX_OPTIONS, type ResolvedOutboxOptions, type ResolvedRelayOptions } from './outbox.options.js';
 import { outboxMessages } from './outbox.messages.js';
@@ -48,7 +48,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     @Inject(CLAIM_OPTIONS) private readonly claims: ResolvedClaimOptions,
     private readonly join: DataLayerJoin,
     private readonly metrics: IdempotencyMetricsService,
-    private readonly schema: StoreSchemaCheck,
+    private readonly schema: OutboxSchemaCheck,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -75,7 +75,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   }
 
   private async relay(relay: ResolvedRelayOptions): Promise<void> {
-    // Nest runs the bootstrap hooks together: a store the check refuses stops the application instead.
+    // Nest runs the bootstrap hooks together: a table the check refuses stops the application instead.
     if (!(await this.schema.passed())) {
       return;
     }

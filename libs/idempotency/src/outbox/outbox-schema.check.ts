@@ -1,0 +1,52 @@
+import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
+import { DataLayerJoin } from '../data-layers/data-layer-join.js';
+import { IdempotencySchemaError } from '../errors/idempotency.errors.js';
+import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from './outbox.options.js';
+import { OUTBOX_COLUMNS, outboxColumnsSql } from './outbox.queries.js';
+
+/**
+ * With an `outbox`, refuses to start when its table is missing or lacks a column the outbox and
+ * its relay use (`IdempotencySchemaError`, naming the migration); the relay starts only after it passed.
+ * @internal
+ */
+@Injectable()
+export class OutboxSchemaCheck implements OnApplicationBootstrap {
+  private settle!: (passed: boolean) => void;
+  private readonly settled = new Promise<boolean>((resolve) => (this.settle = resolve));
+
+  constructor(
+    @Inject(OUTBOX_OPTIONS) private readonly outbox: ResolvedOutboxOptions | null,
+    private readonly join: DataLayerJoin,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const problem = await this.inspect().catch((error: unknown) => {
+      this.settle(false);
+      throw error;
+    });
+    this.settle(problem === undefined);
+    if (problem) {
+      throw problem;
+    }
+  }
+
+  /** Whether the check at start-up passed (false without an outbox never happens: it passes). */
+  passed(): Promise<boolean> {
+    return this.settled;
+  }
+
+  /** What the outbox table lacks now; undefined when nothing (or there is no outbox). */
+  async inspect(): Promise<IdempotencySchemaError | undefined> {
+    if (this.outbox === null) {
+      return undefined;
+    }
+    const table = this.outbox.tableName;
+    const {
+      rows: [{ columns }],
+    } = await this.join.query<{ columns: string[] | null }>(outboxColumnsSql, [table]);
+    const missing = columns === null ? [`the table ${table}`] : OUTBOX_COLUMNS.filter((column) => !columns.includes(column)).map((column) => `the column ${column}`);
+    return missing.length === 0
+      ? undefined
+      : new IdempotencySchemaError(table, missing, ['CreateOutboxMessagesTable1796428800000'], { outbox: true, sqlFiles: this.join.layer.schemaAdvice === 'sql-files' });
+  }
+}
