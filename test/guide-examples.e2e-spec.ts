@@ -128,6 +128,7 @@ const PRELUDE: Record<string, string> = {
       'IdempotencyInterceptor',
       'IdempotencyModule',
       'IdempotentHandler',
+      'Outbox',
       'ProcessedMessage',
       'RedisLeaseStore',
     ].map((name) => [name, 'nestjs-idempotent-consumer']),

@@ -85,10 +85,6 @@ export interface StoreSample {
   readonly sampledAt: Date;
 }
 
-/**
- * Where the module's timings go: prom-client's histograms when a registry is in use.
- * @internal
- */
 /** What the outbox relays of this instance sent, by destination (the publisher's name). */
 export interface OutboxCounts {
   readonly destination: string;
@@ -106,6 +102,10 @@ export interface OutboxSample {
   readonly deadLetters: number;
 }
 
+/**
+ * Where the module's timings go: prom-client's histograms when a registry is in use.
+ * @internal
+ */
 export interface TimingSink {
   claimWait(consumer: string, seconds: number): void;
   claimToCommit(consumer: string, seconds: number): void;

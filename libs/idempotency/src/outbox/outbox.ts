@@ -62,6 +62,7 @@ export interface OutboxPublishOptions {
  */
 @Injectable()
 export class Outbox {
+  /** @internal Nest constructs it. */
   constructor(
     @Inject(OUTBOX_OPTIONS) private readonly options: ResolvedOutboxOptions | null,
     @Inject(CLAIM_STORAGE) private readonly storage: AsyncLocalStorage<ActiveClaim>,
