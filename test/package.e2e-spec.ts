@@ -114,8 +114,9 @@ const PUBLIC_NAMES = {
     'OutboxPublisher', 'OutboxRelayOptions', 'OutboxSample', 'OutgoingMessage', 'PgPoolDataLayer', 'PgPoolDataLayerOptions', 'ProcessedMessage',
     'PurgeFigures', 'PurgeOptions', 'PurgeOutcome', 'PurgeRun', 'RabbitMqPublisher', 'RabbitMqPublisherOptions', 'RecordPolicy', 'RecordedResponse',
     'RedisEvalClient', 'RedisLeaseStore', 'RefusalCounts', 'RemovableEntry', 'ReplayCacheOptions', 'ReplayOptions', 'SchemaMigrationSql',
-    'ScopeSource', 'SenderDuplicateRate', 'SenderOptions', 'StoreSample', 'StoredLeaseEntry', 'TracingOptions', 'TransactionStatements',
-    'TypeOrmDataLayer', 'TypeOrmDataLayerOptions', 'UnreadableReason', 'UpgradeProcessedMessagesTable1796342400000', 'schemaSql',
+    'ScopeSource', 'SenderDuplicateRate', 'SenderOptions', 'SqsPublisher', 'SqsPublisherOptions', 'SqsSending', 'StoreSample', 'StoredLeaseEntry',
+    'TracingOptions', 'TransactionStatements', 'TypeOrmDataLayer', 'TypeOrmDataLayerOptions', 'UnreadableReason',
+    'UpgradeProcessedMessagesTable1796342400000', 'schemaSql',
   ],
   'nestjs-idempotent-consumer/testing': [
     'ContractCheck', 'ContractConsumer', 'ContractExtras', 'ContractMessage', 'ContractStart', 'IdempotencyTestingModule', 'IdempotencyTestingOptions',
