@@ -100,4 +100,8 @@ export { RabbitMqPublisher } from './outbox/publishers/rabbitmq.publisher.js';
 export type { RabbitMqPublisherOptions } from './outbox/publishers/rabbitmq.publisher.js';
 export { JetStreamPublisher } from './outbox/publishers/jetstream.publisher.js';
 export type { JetStreamPublisherOptions, JetStreamPublishing } from './outbox/publishers/jetstream.publisher.js';
+export { BullMqPublisher } from './outbox/publishers/bullmq.publisher.js';
+export type { BullMqPublisherOptions } from './outbox/publishers/bullmq.publisher.js';
+export { SqsPublisher } from './outbox/publishers/sqs.publisher.js';
+export type { SqsPublisherOptions, SqsSending } from './outbox/publishers/sqs.publisher.js';
 export { CreateOutboxMessagesTable1796428800000 } from './migrations/create-outbox-messages-table.migration.js';

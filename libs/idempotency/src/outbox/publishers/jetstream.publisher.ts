@@ -2,7 +2,8 @@ import type { OutboxPublisher, OutgoingMessage } from '../outbox-publisher.js';
 
 /** What `JetStreamPublisher` needs of a JetStream client (`jetstream(nc)` of `@nats-io/jetstream`). */
 export interface JetStreamPublishing {
-  publish(subject: string, payload: string, options: { msgID: string; headers?: unknown }): Promise<unknown>;
+  /** The options are as optional as JetStream's client has them, so that it is one (the publisher always passes a `msgID`). */
+  publish(subject: string, payload: string, options?: { msgID?: string; headers?: { set(name: string, value: string): void } }): Promise<unknown>;
 }
 
 /** `JetStreamPublisher`'s options. */
