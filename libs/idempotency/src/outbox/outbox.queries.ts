@@ -1,6 +1,4 @@
-/** The outbox's SQL, for the table `table` (a checked plain identifier). @internal */
-
-/** One message as written, each value a SQL literal. */
+/** One message as written, each value a SQL literal. @internal */
 export interface OutboxRowLiterals {
   readonly id: string;
   readonly destination: string;
@@ -14,6 +12,7 @@ export interface OutboxRowLiterals {
 /**
  * Writes one message and wakes the relays listening on the table's channel at COMMIT, in one
  * statement that answers a count (a caller's statement function may be Prisma's, which cannot read `void`).
+ * @internal
  */
 export function insertOutboxSql(table: string, row: OutboxRowLiterals): string {
   return (
@@ -23,7 +22,7 @@ export function insertOutboxSql(table: string, row: OutboxRowLiterals): string {
   );
 }
 
-/** A message the relay took, as PostgreSQL answers it. */
+/** A message the relay took, as PostgreSQL answers it. @internal */
 export interface OutboxRow {
   readonly seq: string;
   readonly id: string;
@@ -40,6 +39,7 @@ export interface OutboxRow {
  * The next batch: due messages in the order they were written, locked for this relay's
  * transaction and skipped by the others'; of one ordering key only the oldest message not yet
  * dispatched (a dead letter holds its key's later messages back until it is requeued or discarded).
+ * @internal
  */
 export function takeBatchSql(table: string, batchSize: number): string {
   return (
@@ -50,11 +50,12 @@ export function takeBatchSql(table: string, batchSize: number): string {
   );
 }
 
+/** @internal */
 export function markDispatchedSql(table: string, seqs: readonly string[]): string {
   return `UPDATE "${table}" SET dispatched_at = now() WHERE seq IN (${seqs.join(', ')})`;
 }
 
-/** One failed publish: its message, the error (a literal), and its delay before the next attempt; `dead`: parked. */
+/** One failed publish: its message, the error (a literal), and its delay before the next attempt; `dead`: parked. @internal */
 export interface FailedPublish {
   readonly seq: string;
   readonly error: string;
@@ -62,6 +63,7 @@ export interface FailedPublish {
   readonly dead: boolean;
 }
 
+/** @internal */
 export function markFailedSql(table: string, failures: readonly FailedPublish[]): string {
   const values = failures.map(({ seq, error, delayMs, dead }) => `(${seq}::bigint, ${error}, ${delayMs}::bigint, ${dead})`).join(', ');
   return (
@@ -71,7 +73,7 @@ export function markFailedSql(table: string, failures: readonly FailedPublish[])
   );
 }
 
-/** Dispatched messages older than the retention, deleted in one batch beside the relays. */
+/** Dispatched messages older than the retention, deleted in one batch beside the relays. @internal */
 export function purgeDispatchedSql(table: string, retentionMs: number, batchSize: number): string {
   return (
     `WITH batch AS (SELECT seq FROM "${table}" WHERE dispatched_at < now() - ${retentionMs} * interval '1 millisecond' ` +
@@ -81,7 +83,7 @@ export function purgeDispatchedSql(table: string, retentionMs: number, batchSize
   );
 }
 
-/** The relay's state for health and metrics: the age of the oldest message not dispatched (dead letters aside), and the dead letters. */
+/** The relay's state for health and metrics: the age of the oldest message not dispatched (dead letters aside), and the dead letters. @internal */
 export function outboxStateSql(table: string): string {
   return (
     `SELECT (SELECT (extract(epoch FROM now() - created_at) * 1000)::bigint FROM "${table}" ` +
@@ -90,12 +92,13 @@ export function outboxStateSql(table: string): string {
   );
 }
 
+/** @internal */
 export interface OutboxStateRow {
   readonly lag_ms: string | null;
   readonly dead_letters: number;
 }
 
-/** Dead letters, oldest first; `$1` the limit. */
+/** Dead letters, oldest first; `$1` the limit. @internal */
 export function outboxDeadLettersSql(table: string): string {
   return (
     `SELECT id, destination, address, pattern, ordering_key, headers, payload, attempts, last_error, created_at, dead_lettered_at ` +
@@ -103,7 +106,7 @@ export function outboxDeadLettersSql(table: string): string {
   );
 }
 
-/** Makes the dead letters of ids `$1` due again, their attempts from zero, and wakes the relays at COMMIT. */
+/** Makes the dead letters of ids `$1` due again, their attempts from zero, and wakes the relays at COMMIT. @internal */
 export function outboxRequeueSql(table: string): string {
   return (
     `WITH requeued AS (UPDATE "${table}" SET dead_lettered_at = NULL, attempts = 0, next_attempt_at = now(), last_error = NULL ` +
@@ -113,17 +116,17 @@ export function outboxRequeueSql(table: string): string {
   );
 }
 
-/** Deletes the dead letters of ids `$1`. */
+/** Deletes the dead letters of ids `$1`. @internal */
 export function outboxDiscardSql(table: string): string {
   return `DELETE FROM "${table}" WHERE id = ANY ($1::text[]) AND dead_lettered_at IS NOT NULL RETURNING id`;
 }
 
-/** The columns the outbox and its relay use. */
+/** The columns the outbox and its relay use. @internal */
 export const OUTBOX_COLUMNS = [
   'seq', 'id', 'destination', 'address', 'pattern', 'headers', 'payload', 'ordering_key',
   'created_at', 'attempts', 'next_attempt_at', 'last_error', 'dispatched_at', 'dead_lettered_at',
 ] as const;
 
-/** The columns of the table `$1` (in the search path), or null when there is no such table. */
+/** The columns of the table `$1` (in the search path), or null when there is no such table. @internal */
 export const outboxColumnsSql =
   'SELECT array_agg(attname::text) AS columns FROM pg_attribute WHERE attrelid = to_regclass(quote_ident($1)) AND attnum > 0 AND NOT attisdropped';
