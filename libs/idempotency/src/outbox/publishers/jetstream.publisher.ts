@@ -2,7 +2,9 @@ import type { OutboxPublisher, OutgoingMessage } from '../outbox-publisher.js';
 
 /** What `JetStreamPublisher` needs of a JetStream client (`jetstream(nc)` of `@nats-io/jetstream`). */
 export interface JetStreamPublishing {
-  publish(subject: string, payload: string, options: { msgID: string; headers?: unknown }): Promise<unknown>;
+  // The options name only what every call passes: a client's own `headers` type (MsgHdrs) would
+  // not take an `unknown` here, and `jetstream(nc)` would not compile as this option.
+  publish(subject: string, payload: string, options: { msgID: string }): Promise<unknown>;
 }
 
 /** `JetStreamPublisher`'s options. */
