@@ -3,7 +3,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 /**
  * A TCP proxy to a broker or a database that the test can cut: `holdClientBytes()` stops
  * forwarding what the client sends (an ack, say) while the connection stays open, as a network
- * partition would; `dropConnections()` cuts the connections, as a broker restart would;
+ * partition would, and `holdServerBytes()` what the server sends (a publish's confirmation); `dropConnections()` cuts the connections, as a broker restart would;
  * `refuse()` and `accept()` take the server away and bring it back, as an outage does;
  * `retarget(port)` moves the address to another server, as a failover to a promoted replica does.
  * `openConnections()` counts the clients' connections still open.
@@ -12,6 +12,7 @@ export class TcpProxy {
   private readonly sockets = new Set<Socket>();
   private readonly clients = new Set<Socket>();
   private holding = false;
+  private holdingServer = false;
   private refusing = false;
   private server: Server;
   port = 0;
@@ -43,7 +44,9 @@ export class TcpProxy {
       client.on('data', (chunk) => {
         if (!this.holding) upstream.write(chunk);
       });
-      upstream.on('data', (chunk) => client.write(chunk));
+      upstream.on('data', (chunk) => {
+        if (!this.holdingServer) client.write(chunk);
+      });
     });
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
     this.port = (this.server.address() as { port: number }).port;
@@ -89,6 +92,15 @@ export class TcpProxy {
 
   holdClientBytes(): void {
     this.holding = true;
+  }
+
+  /**
+   * Stops forwarding what the server sends (a broker's publish confirmations, say) while what the
+   * client sends still reaches it and the connections stay open: the client's messages arrive, and
+   * it never learns that they did.
+   */
+  holdServerBytes(): void {
+    this.holdingServer = true;
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,28 @@
+import { Injectable } from '@nestjs/common';
+import { IdempotencyContext } from 'nestjs-idempotent-consumer';
+import { env, type GrantedCredit } from './outbox-app.js';
+
+/**
+ * The consumers' effect: one row in `granted_credits` per handled credit, in the claim's
+ * transaction. The table has no unique constraint on the message id: a credit granted twice would
+ * show as two rows. HANDLER_DELAY_MS keeps the handler in its transaction (pg_sleep) after its
+ * write, so that a test can kill the process mid-handler.
+ */
+@Injectable()
+export class GrantedCredits {
+  constructor(private readonly idempotency: IdempotencyContext) {}
+
+  async grant(credit: GrantedCredit): Promise<void> {
+    const manager = this.idempotency.manager;
+    await manager.query('INSERT INTO granted_credits (message_id, credit_id, account, cents) VALUES ($1, $2, $3, $4)', [
+      this.idempotency.key,
+      credit.creditId,
+      credit.account,
+      credit.cents,
+    ]);
+    const delayMs = Number(env.HANDLER_DELAY_MS ?? 0);
+    if (delayMs > 0) {
+      await manager.query('SELECT pg_sleep($1)', [delayMs / 1000]);
+    }
+  }
+}
