@@ -177,6 +177,31 @@ describe.each(LAYERS)('the claim on the %s data layer', (layer) => {
     expect(await rows('own')).toBe(2);
   });
 
+  it('a message the handler publishes through the outbox leaves with its commit, once; a handler that throws after publishing leaves none', async () => {
+    const announced = async () => (await (await fetch(`${app.baseUrl}/announced`)).json()) as string[];
+    const outboxRows = async (id: string) => Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM outbox_messages WHERE id = $1', [id]))[0].n);
+    expect((await credit(app.baseUrl, 'announce-failed', 'announce-failed', { announce: 'granted-failed', fail: true })).status).toBe(500);
+    const answers = await Promise.all(Array.from({ length: 10 }, () => credit(app.baseUrl, 'announce', 'announce', { announce: 'granted-1' })));
+    expect(answers.every((answer) => answer.status === 201 || answer.status === 409)).toBe(true);
+    await until(async () => (await announced()).includes('granted-1'), 'the relay sent granted-1');
+    expect(await outboxRows('granted-1')).toBe(1);
+    expect(await outboxRows('granted-failed')).toBe(0);
+    expect(await rows('announce')).toBe(1);
+    expect(await rows('announce-failed')).toBe(0);
+    expect((await announced()).filter((id) => id === 'granted-1' || id === 'granted-failed')).toEqual(['granted-1']);
+  });
+
+  it("Outbox.publish({ transaction }) in the service's own transaction: sent when it commits, never when it rolls back", async () => {
+    const announced = async () => (await (await fetch(`${app.baseUrl}/announced`)).json()) as string[];
+    const run = async (key: string, body: Record<string, unknown>) =>
+      (await (await fetch(`${app.baseUrl}/runs-own/own-announce`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ cents: 7, key, ...body }) })).json()) as Record<string, unknown>;
+    expect(await run('own-announce-rolled-back', { announce: 'own-granted-rolled-back', fail: true })).toEqual({ error: 'the service fails after run()' });
+    expect(await run('own-announce', { announce: 'own-granted' })).toEqual({ result: { account: 'own-announce', cents: 7 } });
+    await until(async () => (await announced()).includes('own-granted'), 'the relay sent own-granted');
+    expect(await db.query('SELECT id FROM outbox_messages WHERE id LIKE $1', ['own-granted%'])).toEqual([{ id: 'own-granted' }]);
+    expect(await announced()).not.toContain('own-granted-rolled-back');
+  });
+
   it('lease mode claims on the store of the layer: 10 concurrent duplicates, one credit', async () => {
     const answers = await Promise.all(
       Array.from({ length: 10 }, () =>

@@ -120,7 +120,7 @@ const PUBLIC_NAMES = {
   ],
   'nestjs-idempotent-consumer/testing': [
     'ContractCheck', 'ContractConsumer', 'ContractExtras', 'ContractMessage', 'ContractStart', 'IdempotencyTestingModule', 'IdempotencyTestingOptions',
-    'TransportHarness', 'leaseStoreContract', 'transportContract',
+    'TestingOutbox', 'TransportHarness', 'leaseStoreContract', 'transportContract',
   ],
 };
 

@@ -1,8 +1,8 @@
 import { Body, type CallHandler, Controller, type ExecutionContext, type INestApplication, Injectable, Post } from '@nestjs/common';
 import { BaseRpcContext, type CustomTransportStrategy, EventPattern, Payload, Server } from '@nestjs/microservices';
 import { Test, type TestingModule } from '@nestjs/testing';
-import { IdempotencyContext, IdempotencyContextError, IdempotencyInterceptor, IdempotentHandler } from 'nestjs-idempotent-consumer';
-import { IdempotencyTestingModule } from 'nestjs-idempotent-consumer/testing';
+import { IdempotencyContext, IdempotencyContextError, IdempotencyInterceptor, IdempotentHandler, Outbox } from 'nestjs-idempotent-consumer';
+import { IdempotencyTestingModule, TestingOutbox } from 'nestjs-idempotent-consumer/testing';
 import { lastValueFrom } from 'rxjs';
 import request from 'supertest';
 import type { EntityManager } from 'typeorm';
@@ -38,6 +38,19 @@ class PaymentsController {
   @IdempotentHandler({ key: { body: 'id' } })
   async settled(@Payload() event: { id: string; orderId: string }) {
     await this.payments.settle(event.orderId);
+  }
+}
+
+/** A controller that announces what it did through the outbox. */
+@Controller('refunds')
+class RefundsController {
+  constructor(private readonly outbox: Outbox) {}
+
+  @Post()
+  @IdempotentHandler()
+  async refund(@Body() body: { orderId: string }) {
+    const id = await this.outbox.publish({ to: 'rabbitmq', address: 'refunds', pattern: 'refund.issued', payload: body, id: `refund-${body.orderId}` });
+    return { id };
   }
 }
 
@@ -172,6 +185,19 @@ describe('unit tests of controllers with @IdempotentHandler(), without a databas
       await expect(worker.process({ data: { orderId: 'o-7' } })).resolves.toBe('settled');
       expect(fake.settled).toEqual(['o-7', 'o-7']);
       await moduleRef.close();
+    });
+
+    it('Outbox is a TestingOutbox: what a handler publishes is kept in order, nothing is written or sent', async () => {
+      const moduleRef = await Test.createTestingModule({ imports: [IdempotencyTestingModule.forRoot()], controllers: [RefundsController] }).compile();
+      const controller = moduleRef.get(RefundsController);
+      await expect(controller.refund({ orderId: 'o-9' })).resolves.toEqual({ id: 'refund-o-9' });
+      await expect(controller.refund({ orderId: 'o-9' })).resolves.toEqual({ id: 'refund-o-9' });
+      const outbox = moduleRef.get(Outbox);
+      expect(outbox).toBeInstanceOf(TestingOutbox);
+      expect((outbox as TestingOutbox).published).toEqual([
+        { to: 'rabbitmq', address: 'refunds', pattern: 'refund.issued', payload: { orderId: 'o-9' }, id: 'refund-o-9' },
+        { to: 'rabbitmq', address: 'refunds', pattern: 'refund.issued', payload: { orderId: 'o-9' }, id: 'refund-o-9' },
+      ]);
     });
 
     it('the controller method called directly runs the fake service', async () => {

@@ -16,6 +16,9 @@ import {
   IdempotentHandler,
   IdempotentRunner,
   MikroOrmDataLayer,
+  Outbox,
+  type OutboxPublisher,
+  type OutgoingMessage,
   PgPoolDataLayer,
   type IdempotencyModuleOptions,
 } from 'nestjs-idempotent-consumer';
@@ -44,8 +47,21 @@ const WRITER = Symbol('WRITER');
 /** A second pool of the service (an audit database, say): its writes cannot commit with the claim. */
 const SECOND_POOL = Symbol('SECOND_POOL');
 
+/** The broker of these services: it keeps the ids the relay sent it, for `GET /announced`. */
+class RecordingPublisher implements OutboxPublisher {
+  readonly sent: string[] = [];
+
+  async publish(message: OutgoingMessage): Promise<void> {
+    this.sent.push(message.id);
+  }
+}
+
+const ANNOUNCEMENTS = new RecordingPublisher();
+
 interface CreditBody {
   cents: number;
+  /** Publish `credit.granted` through the outbox after the write, with this id. */
+  announce?: string;
   gate?: string;
   fail?: boolean;
   nested?: NestedEnding;
@@ -61,6 +77,7 @@ class LayerController {
     private readonly health: IdempotencyHealthIndicator,
     private readonly runner: IdempotentRunner,
     @Inject(SECOND_POOL) private readonly secondPool: pg.Pool,
+    private readonly outbox: Outbox,
   ) {}
 
   @Post('credits/:account')
@@ -70,6 +87,7 @@ class LayerController {
     if (body.nested) await this.writer.creditNested(account, body.cents * 100, body.nested);
     if (body.gate) await this.writer.waitAtGate(body.gate);
     if (body.commitItself) await this.writer.commitItself();
+    if (body.announce) await this.outbox.publish({ to: 'recorder', address: 'credits', payload: { account, cents: body.cents }, id: body.announce });
     if (body.fail) throw new Error('the handler fails after its write');
     return { account, cents: body.cents, note: 'é ✓' };
   }
@@ -100,6 +118,7 @@ class LayerController {
           await credit(account, body.cents);
           return { account, cents: body.cents };
         });
+        if (body.announce) await this.outbox.publish({ to: 'recorder', address: 'credits', payload: { account }, id: body.announce }, { transaction });
         if (body.fail) throw new Error('the service fails after run()');
         return ran;
       });
@@ -143,6 +162,11 @@ class LayerController {
     return this.health.isHealthy();
   }
 
+  @Get('announced')
+  announced() {
+    return ANNOUNCEMENTS.sent;
+  }
+
   @Get('round-trips')
   roundTrips() {
     return { roundTrips: roundTrips() };
@@ -178,7 +202,11 @@ class OwnPool extends pg.Pool {
 @Module({})
 export class LayerAppModule {
   static register(layer: LayerName, databaseUrl: string): DynamicModule {
-    const options: IdempotencyModuleOptions = { purge: { interval: false }, retention: '1h' };
+    const options: IdempotencyModuleOptions = {
+      purge: { interval: false },
+      retention: '1h',
+      outbox: { publishers: { recorder: ANNOUNCEMENTS }, relay: { pollInterval: '1m' } },
+    };
     const pool: Provider = { provide: PG_POOL, useFactory: () => new OwnPool({ connectionString: databaseUrl, max: 10 }) };
     const byLayer: Record<LayerName, { imports: DynamicModule[]; providers: Provider[] }> = {
       pg: { imports: [], providers: [pool, { provide: WRITER, useClass: PgWriter }] },

@@ -7,13 +7,16 @@ import type { IdempotencyTestingOptions } from './idempotency-testing.options.js
 import { PassThroughDelivery } from './pass-through.delivery.js';
 import { PassThroughProviderCalls } from './pass-through.provider-calls.js';
 import { TestingIdempotencyContext } from './testing-idempotency.context.js';
+import { Outbox } from '../outbox/outbox.js';
+import { TestingOutbox } from './testing-outbox.js';
 
 /**
  * Stands in for `IdempotencyModule` in unit tests of controllers, with no database: an
  * `@IdempotentHandler()` method (HTTP route or `@EventPattern` / `@MessagePattern` handler) runs
  * once per call, whatever its key, and nothing is claimed, recorded or replayed.
  * `IdempotencyContext` is active everywhere, also in a handler called directly, and answers the
- * options' fixed values; `manager` is the one given, or throws `IdempotencyContextError`.
+ * options' fixed values; `manager` is the one given, or throws `IdempotencyContextError`. `Outbox`
+ * is a `TestingOutbox`, which keeps what is published in `published` and sends nothing.
  * Global: import it once in the testing module.
  *
  * @example
@@ -37,11 +40,12 @@ export class IdempotencyTestingModule {
       providers: [
         PassThroughProviderCalls,
         { provide: IdempotencyContext, useValue: new TestingIdempotencyContext(options) },
+        { provide: Outbox, useFactory: () => new TestingOutbox() },
         // What @IdempotentHandler()'s interceptor needs, in place of the claiming deliveries.
         { provide: HttpDelivery, useValue: delivery },
         { provide: MessageDelivery, useValue: delivery },
       ],
-      exports: [IdempotencyContext, HttpDelivery, MessageDelivery],
+      exports: [IdempotencyContext, Outbox, HttpDelivery, MessageDelivery],
     };
   }
 }

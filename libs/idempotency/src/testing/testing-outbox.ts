@@ -1,0 +1,24 @@
+import { randomUUID } from 'node:crypto';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { Outbox, type OutboxMessage } from '../outbox/outbox.js';
+
+/**
+ * `Outbox` under `IdempotencyTestingModule`: nothing is written or sent; each message is kept, in
+ * order, in `published`, for the test to read (`moduleRef.get(Outbox) as TestingOutbox`).
+ */
+export class TestingOutbox extends Outbox {
+  /** What the code under test published, in order, each with its id (the given one, or a UUID). */
+  readonly published: (OutboxMessage & { readonly id: string })[] = [];
+
+  /** @internal `IdempotencyTestingModule` constructs it. */
+  constructor() {
+    super(null, new AsyncLocalStorage());
+  }
+
+  /** Keeps `message` (whatever transaction is given); answers its id. */
+  override async publish(message: OutboxMessage): Promise<string> {
+    const id = message.id ?? randomUUID();
+    this.published.push({ ...message, id });
+    return id;
+  }
+}
