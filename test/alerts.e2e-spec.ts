@@ -2,6 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Registry } from 'prom-client';
+import { schemaSql } from 'nestjs-idempotent-consumer';
 import { parse } from 'yaml';
 import { FixtureController, FixtureModule } from './fixtures/fixture.module.js';
 import { post, startDemoApp } from './support/demo-app.js';
@@ -62,9 +63,12 @@ describe('the metrics operators alert on, and the shipped alert rules and dashbo
 
   beforeAll(async () => {
     db = await createTestDatabase();
+    // A service with an outbox, so that its metrics are registered too (its relay sends nothing here).
+    await db.query((await schemaSql()).find((migration) => migration.name.endsWith('create-outbox-messages-table'))!.sql);
     ({ app, baseUrl } = await startDemoApp('express', db.url, [FixtureModule], false, {
       purge: { interval: false },
       metrics: { registry, storeSampleInterval: '200ms' },
+      outbox: { publishers: { rabbitmq: { publish: async () => undefined } } },
     }));
   });
 
@@ -122,6 +126,8 @@ describe('the metrics operators alert on, and the shipped alert rules and dashbo
     expect(sample(text, 'idempotency_store_purge_lag_seconds')).toBe(0);
     expect(sample(text, 'idempotency_store_oldest_row_age_seconds')).toBeGreaterThan(0);
     expect(sample(text, 'idempotency_store_last_sample_timestamp_seconds')).toBeGreaterThan(Date.now() / 1000 - 60);
+    expect(sample(text, 'idempotency_outbox_lag_seconds')).toBe(0);
+    expect(sample(text, 'idempotency_outbox_dead_letters')).toBe(0);
   });
 
   describe('every metric the shipped files read is one the module exposes', () => {

@@ -622,7 +622,7 @@ describe('the guide\'s examples, compiled and run from the packed tarball', () =
   });
 
   it('runs the data source of "From the TypeORM CLI" through the TypeORM CLI: the library\'s migrations, then the service\'s', async () => {
-    await scenario(['data-source.ts', 'migrations/1796428800000-create-ledger.ts'], async () => {
+    await scenario(['data-source.ts', 'migrations/1796500000000-create-ledger.ts'], async () => {
       const cli = ['node_modules/typeorm/cli.js', 'migration:run', '-d', 'dist/examples/data-source.js'];
       await run(process.execPath, cli, { cwd: directory, timeout: 60_000, env: { ...process.env, DATABASE_URL: db.url } });
       const recorded = await db.query<{ name: string }>('SELECT name FROM migrations ORDER BY id');
@@ -630,7 +630,7 @@ describe('the guide\'s examples, compiled and run from the packed tarball', () =
         'CreateProcessedMessagesTable1764633600000',
         'CreateProcessedMessagesFunctions1796256000000',
         'UpgradeProcessedMessagesTable1796342400000',
-        'CreateLedger1796428800000',
+        'CreateLedger1796500000000',
       ]);
       expect(await count(`SELECT count(*) AS n FROM pg_proc WHERE proname IN ('processed_messages_claim', 'processed_messages_record')`)).toBe(2);
       const again = await run(process.execPath, cli, { cwd: directory, timeout: 60_000, env: { ...process.env, DATABASE_URL: db.url } });

@@ -68,6 +68,9 @@ export type {
   AdminKeyState,
   AdminListOptions,
   AdminLookupOptions,
+  AdminOutboxActionOptions,
+  AdminOutboxListOptions,
+  AdminOutboxMessage,
   AdminReleaseOptions,
   AdminUnreadableResponse,
 } from './admin/idempotency-admin.service.js';

@@ -17,6 +17,7 @@ export const healthMessages = {
   outboxLagging: (lag: string, max: string) =>
     `The oldest outbox message not dispatched yet was written ${lag} ago, longer than health.maxOutboxLag (${max}): is a relay running, and does the broker accept its messages?`,
   outboxDeadLetters: (count: number, max: number) =>
-    `${count} outbox messages are parked as dead letters, more than health.maxOutboxDeadLetters (${max}): requeue or discard them with IdempotencyAdmin.`,
+    `${count === 1 ? '1 outbox message is parked as a dead letter' : `${count} outbox messages are parked as dead letters`}, ` +
+    `more than health.maxOutboxDeadLetters (${max}): requeue or discard ${count === 1 ? 'it' : 'them'} with IdempotencyAdmin.`,
   storeUnreadable: (table: string, reason: string) => `The store ${table} could not be read: ${reason}`,
 };

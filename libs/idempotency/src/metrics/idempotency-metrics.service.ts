@@ -109,8 +109,6 @@ export interface OutboxSample {
 export interface TimingSink {
   claimWait(consumer: string, seconds: number): void;
   claimToCommit(consumer: string, seconds: number): void;
-  /** The size of one batch of the outbox relay. */
-  outboxBatch(size: number): void;
 }
 
 /** Everything the module counts, at one moment. */
@@ -157,6 +155,8 @@ export class IdempotencyMetricsService {
    * @internal
    */
   timings: TimingSink | undefined;
+  /** Where the outbox relay's batch sizes go: prom-client's histogram when the outbox's metrics are registered. @internal */
+  outboxBatches: ((size: number) => void) | undefined;
 
   /** @internal Nest constructs it. */
   constructor(@Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions) {}
@@ -234,7 +234,7 @@ export class IdempotencyMetricsService {
     batch.published.forEach((destination) => (counts(destination).published += 1));
     batch.failed.forEach((destination) => (counts(destination).failed += 1));
     this.outboxDeadLettered += batch.deadLettered;
-    this.timings?.outboxBatch(batch.size);
+    this.outboxBatches?.(batch.size);
   }
 
   outbox(): { readonly destinations: OutboxCounts[]; readonly deadLettered: number; readonly sample: OutboxSample | null } {

@@ -26,6 +26,7 @@ export class PrometheusExporter implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('Idempotency');
   private registry: MetricsRegistry | undefined;
   private readonly names: string[] = [];
+  private client: PromClient | undefined;
 
   constructor(
     @Inject(METRICS_OPTIONS) private readonly options: ResolvedMetricsOptions,
@@ -51,6 +52,7 @@ export class PrometheusExporter implements OnModuleInit, OnApplicationShutdown {
       this.logger.warn(metricsMessages.metricsAlreadyInDefaultRegistry());
       return;
     }
+    this.client = client;
     this.registerAll(client);
   }
 
@@ -61,6 +63,7 @@ export class PrometheusExporter implements OnModuleInit, OnApplicationShutdown {
 
   onApplicationShutdown(): void {
     this.metrics.timings = undefined;
+    this.metrics.outboxBatches = undefined;
     this.names.splice(0).forEach((name) => this.registry?.removeSingleMetric(name));
   }
 
@@ -84,39 +87,10 @@ export class PrometheusExporter implements OnModuleInit, OnApplicationShutdown {
       'Time from the start of a delivery to its claim won, or its twin found processed, by consumer.',
     );
     const claimToCommit = histogram('idempotency_claim_to_commit_seconds', 'Time from a claim won to its commit with the handler\'s work, by consumer.');
-    let outboxBatch!: InstanceType<typeof Histogram>;
-    this.register('idempotency_outbox_batch_size', (name) => (outboxBatch = new Histogram({ name, help: 'Messages per batch of the outbox relay.', buckets: BATCH_BUCKETS, registers })));
     metrics.timings = {
       claimWait: (consumer, seconds) => claimWait.observe({ consumer }, seconds),
       claimToCommit: (consumer, seconds) => claimToCommit.observe({ consumer }, seconds),
-      outboxBatch: (size) => outboxBatch.observe(size),
     };
-    for (const [name, help, read] of [
-      ['idempotency_outbox_published_total', 'Outbox messages the broker confirmed, by destination (the publisher\'s name).', (counts: OutboxCounts) => counts.published],
-      ['idempotency_outbox_failed_total', 'Failed publishes of outbox messages (each retried after a delay, or parked), by destination.', (counts: OutboxCounts) => counts.failed],
-    ] as const) {
-      this.register(name, () => new Counter({
-        name,
-        help,
-        labelNames: ['destination'],
-        registers,
-        collect() {
-          this.reset();
-          for (const counts of metrics.outbox().destinations) {
-            this.inc({ destination: counts.destination }, read(counts));
-          }
-        },
-      }));
-    }
-    this.register('idempotency_outbox_dead_lettered_total', (name) => new Counter({
-      name,
-      help: 'Outbox messages this instance parked as dead letters after their last attempt.',
-      registers,
-      collect() {
-        this.reset();
-        this.inc(metrics.outbox().deadLettered);
-      },
-    }));
     this.register('idempotency_in_flight_deliveries', (name) => new Gauge({
       name,
       help: 'Deliveries to idempotent handlers in progress on this instance, by consumer.',
@@ -193,23 +167,6 @@ export class PrometheusExporter implements OnModuleInit, OnApplicationShutdown {
       'Age of the unexpired row that expires first: how far back the store remembers when every handler keeps ids as long.',
       (s) => (s.oldestRowAgeMs === null ? null : s.oldestRowAgeMs / 1000),
     );
-    for (const [name, help, read] of [
-      ['idempotency_outbox_lag_seconds', 'The age of the oldest outbox message not dispatched yet (dead letters aside); 0 when every message was sent.', (lagMs: number) => lagMs / 1000],
-      ['idempotency_outbox_dead_letters', 'Outbox messages parked as dead letters, waiting for IdempotencyAdmin to requeue or discard them.', (_: number, dead: number) => dead],
-    ] as const) {
-      this.register(name, () => new Gauge({
-        name,
-        help,
-        registers,
-        collect() {
-          const sample = metrics.outbox().sample;
-          this.reset();
-          if (sample !== null) {
-            this.set(read(sample.lagMs, sample.deadLetters));
-          }
-        },
-      }));
-    }
     gauge('idempotency_store_last_sample_timestamp_seconds', 'When the store was last sampled for these gauges, in seconds since the epoch.', (s) => s.sampledAt.getTime() / 1000);
   }
 
@@ -302,6 +259,67 @@ export class PrometheusExporter implements OnModuleInit, OnApplicationShutdown {
         }
       },
     }));
+  }
+
+  /**
+   * The outbox's metrics, registered by the outbox when the module has one: its counters, the
+   * batch sizes and the gauges of its lag and dead letters (from its sampler's latest sample).
+   * @internal
+   */
+  registerOutbox(): void {
+    const client = this.client;
+    if (client === undefined) {
+      return;
+    }
+    const { Counter, Gauge, Histogram } = client;
+    const metrics = this.metrics;
+    const registers = [this.registry as never];
+    let outboxBatch!: InstanceType<typeof Histogram>;
+    this.register('idempotency_outbox_batch_size', (name) => (outboxBatch = new Histogram({ name, help: 'Messages per batch of the outbox relay.', buckets: BATCH_BUCKETS, registers })));
+    metrics.outboxBatches = (size) => outboxBatch.observe(size);
+    for (const [name, help, read] of [
+      ['idempotency_outbox_published_total', 'Outbox messages the broker confirmed, by destination (the publisher\'s name).', (counts: OutboxCounts) => counts.published],
+      ['idempotency_outbox_failed_total', 'Failed publishes of outbox messages (each retried after a delay, or parked), by destination.', (counts: OutboxCounts) => counts.failed],
+    ] as const) {
+      this.register(name, () => new Counter({
+        name,
+        help,
+        labelNames: ['destination'],
+        registers,
+        collect() {
+          this.reset();
+          for (const counts of metrics.outbox().destinations) {
+            this.inc({ destination: counts.destination }, read(counts));
+          }
+        },
+      }));
+    }
+    this.register('idempotency_outbox_dead_lettered_total', (name) => new Counter({
+      name,
+      help: 'Outbox messages this instance parked as dead letters after their last attempt.',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(metrics.outbox().deadLettered);
+      },
+    }));
+    for (const [name, help, read] of [
+      ['idempotency_outbox_lag_seconds', 'The age of the oldest outbox message not dispatched yet (dead letters aside); 0 when every message was sent.', (lagMs: number) => lagMs / 1000],
+      ['idempotency_outbox_dead_letters', 'Outbox messages parked as dead letters, waiting for IdempotencyAdmin to requeue or discard them.', (_: number, dead: number) => dead],
+    ] as const) {
+      this.register(name, () => new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          const sample = metrics.outbox().sample;
+          this.reset();
+          if (sample !== null) {
+            this.set(read(sample.lagMs, sample.deadLetters));
+          }
+        },
+      }));
+    }
   }
 
   private register(name: string, create: (name: string) => unknown): void {

@@ -79,6 +79,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     if (!(await this.schema.passed())) {
       return;
     }
+    this.logger.log(outboxMessages.relayStarted(this.table, relay.batchSize, relay.listen, relay.pollIntervalMs));
     while (!this.stopping) {
       this.woken = false;
       let more = false;

@@ -18,6 +18,8 @@ export const outboxMessages = {
   refused: (to: string, reason: string) => `Outbox.publish(): the publisher '${to}' cannot send this message: ${reason}`,
   notJson: (cause: string) => `Outbox.publish(): the payload cannot be written as JSON: ${cause}`,
   publishTimedOut: (ms: number) => `no confirmation from the broker within ${ms} ms`,
+  relayStarted: (table: string, batchSize: number, listens: boolean, pollIntervalMs: number) =>
+    `The outbox relay of ${table} started: batches of ${batchSize}, woken ${listens ? 'by NOTIFY at each commit that writes messages, and ' : ''}every ${pollIntervalMs} ms.`,
   relayFailed: (table: string, cause: string) => `The outbox relay of ${table} failed a batch and carries on after ${'`pollInterval`'}: ${cause}`,
   listenLost: (table: string, cause: string) => `The outbox relay of ${table} lost its LISTEN connection (${cause}); it polls until it has listened again.`,
   deadLettered: (table: string, id: string, attempts: number, error: string) =>

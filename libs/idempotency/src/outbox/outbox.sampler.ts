@@ -10,8 +10,9 @@ import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from './outbox.options.js'
 import { type OutboxStateRow, outboxStateSql } from './outbox.queries.js';
 
 /**
- * Reads the outbox's lag and dead letters for the gauges `idempotency_outbox_lag_seconds` and
- * `idempotency_outbox_dead_letters`, every `metrics.storeSampleInterval`, as the store's are read.
+ * With an `outbox` and a metrics registry: registers the outbox's metrics, and reads its lag and
+ * dead letters for the gauges `idempotency_outbox_lag_seconds` and `idempotency_outbox_dead_letters`
+ * every `metrics.storeSampleInterval`, as the store's are read.
  * @internal
  */
 @Injectable()
@@ -31,7 +32,11 @@ export class OutboxSampler implements OnApplicationBootstrap, BeforeApplicationS
 
   async onApplicationBootstrap(): Promise<void> {
     const outbox = this.outbox;
-    if (outbox === null || this.options.storeSampleIntervalMs === null || !this.exporter.isRegistered || !(await this.schema.passed()) || this.stopped) {
+    if (outbox === null || !this.exporter.isRegistered) {
+      return;
+    }
+    this.exporter.registerOutbox();
+    if (this.options.storeSampleIntervalMs === null || !(await this.schema.passed()) || this.stopped) {
       return;
     }
     this.timer = new RepeatingTimer(this.options.storeSampleIntervalMs, () => this.sample(outbox.tableName));
