@@ -1,5 +1,13 @@
-import type { INestApplication } from '@nestjs/common';
-import { IdempotencyHealthIndicator, IdempotencyMetricsService, IdempotencyPurgeService } from 'nestjs-idempotent-consumer';
+import { Body, Controller, type INestApplication, Module, Post } from '@nestjs/common';
+import {
+  IdempotencyContext,
+  IdempotencyHealthIndicator,
+  IdempotencyMetricsService,
+  IdempotencyPurgeService,
+  IdempotentHandler,
+  Outbox,
+  schemaSql,
+} from 'nestjs-idempotent-consumer';
 import { post, startDemoApp } from './support/demo-app.js';
 import { measureUntil } from './support/latency.js';
 import { PGBOUNCER_POOL_SIZE, type PgBouncer, pgBouncerAvailable, startPgBouncer } from './support/pgbouncer.js';
@@ -167,5 +175,75 @@ describeWithPgBouncer('behind PgBouncer in transaction pooling mode', () => {
     expect(await purge.purgeNow()).toMatchObject({ outcome: 'purged', rows: 100 });
     expect(await countProcessedMessages(db, 'Bouncer.unexpired')).toBe(UNEXPIRED);
     console.log(`pgbouncer e2e: a purge of ${run.rows} rows in ${run.batches} batches ran on ${servers.size} server connections`);
+  });
+});
+
+/** The broker of the outbox block: it keeps the ids the relay sent it, in order. */
+const sentThroughBouncer: string[] = [];
+
+@Controller('bounced-grants')
+class BouncedGrantsController {
+  constructor(
+    private readonly outbox: Outbox,
+    private readonly idempotency: IdempotencyContext,
+  ) {}
+
+  @Post()
+  @IdempotentHandler()
+  async grant(@Body() body: { id: string; account: string; fail?: boolean }) {
+    await this.idempotency.manager.query('INSERT INTO ledger_entries (account, cents) VALUES ($1, 1)', [body.account]);
+    await this.outbox.publish({ to: 'recorder', address: 'grants', payload: body, id: body.id, orderingKey: body.account });
+    if (body.fail) {
+      throw new Error('the handler fails after publishing');
+    }
+    return { id: body.id };
+  }
+}
+
+@Module({ controllers: [BouncedGrantsController] })
+class BouncedGrantsModule {}
+
+describeWithPgBouncer('the outbox behind PgBouncer in transaction pooling mode (relay polling, listen: false)', () => {
+  let db: TestDatabase;
+  let bouncer: PgBouncer;
+  let app: INestApplication;
+  let baseUrl: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    await db.query((await schemaSql()).find((migration) => migration.name.endsWith('create-outbox-messages-table'))!.sql);
+    bouncer = await startPgBouncer(db.url);
+    ({ app, baseUrl } = await startDemoApp('express', bouncer.url, [BouncedGrantsModule], false, {
+      purge: { interval: false },
+      outbox: { publishers: { recorder: { publish: async (message) => void sentThroughBouncer.push(message.id) } }, relay: { listen: false, pollInterval: '100ms', batchSize: 10 } },
+    }));
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await bouncer?.stop();
+    await db?.drop();
+  });
+
+  it('sends what committed once, in each ordering key\'s order, and nothing of a handler that failed; no transaction stays open', async () => {
+    const grant = (id: string, account: string, fail = false) => post(`${baseUrl}/bounced-grants`, { id, account, fail }, { 'Idempotency-Key': id });
+    const ids = Array.from({ length: 60 }, (_, index) => `bounced-${index}`);
+    const answers = await Promise.all(ids.map((id, index) => grant(id, `acc-${index % 3}`, index % 10 === 9)));
+    expect(answers.map((answer) => answer.status)).toEqual(ids.map((_, index) => (index % 10 === 9 ? 500 : 201)));
+    const committed = ids.filter((_, index) => index % 10 !== 9);
+    // A duplicate of each writes nothing more.
+    expect((await Promise.all(committed.slice(0, 10).map((id) => grant(id, `acc-${ids.indexOf(id) % 3}`)))).map((answer) => answer.headers.get('idempotent-replayed'))).toEqual(
+      Array(10).fill('true'),
+    );
+    await until(async () => committed.every((id) => sentThroughBouncer.includes(id)), 'the relay sent every committed grant', 30_000);
+    expect([...sentThroughBouncer].sort()).toEqual([...committed].sort());
+    for (const account of ['acc-0', 'acc-1', 'acc-2']) {
+      const written = (await db.query<{ id: string }>(`SELECT id FROM outbox_messages WHERE ordering_key = $1 ORDER BY seq`, [account])).map((row) => row.id);
+      expect(sentThroughBouncer.filter((id) => written.includes(id))).toEqual(written);
+    }
+    expect(await db.query(`SELECT count(*)::int AS n FROM outbox_messages WHERE dispatched_at IS NULL`)).toEqual([{ n: 0 }]);
+    expect(
+      await db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'`),
+    ).toEqual([{ n: 0 }]);
   });
 });
