@@ -474,9 +474,9 @@ describe.each(['rabbitmq', 'jetstream'] as const)('the transactional outbox to %
     it('g. the consumer SIGKILLed mid-handler with messages in flight, then restarted: each credit granted once', async () => {
       const w = await world('g');
       const producer = await startProducer(w);
-      const slowStarts = startConsumer(w, { HANDLER_DELAY_MS: '300', ACK_WAIT_MS: '3000' });
-      await credits(producer, w, 60, 8);
-      const slow = await slowStarts;
+      const slow = await startConsumer(w, { HANDLER_DELAY_MS: '1000', ACK_WAIT_MS: '3000' });
+      // Watched while the credits stream in, not after: a fast machine grants them all in the meantime.
+      const sending = credits(producer, w, 60, 8);
       await until(
         async () =>
           (await counts(w)).granted >= 3 &&
@@ -486,6 +486,7 @@ describe.each(['rabbitmq', 'jetstream'] as const)('the transactional outbox to %
       );
       const before = await counts(w);
       await slow.kill('SIGKILL');
+      await sending;
       const restarted = await startConsumer(w, { ACK_WAIT_MS: '3000' });
       await expectExactlyOnce(w, 60);
       note(
