@@ -1,7 +1,6 @@
 import { Body, Controller, type DynamicModule, Get, Inject, Injectable, type MiddlewareConsumer, Module, type NestMiddleware, type NestModule, Post, Query } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { randomUUID } from 'node:crypto';
 import { IdempotencyContext, IdempotencyModule, IdempotentHandler, Outbox, type OutboxPublisher, RabbitMqPublisher } from 'nestjs-idempotent-consumer';
 import { toCreditRequest } from '../../apps/demo-api/src/credits/credit-request.js';
 import { LedgerEntry } from '../../apps/demo-api/src/credits/ledger-entry.entity.js';
@@ -33,7 +32,8 @@ const CONFIG = Symbol('OUTBOX_BENCH_CONFIG');
  * The credit handler of the bench app three ways, all `@IdempotentHandler()` on TypeORM: with no
  * event (`baseline`); publishing `credit.granted` straight to RabbitMQ once the claim committed,
  * before the answer leaves (`direct`, see `DirectPublishMiddleware`); and writing it with
- * `Outbox.publish()` in the claim's transaction (`outbox`), for the relay to send.
+ * `Outbox.publish()` in the claim's transaction (`outbox`), for the relay to send. An event's id
+ * is the request's `Idempotency-Key`, so the runner can match each message to its request.
  */
 @Controller()
 class OutboxBenchController {
@@ -62,7 +62,7 @@ class OutboxBenchController {
   async viaOutbox(@Body() body: unknown) {
     const { account, cents } = toCreditRequest(body);
     const balance = await grantCredit(this.idempotency.manager, account, cents);
-    await this.outbox.publish({ to: 'rabbitmq', address: this.config.queue, pattern: CREDIT_GRANTED, payload: { account, cents } });
+    await this.outbox.publish({ to: 'rabbitmq', address: this.config.queue, pattern: CREDIT_GRANTED, payload: { account, cents }, id: this.idempotency.key });
     return { account, cents, balance };
   }
 
@@ -105,7 +105,7 @@ class DirectPublishMiddleware implements NestMiddleware {
       }
       const { account, cents } = toCreditRequest(request.body);
       this.publisher
-        .publish({ id: randomUUID(), address: this.config.queue, pattern: CREDIT_GRANTED, headers: {}, payload: JSON.stringify({ account, cents }), orderingKey: undefined })
+        .publish({ id: String(request.headers['idempotency-key']), address: this.config.queue, pattern: CREDIT_GRANTED, headers: {}, payload: JSON.stringify({ account, cents }), orderingKey: undefined })
         .then(
           () => end(...args),
           (error: unknown) => response.destroy(error as Error),
