@@ -151,6 +151,10 @@ async function outboxArm(context: BenchContext, how: InstructionWindows, broker:
   const queue = `bench-${name}`;
   await createOutboxTable(context, table);
   await broker.declareQueue(queue);
+  // A consumer in the runner keeps the queue in use: the broker deletes a run's queue after 10
+  // minutes without one (x-expires), and an arm under valgrind outlasts that; its mandatory
+  // publishes then came back unroutable, and the relay dead-lettered them (a full run on 2026-12-05).
+  const drain = await consumeArrivals(broker.url, queue);
   const setup = { databaseUrl: context.database.url, rabbitmqUrl: broker.url, queue, table };
   const apps: OutboxBenchAppProcess[] = [];
   try {
@@ -171,12 +175,14 @@ async function outboxArm(context: BenchContext, how: InstructionWindows, broker:
       },
       stop: async () => {
         await Promise.all(apps.map((process) => process.stop()));
+        await drain.close();
         await broker.deleteQueue(queue);
         await context.database.query(`DROP TABLE "${table}"`);
       },
     };
   } catch (error) {
     await Promise.all(apps.map((process) => process.stop()));
+    await drain.close();
     throw error;
   }
 }
