@@ -10,6 +10,7 @@ import { instructions } from './instructions.case.js';
 import { latency } from './latency.case.js';
 import { leaseMode } from './lease-mode.case.js';
 import { memory } from './memory.case.js';
+import { outboxCase } from './outbox.case.js';
 import { natsJetStreamConsumer } from './nats-jetstream-consumer.case.js';
 import { peer } from './peer.case.js';
 import { productionOptions } from './production-options.case.js';
@@ -18,5 +19,5 @@ import { rabbitmqConsumer } from './rabbitmq-consumer.case.js';
 import { sqsConsumer } from './sqs-consumer.case.js';
 
 /** The cases `npm run bench` measures, in the order it runs them. Add a case here, one file each. */
-export const CASES: readonly BenchCase[] = [httpFirstDeliveries, httpDuplicates, databaseLimit, rabbitmqConsumer, purge, health, memory, leaseMode, latency, peer, productionOptions, bullmqProcessor, natsJetStreamConsumer, sqsConsumer, golevelupRabbitmqConsumer, instructions, dataLayers];
+export const CASES: readonly BenchCase[] = [httpFirstDeliveries, httpDuplicates, databaseLimit, rabbitmqConsumer, purge, health, memory, leaseMode, latency, peer, productionOptions, bullmqProcessor, natsJetStreamConsumer, sqsConsumer, golevelupRabbitmqConsumer, instructions, dataLayers, outboxCase];
 

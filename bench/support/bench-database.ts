@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import {
+  CreateOutboxMessagesTable1796428800000,
   CreateProcessedMessagesFunctions1796256000000,
   UpgradeProcessedMessagesTable1796342400000,
   CreateProcessedMessagesTable1764633600000,
@@ -183,12 +184,18 @@ async function readServerCpu(postmaster: number): Promise<number | undefined> {
   }
 }
 
-/** Creates the demo's credit tables and the processed-messages table, with their functions, in the database at `url`. */
+/** Creates the demo's credit tables, the processed-messages table with its functions, and the outbox table, in the database at `url`. */
 export async function createSchema(url: string): Promise<void> {
   const dataSource = new DataSource({
     type: 'postgres',
     url,
-    migrations: [CreateProcessedMessagesTable1764633600000, CreateProcessedMessagesFunctions1796256000000, UpgradeProcessedMessagesTable1796342400000, CreateCreditTables1764633600001],
+    migrations: [
+      CreateProcessedMessagesTable1764633600000,
+      CreateProcessedMessagesFunctions1796256000000,
+      UpgradeProcessedMessagesTable1796342400000,
+      CreateOutboxMessagesTable1796428800000,
+      CreateCreditTables1764633600001,
+    ],
   });
   await dataSource.initialize();
   try {

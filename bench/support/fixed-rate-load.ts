@@ -14,6 +14,8 @@ export interface FixedRateLoad {
   connections: number;
   /** The key and JSON body of the load's n-th request. */
   request: HttpLoad['request'];
+  /** Called at each 2xx answer, once it has been read whole: the request's number and the time (epoch ms, sub-millisecond). */
+  onAnswer?: (n: number, answeredAt: number) => void;
 }
 
 /** How often the sender looks whether a request is due: Node's shortest timer. */
@@ -63,6 +65,8 @@ export async function runFixedRateLoad(load: FixedRateLoad): Promise<Measurement
               const status = answer.statusCode ?? 0;
               if (status < 200 || status >= 300) {
                 failures.push(`HTTP ${status}`);
+              } else {
+                load.onAnswer?.(n, performance.timeOrigin + performance.now());
               }
               settle();
             });
