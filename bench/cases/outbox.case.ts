@@ -234,7 +234,7 @@ interface RateResult {
    * where the message arrived before the runner had read the answer), as `lagMs` is an upper bound.
    */
   readonly lagFromAnswerMs: { readonly p50: number; readonly p95: number; readonly max: number };
-  /** From `created_at` to `dispatched_at` (the relay's batch began), ms. */
+  /** From `created_at` to `dispatched_at` (the statement that marked its batch, after the confirmations), ms. */
   readonly takenLagMs: { readonly p50: number; readonly p95: number; readonly max: number };
   readonly batches: BatchSizes;
   /** The app's CPU time (user + system) per message, relaying included. */

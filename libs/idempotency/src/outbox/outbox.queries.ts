@@ -52,7 +52,8 @@ export function takeBatchSql(table: string, batchSize: number): string {
 
 /** @internal */
 export function markDispatchedSql(table: string, seqs: readonly string[]): string {
-  return `UPDATE "${table}" SET dispatched_at = now() WHERE seq IN (${seqs.join(', ')})`;
+  // Not now(), the batch transaction's start: the statement arrives after the broker confirmed every message of it.
+  return `UPDATE "${table}" SET dispatched_at = statement_timestamp() WHERE seq IN (${seqs.join(', ')})`;
 }
 
 /** One failed publish: its message, the error (a literal), and its delay before the next attempt; `dead`: parked. @internal */
