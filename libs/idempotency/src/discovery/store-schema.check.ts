@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { IdempotencyExplorer } from './idempotency.explorer.js';
 import { IdempotencySchemaError } from '../errors/idempotency.errors.js';
 import { type ResolvedStoreOptions, STORE_OPTIONS } from '../data-layers/store.options.js';
@@ -6,6 +6,7 @@ import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import { POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { findMissing, type SchemaNeeds, schemaNeeds, type StoreCatalogue } from '../schema/store-schema.js';
 import { catalogueParameters, catalogueStatement } from '../schema/store-schema.queries.js';
+import { SchemaBootCheck } from '../schema/schema-boot-check.js';
 
 /**
  * Checks at application bootstrap, with one catalogue query, that the processed-messages store
@@ -21,39 +22,22 @@ import { catalogueParameters, catalogueStatement } from '../schema/store-schema.
  * @internal
  */
 @Injectable()
-export class StoreSchemaCheck implements OnApplicationBootstrap {
+export class StoreSchemaCheck extends SchemaBootCheck {
   private needs: SchemaNeeds = { table: false, functions: false };
-  private settle!: (passed: boolean) => void;
-  private readonly settled = new Promise<boolean>((resolve) => (this.settle = resolve));
 
   constructor(
     private readonly explorer: IdempotencyExplorer,
     private readonly join: DataLayerJoin,
     @Inject(STORE_OPTIONS) private readonly store: ResolvedStoreOptions,
-  ) {}
+  ) {
+    super();
+  }
 
-  async onApplicationBootstrap(): Promise<void> {
+  protected override prepare(): void {
     this.needs = schemaNeeds(
       this.explorer.discovered().map(({ handler }) => handler),
       POSTGRES_STORE,
     );
-    const problem = await this.inspect().catch((error: unknown) => {
-      this.settle(false);
-      throw error;
-    });
-    this.settle(problem === undefined);
-    if (problem) {
-      throw problem;
-    }
-  }
-
-  /**
-   * Settles once the start-up check has run: true when the store has what the handlers use, false
-   * when the application refuses to start. What reads the store on a timer waits for it, so that
-   * the schema error is the first word on a store that lacks something.
-   */
-  passed(): Promise<boolean> {
-    return this.settled;
   }
 
   /** What the store lacks of what the handlers use, as the error to report; undefined when nothing lacks. Throws when the catalogue cannot be read. */

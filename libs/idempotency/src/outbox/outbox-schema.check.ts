@@ -1,6 +1,7 @@
-import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import { IdempotencySchemaError } from '../errors/idempotency.errors.js';
+import { SchemaBootCheck } from '../schema/schema-boot-check.js';
 import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from './outbox.options.js';
 import { OUTBOX_COLUMNS, outboxColumnsSql } from './outbox.queries.js';
 
@@ -10,29 +11,12 @@ import { OUTBOX_COLUMNS, outboxColumnsSql } from './outbox.queries.js';
  * @internal
  */
 @Injectable()
-export class OutboxSchemaCheck implements OnApplicationBootstrap {
-  private settle!: (passed: boolean) => void;
-  private readonly settled = new Promise<boolean>((resolve) => (this.settle = resolve));
-
+export class OutboxSchemaCheck extends SchemaBootCheck {
   constructor(
     @Inject(OUTBOX_OPTIONS) private readonly outbox: ResolvedOutboxOptions | null,
     private readonly join: DataLayerJoin,
-  ) {}
-
-  async onApplicationBootstrap(): Promise<void> {
-    const problem = await this.inspect().catch((error: unknown) => {
-      this.settle(false);
-      throw error;
-    });
-    this.settle(problem === undefined);
-    if (problem) {
-      throw problem;
-    }
-  }
-
-  /** Whether the check at start-up passed (false without an outbox never happens: it passes). */
-  passed(): Promise<boolean> {
-    return this.settled;
+  ) {
+    super();
   }
 
   /** What the outbox table lacks now; undefined when nothing (or there is no outbox). */
