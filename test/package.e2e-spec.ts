@@ -164,7 +164,7 @@ describe('the package, installed from its tarball into a new Nest 12 service', (
   /** `nestjs-idempotent-consumer/testing` resolves, for tsc (it compiled; and under `moduleResolution: node10`) and for Node. */
   async function provesTestingEntry(directory: string): Promise<void> {
     const { stdout } = await run(process.execPath, [join(directory, 'dist', 'testing-entry.js')], { cwd: directory });
-    expect(JSON.parse(stdout)).toEqual({ module: 'IdempotencyTestingModule', global: true, providers: 4, contract: 'function' });
+    expect(JSON.parse(stdout)).toEqual({ module: 'IdempotencyTestingModule', global: true, providers: 5, contract: 'function' });
     expect(node10Diagnostics(directory, 'both-entries.ts')).toEqual([]);
   }
 

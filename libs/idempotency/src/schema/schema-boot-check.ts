@@ -17,7 +17,16 @@ export abstract class SchemaBootCheck implements OnApplicationBootstrap {
   /** What to learn before the check at bootstrap (the handlers discovered, say). */
   protected prepare(): void {}
 
+  /** Whether to check at all: false when a check this one comes after refused the start already, so that its error is the one reported. */
+  protected async precondition(): Promise<boolean> {
+    return true;
+  }
+
   async onApplicationBootstrap(): Promise<void> {
+    if (!(await this.precondition())) {
+      this.settle(false);
+      return;
+    }
     this.prepare();
     const problem = await this.inspect().catch((error: unknown) => {
       this.settle(false);
