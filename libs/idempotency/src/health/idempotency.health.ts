@@ -9,7 +9,7 @@ import { OutboxSchemaCheck } from '../outbox/outbox-schema.check.js';
 import { findProblems, type HealthFigures } from './health.assessment.js';
 import { estimateRows, readStoreStatistics, type StoreStatistics } from '../metrics/store-statistics.queries.js';
 import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from '../outbox/outbox.options.js';
-import { type OutboxStateRow, outboxStateSql } from '../outbox/outbox.queries.js';
+import { readOutboxState } from '../outbox/outbox.queries.js';
 
 /**
  * What `isHealthy()` answers: the shape of a `@nestjs/terminus` indicator's result, so it goes
@@ -57,7 +57,7 @@ export class IdempotencyHealthIndicator {
   async isHealthy<const Key extends string = 'idempotency'>(key: Key = 'idempotency' as Key): Promise<IdempotencyHealthResult<Key>> {
     const answer = (status: 'up' | 'down', details: object) => ({ [key]: { status, ...details } }) as IdempotencyHealthResult<Key>;
     let statistics: StoreStatistics;
-    let outbox: OutboxStateRow | undefined;
+    let outbox: HealthFigures['outbox'] = null;
     try {
       const lacking = (await this.schema.inspect()) ?? (await this.outboxSchema.inspect());
       if (lacking) {
@@ -65,12 +65,12 @@ export class IdempotencyHealthIndicator {
       }
       statistics = await readStoreStatistics(this.join, this.store.tableName);
       if (this.outbox !== null) {
-        [outbox] = (await this.join.query<OutboxStateRow>(outboxStateSql(this.outbox.tableName))).rows;
+        outbox = await readOutboxState(this.join, this.outbox.tableName);
       }
     } catch (error) {
       return answer('down', { message: healthMessages.storeUnreadable(this.store.tableName, (error as Error).message) });
     }
-    const figures = { ...this.measure(statistics), outbox: outbox === undefined ? null : { lagMs: Number(outbox.lag_ms ?? 0), deadLetters: outbox.dead_letters } };
+    const figures = { ...this.measure(statistics), outbox };
     const problems = findProblems(figures, this.options);
     const report = {
       store: { estimatedRows: figures.estimatedRows ?? 'unknown', totalBytes: statistics.total_bytes },

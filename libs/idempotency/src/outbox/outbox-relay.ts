@@ -13,14 +13,6 @@ import { type FailedPublish, markDispatchedSql, markFailedSql, type OutboxRow, t
 /** How the relay's connections are named in the errors of the data layer. */
 const RELAY_CLAIMANT = { consumer: 'the outbox relay', key: '' };
 
-/** What one batch did, for the metrics. @internal */
-export interface RelayBatch {
-  readonly size: number;
-  readonly published: readonly string[];
-  readonly failed: readonly string[];
-  readonly deadLettered: number;
-}
-
 /**
  * Sends what `Outbox.publish()` wrote once it committed, at least once, in the order it was
  * written. Each batch is one transaction on a connection of the module's data layer: it locks
@@ -137,7 +129,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   private async settle(connection: ClaimConnection, relay: ResolvedRelayOptions, rows: OutboxRow[], errors: (string | undefined)[]): Promise<void> {
     const published: OutboxRow[] = [];
     const failures: FailedPublish[] = [];
-    const failed: OutboxRow[] = [];
+    const failedDestinations: string[] = [];
     rows.forEach((row, index) => {
       const error = errors[index];
       if (error === undefined) {
@@ -148,7 +140,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       const dead = attempt >= relay.maxAttempts;
       const delayMs = Math.min(relay.maxRetryDelayMs, relay.retryDelayMs * 2 ** (attempt - 1));
       failures.push({ seq: row.seq, error: connection.literal(error), delayMs, dead });
-      failed.push(row);
+      failedDestinations.push(row.destination);
       this.logger.warn(dead ? outboxMessages.deadLettered(this.table, row.id, attempt, error) : outboxMessages.publishFailed(row.id, row.destination, attempt, delayMs, error));
     });
     await connection.commit([
@@ -158,7 +150,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     this.metrics.recordOutboxBatch({
       size: rows.length,
       published: published.map((row) => row.destination),
-      failed: failed.map((row) => row.destination),
+      failed: failedDestinations,
       deadLettered: failures.filter((failure) => failure.dead).length,
     });
   }

@@ -1,3 +1,5 @@
+import type { DataLayerJoin } from '../data-layers/data-layer-join.js';
+
 /** One message as written, each value a SQL literal. @internal */
 export interface OutboxRowLiterals {
   readonly id: string;
@@ -84,19 +86,21 @@ export function purgeDispatchedSql(table: string, retentionMs: number, batchSize
   );
 }
 
-/** The relay's state for health and metrics: the age of the oldest message not dispatched (dead letters aside), and the dead letters. @internal */
-export function outboxStateSql(table: string): string {
-  return (
+/**
+ * The outbox's state, shared by the health indicator and the outbox's gauges: the age of the
+ * oldest message not dispatched (dead letters aside; 0 when every message was sent), through the
+ * index of the pending messages, and the dead letters.
+ * @internal
+ */
+export async function readOutboxState(join: DataLayerJoin, table: string): Promise<{ lagMs: number; deadLetters: number }> {
+  const {
+    rows: [state],
+  } = await join.query<{ lag_ms: string | null; dead_letters: number }>(
     `SELECT (SELECT (extract(epoch FROM now() - created_at) * 1000)::bigint FROM "${table}" ` +
-    `WHERE dispatched_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq LIMIT 1) AS lag_ms, ` +
-    `(SELECT count(*) FROM "${table}" WHERE dead_lettered_at IS NOT NULL)::int AS dead_letters`
+      `WHERE dispatched_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq LIMIT 1) AS lag_ms, ` +
+      `(SELECT count(*) FROM "${table}" WHERE dead_lettered_at IS NOT NULL)::int AS dead_letters`,
   );
-}
-
-/** @internal */
-export interface OutboxStateRow {
-  readonly lag_ms: string | null;
-  readonly dead_letters: number;
+  return { lagMs: Number(state.lag_ms ?? 0), deadLetters: state.dead_letters };
 }
 
 /** Dead letters, oldest first; `$1` the limit. @internal */

@@ -7,7 +7,7 @@ import { PrometheusExporter } from '../metrics/prometheus.exporter.js';
 import { RepeatingTimer } from '../scheduling/repeating-timer.js';
 import { OutboxSchemaCheck } from './outbox-schema.check.js';
 import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from './outbox.options.js';
-import { type OutboxStateRow, outboxStateSql } from './outbox.queries.js';
+import { readOutboxState } from './outbox.queries.js';
 
 /**
  * With an `outbox` and a metrics registry: registers the outbox's metrics, and reads its lag and
@@ -50,10 +50,7 @@ export class OutboxSampler implements OnApplicationBootstrap, BeforeApplicationS
 
   private async sample(table: string): Promise<void> {
     try {
-      const {
-        rows: [state],
-      } = await this.join.query<OutboxStateRow>(outboxStateSql(table));
-      this.metrics.recordOutboxSample({ lagMs: Number(state.lag_ms ?? 0), deadLetters: state.dead_letters });
+      this.metrics.recordOutboxSample(await readOutboxState(this.join, table));
     } catch (error) {
       this.logger.warn(metricsMessages.storeSampleFailed(table, (error as Error).message));
     }
