@@ -153,6 +153,12 @@ describe('resolveModuleOptions', () => {
     [{ health: { maxDuplicateRate: 5 } }, /health\.maxDuplicateRate must be a share from 0 to 1/],
     [{ health: { duplicateRateMinDeliveries: 0 } }, /health\.duplicateRateMinDeliveries must be a whole number above 0/],
     [{ health: { maxEstimatedRows: -1 } }, /health\.maxEstimatedRows must be a whole number above 0/],
+    [{ health: { maxOutboxDeadLetters: -1 } }, /health\.maxOutboxDeadLetters must be a whole number, 0 or more; got -1/],
+    [{ outbox: { publishers: {} } }, /outbox\.publishers names no publisher/],
+    [{ outbox: { publishers: { rabbitmq: {} } } }, /outbox\.publishers\.rabbitmq has no publish\(message\) method/],
+    [{ outbox: { publishers: { rabbitmq: { publish: async () => undefined } }, relay: { listen: 'yes' } } }, /outbox\.relay\.listen must be true or false; got "yes"/],
+    [{ outbox: { publishers: { rabbitmq: { publish: async () => undefined } }, relay: { batchSize: 0 } } }, /outbox\.relay\.batchSize must be a whole number from 1 to 10000; got 0/],
+    [{ outbox: { publishers: { rabbitmq: { publish: async () => undefined } }, relay: { retryDelay: '1m', maxRetryDelay: '1s' } } }, /outbox\.relay\.maxRetryDelay \(1000 ms\) is shorter than outbox\.relay\.retryDelay \(60000 ms\)/],
     [
       { purge: { interval: '2h' } },
       /health\.maxPurgeLag \(1h\) must be longer than purge\.interval \(2h\).*raise health\.maxPurgeLag or shorten purge\.interval/,

@@ -14,6 +14,7 @@ export const healthMessages = {
   duplicateRateHigh: (sender: string, duplicates: number, deliveries: number, window: string, rate: string, max: string) =>
     `${duplicates} of ${deliveries} deliveries from '${sender}' in the last ${window} were duplicates (${rate}), ` +
     `more than health.maxDuplicateRate (${max}).`,
+  invalidDeadLetterCount: (value: unknown) => `health.maxOutboxDeadLetters must be a whole number, 0 or more; got ${JSON.stringify(value)}.`,
   outboxLagging: (lag: string, max: string) =>
     `The oldest outbox message not dispatched yet was written ${lag} ago, longer than health.maxOutboxLag (${max}): is a relay running, and does the broker accept its messages?`,
   outboxDeadLetters: (count: number, max: number) =>

@@ -94,7 +94,7 @@ export function resolveHealth(health: HealthOptions, purge: ResolvedPurgeOptions
   }
   const maxOutboxDeadLetters = health.maxOutboxDeadLetters ?? 0;
   if (!Number.isInteger(maxOutboxDeadLetters) || maxOutboxDeadLetters < 0) {
-    throw new IdempotencyOptionsError(optionValueMessages.invalidCount('health.maxOutboxDeadLetters', maxOutboxDeadLetters));
+    throw new IdempotencyOptionsError(healthMessages.invalidDeadLetterCount(maxOutboxDeadLetters));
   }
   const maxPurgeLagMs = toMilliseconds('health.maxPurgeLag', health.maxPurgeLag ?? '1h', MAX_RETENTION_MS);
   const maxTimeSincePurgeMs = toMilliseconds('health.maxTimeSincePurge', health.maxTimeSincePurge ?? '10m', MAX_RETENTION_MS);

@@ -1,6 +1,7 @@
 import { type Duration, MAX_RETENTION_MS, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
 import { toTableName } from '../data-layers/table-name.js';
 import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
+import { isPositiveInteger, toFlag } from '../options/option-values.js';
 import { DEFAULT_OUTBOX_TABLE_NAME } from '../idempotency.constants.js';
 import type { OutboxPublisher } from './outbox-publisher.js';
 import { outboxMessages } from './outbox.messages.js';
@@ -123,7 +124,7 @@ function resolveRelay(relay: OutboxRelayOptions): ResolvedRelayOptions {
   return {
     batchSize,
     pollIntervalMs: toMilliseconds('outbox.relay.pollInterval', relay.pollInterval ?? '1s', MAX_TIMER_MS),
-    listen: relay.listen ?? true,
+    listen: toFlag('outbox.relay.listen', relay.listen ?? true),
     maxAttempts,
     retryDelayMs,
     maxRetryDelayMs,
@@ -132,8 +133,8 @@ function resolveRelay(relay: OutboxRelayOptions): ResolvedRelayOptions {
 }
 
 function wholeNumber(name: string, value: unknown, max: number): number {
-  if (!Number.isInteger(value) || (value as number) < 1 || (value as number) > max) {
+  if (!isPositiveInteger(value) || value > max) {
     throw new IdempotencyOptionsError(outboxMessages.notWholeNumber(name, value, max));
   }
-  return value as number;
+  return value;
 }
