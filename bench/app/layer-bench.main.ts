@@ -3,9 +3,9 @@
 // sends, listens on a free port and reports it over IPC, as the bench app does. Nest's logger is off.
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
-import type { AddressInfo } from 'node:net';
 import { isBenchLayer, LayerBenchModule } from './layer-bench.module.js';
 import { countRoundTrips } from './round-trips.js';
+import { serveToRunner } from './serve-to-runner.js';
 
 async function bootstrap(): Promise<void> {
   const databaseUrl = process.env.BENCH_DATABASE_URL;
@@ -15,17 +15,7 @@ async function bootstrap(): Promise<void> {
   }
   countRoundTrips();
   const app = await NestFactory.create(LayerBenchModule.register(layer, databaseUrl), { logger: false });
-  await app.listen(0, '127.0.0.1');
-  const server = app.getHttpServer();
-  if (process.env.BENCH_UNDER_TOOL === '1') {
-    // Under valgrind a pause between windows outlasts Node's 5 s keep-alive (see main.ts).
-    server.keepAliveTimeout = 600_000;
-  }
-  const { port } = server.address() as AddressInfo;
-  const stop = () => void app.close().finally(() => process.exit(0));
-  process.once('SIGTERM', stop);
-  process.once('disconnect', stop);
-  process.send({ port });
+  await serveToRunner(app);
 }
 
 bootstrap().catch((error: unknown) => {

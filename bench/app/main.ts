@@ -6,10 +6,10 @@ import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
-import type { AddressInfo } from 'node:net';
 import { BenchAppModule } from './bench-app.module.js';
 import { registerBenchTracing } from './bench-tracing.js';
 import { connectRedisLeaseStore } from './redis-lease-store.js';
+import { serveToRunner } from './serve-to-runner.js';
 
 async function bootstrap(): Promise<void> {
   const databaseUrl = process.env.BENCH_DATABASE_URL;
@@ -23,22 +23,7 @@ async function bootstrap(): Promise<void> {
   const adapter = platform === 'fastify' ? new FastifyAdapter() : new ExpressAdapter();
   const redis = await connectRedisLeaseStore();
   const app = await NestFactory.create<INestApplication>(BenchAppModule.register(databaseUrl, redis.store, { encryption: process.env.BENCH_ENCRYPTION === '1' }), adapter, { logger: false });
-  await app.listen(0, '127.0.0.1');
-  const server = app.getHttpServer();
-  if (process.env.BENCH_UNDER_TOOL === '1') {
-    // Under valgrind a pause between windows (a GC, the counter's dump) outlasts Node's 5 s
-    // keep-alive, and the load generator's next request meets a closed connection.
-    server.keepAliveTimeout = 600_000;
-  }
-  const { port } = server.address() as AddressInfo;
-  const stop = () =>
-    void app
-      .close()
-      .then(redis.close)
-      .finally(() => process.exit(0));
-  process.once('SIGTERM', stop);
-  process.once('disconnect', stop);
-  process.send({ port });
+  await serveToRunner(app, () => app.close().then(redis.close));
 }
 
 bootstrap().catch((error: unknown) => {

@@ -5,9 +5,9 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
-import type { AddressInfo } from 'node:net';
 import { OutboxBenchModule } from './outbox-bench.module.js';
 import { countRoundTrips } from './round-trips.js';
+import { serveToRunner } from './serve-to-runner.js';
 
 async function bootstrap(): Promise<void> {
   const { BENCH_DATABASE_URL: databaseUrl, BENCH_RABBITMQ_URL: rabbitmqUrl, BENCH_OUTBOX_QUEUE: queue, BENCH_OUTBOX_TABLE: table } = process.env;
@@ -17,17 +17,7 @@ async function bootstrap(): Promise<void> {
   countRoundTrips();
   const module = OutboxBenchModule.register({ databaseUrl, rabbitmqUrl, queue, table, relay: process.env.BENCH_OUTBOX_RELAY === '1' });
   const app = await NestFactory.create(module, new ExpressAdapter(), { logger: false });
-  await app.listen(0, '127.0.0.1');
-  const server = app.getHttpServer();
-  if (process.env.BENCH_UNDER_TOOL === '1') {
-    // Under valgrind a pause between windows outlasts Node's 5 s keep-alive (see main.ts).
-    server.keepAliveTimeout = 600_000;
-  }
-  const { port } = server.address() as AddressInfo;
-  const stop = () => void app.close().finally(() => process.exit(0));
-  process.once('SIGTERM', stop);
-  process.once('disconnect', stop);
-  process.send({ port });
+  await serveToRunner(app);
 }
 
 bootstrap().catch((error: unknown) => {
