@@ -10,11 +10,11 @@ async function main(): Promise<void> {
   if (typeormTransactional) {
     initializeTransactionalContext({ storageDriver: StorageDriver.AUTO });
   }
-  countRoundTrips();
   const app = await NestFactory.create(
     AdoptionAppModule.register({ databaseUrl: process.env.DATABASE_URL!, poolSize: Number(process.env.POOL_SIZE ?? 10), typeormTransactional }),
     { logger: ['log', 'warn', 'error'] },
   );
+  countRoundTrips(app);
   await app.listen(Number(process.env.PORT), '127.0.0.1');
 }
 

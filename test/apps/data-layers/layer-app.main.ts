@@ -10,8 +10,8 @@ async function main(): Promise<void> {
   if (!LAYERS.includes(layer)) {
     throw new Error(`LAYER must be one of ${LAYERS.join(', ')}; got ${layer}`);
   }
-  countRoundTrips();
   const app = await NestFactory.create(LayerAppModule.register(layer, process.env.DATABASE_URL!), { logger: ['log', 'warn', 'error'] });
+  countRoundTrips(app);
   app.enableShutdownHooks();
   await app.listen(Number(process.env.PORT), '127.0.0.1');
 }
