@@ -72,7 +72,7 @@ async function deliverOnce(baseUrl: string, event: object): Promise<{ status: nu
       expect(await primary.query('SELECT application_name, sync_state FROM pg_stat_replication')).toEqual([
         { application_name: REPLICA_NAME, sync_state: mode === 'synchronous' ? 'sync' : 'async' },
       ]);
-      const proxy = (started.proxy = new TcpProxy('127.0.0.1', primary.port));
+      const proxy = (started.proxy = TcpProxy.toDatabase(primary.url(DATABASE)));
       await proxy.start();
       const demo = (started.demo = await startDemoProcess({ DATABASE_URL: proxy.url(primary.url(DATABASE)) }));
       const pid = demo.child.pid;

@@ -91,8 +91,7 @@ describeWithBroker.each(CREDIT_QUEUE_TYPES)('the guarantee on the message handle
   });
 
   it('a 2-second database outage during deliveries dead-letters nothing: retries back off, and each message is processed once', async () => {
-    const database = new URL(db.url);
-    const proxy = new TcpProxy(database.hostname, Number(database.port || 5432));
+    const proxy = TcpProxy.toDatabase(db.url);
     await proxy.start();
     try {
       await startConsumer(proxy.url(db.url));

@@ -47,7 +47,7 @@ describe.each(PLATFORMS)('recorded error answers, on %s', (platform) => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    proxy = new TcpProxy('127.0.0.1', Number(new URL(db.url).port || 5432));
+    proxy = TcpProxy.toDatabase(db.url);
     await proxy.start();
     ({ app, baseUrl } = await startDemoApp(platform, proxy.url(db.url), [RecordedErrorsFixtureModule], false, OPTIONS));
     await db.query(RECORDED_ERRORS_TABLES_SQL);

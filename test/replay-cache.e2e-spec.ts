@@ -48,7 +48,7 @@ describe('Replay cache', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    proxy = new TcpProxy('127.0.0.1', Number(new URL(db.url).port || 5432));
+    proxy = TcpProxy.toDatabase(db.url);
     await proxy.start();
     ({ app, baseUrl } = await startDemoApp('express', proxy.url(db.url), [ReplayCacheFixtureModule], false, OPTIONS));
     await db.query(REPLAY_CACHE_TABLES_SQL);

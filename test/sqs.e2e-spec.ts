@@ -195,8 +195,7 @@ describe('exactly-once SQS consumers (@ssut/nestjs-sqs, against the fauxqs emula
   });
 
   it('a 5-second database outage on a queue that dead-letters after 4 receives with a 1 s visibility timeout: the growing delay outlasts it, nothing dead-lettered', async () => {
-    const database = new URL(db.url);
-    const proxy = new TcpProxy(database.hostname, Number(database.port || 5432));
+    const proxy = TcpProxy.toDatabase(db.url);
     await proxy.start();
     await fauxqs.purge(dead.backoff);
     try {

@@ -49,7 +49,7 @@ const SIGNALS: Record<string, readonly Signal[]> = {
     { shows: "uses the store's TypeORM entity", pattern: /\bProcessedMessage\b/ },
     { shows: "runs TypeORM migrations itself (the store's, released schemas)", pattern: STORE_MIGRATED_BY_HAND },
     { shows: 'joins the transaction of a TypeORM transactions library', pattern: /typeorm-transactional|transactional-adapter-typeorm/ },
-    { shows: "cuts a connection under a claim (the loss surfaces through TypeORM's query runner)", pattern: /\bTcpProxy\b|pg_terminate_backend/ },
+    { shows: "cuts the database's connection under a claim (the loss surfaces through TypeORM's query runner)", pattern: /\bTcpProxy\.toDatabase\b|pg_terminate_backend/ },
   ],
 };
 

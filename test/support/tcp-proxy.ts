@@ -22,6 +22,15 @@ export class TcpProxy {
     private targetPort: number,
   ) {}
 
+  /**
+   * A proxy to the PostgreSQL server of `url`. A suite that cuts the database under a claim says so
+   * by this name, which test/variables.spec.ts reads: the loss surfaces through the data layer.
+   */
+  static toDatabase(url: string): TcpProxy {
+    const { hostname, port } = new URL(url);
+    return new TcpProxy(hostname, Number(port || 5432));
+  }
+
   async start(): Promise<void> {
     this.server = createServer((client) => {
       if (this.refusing) {
