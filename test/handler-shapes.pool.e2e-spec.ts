@@ -1,6 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import { IdempotencyMetricsService, type IdempotencyModuleOptions } from 'nestjs-idempotent-consumer';
-import { POOL_SHAPES_TABLES_SQL, PoolShapesModule } from './fixtures/pool-shapes.module.js';
+import { GATE_LOCK, POOL_SHAPES_TABLES_SQL, PoolShapesModule } from './fixtures/pool-shapes.module.js';
 import { post, startDemoApp } from './support/demo-app.js';
 import { type PgBouncer, pgBouncerAvailable, startPgBouncer } from './support/pgbouncer.js';
 import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
@@ -23,12 +23,12 @@ describe.each(ROUTES)('idempotent handlers on a small connection pool, $route', 
 
   const count = async (sql: string, params: unknown[] = []) => Number((await db.query<{ n: string }>(sql, params))[0].n);
   const effects = (key: string) => count(`SELECT count(*) AS n FROM effects WHERE key = $1`, [key]);
-  /** Backends of the app running pg_sleep, i.e. handlers in the middle of their work. */
-  const sleeping = () =>
-    count(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE 'SELECT pg_sleep%'`);
-  /** Backends waiting on a lock: a twin waiting inside the database, holding its connection. */
+  /** Backends of the app waiting at the gate of `POST /pool/gated/:id`, i.e. handlers in the middle of their work. */
+  const atTheGate = () =>
+    count(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory' AND query LIKE 'SELECT pg_advisory_xact_lock%'`);
+  /** Backends waiting on a lock other than the gate: a twin waiting inside the database, holding its connection. */
   const waitingOnLocks = () =>
-    count(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+    count(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event <> 'advisory'`);
 
   async function start(poolSize: number, idempotency: IdempotencyModuleOptions = {}) {
     ({ app, baseUrl } = await startDemoApp('express', bouncer?.url ?? db.url, [PoolShapesModule], false, { purge: { interval: false }, ...idempotency }, poolSize));
@@ -62,13 +62,21 @@ describe.each(ROUTES)('idempotent handlers on a small connection pool, $route', 
   it('keeps waiting twins off the pool: 40 duplicates of a slow delivery wait without a connection while unrelated requests answer', async () => {
     await start(4);
     const key = 'storm';
-    const storm = Promise.all(Array.from({ length: 40 }, () => post(`${baseUrl}/pool/slow-wait/1500/${key}`, {}, { 'Idempotency-Key': key })));
-    await until(async () => (await sleeping()) === 1, 'the first delivery is at work');
-    const unrelated = await Promise.all(Array.from({ length: 20 }, () => fetch(`${baseUrl}/pool/unrelated`).then((response) => response.status)));
-    expect(unrelated).toEqual(Array(20).fill(200));
-    // All answered while the first delivery still works, and none of its twins waits inside the database.
-    expect(await sleeping()).toBe(1);
-    expect(await waitingOnLocks()).toBe(0);
+    // The first delivery works until the gate opens: held here, on a connection of the test's own.
+    const gate = await db.connect();
+    await gate.query('SELECT pg_advisory_lock($1)', [GATE_LOCK]);
+    const storm = Promise.all(Array.from({ length: 40 }, () => post(`${baseUrl}/pool/gated/${key}`, {}, { 'Idempotency-Key': key })));
+    try {
+      await until(async () => (await atTheGate()) === 1, 'the first delivery is at work');
+      const unrelated = await Promise.all(Array.from({ length: 20 }, () => fetch(`${baseUrl}/pool/unrelated`).then((response) => response.status)));
+      expect(unrelated).toEqual(Array(20).fill(200));
+      // All answered while the first delivery still works, and none of its twins waits inside the database.
+      expect(await atTheGate()).toBe(1);
+      expect(await waitingOnLocks()).toBe(0);
+    } finally {
+      // The session's end releases its advisory lock: the gate opens.
+      await gate.end();
+    }
     const answers = await storm;
     expect(answers.map((answer) => answer.status)).toEqual(Array(40).fill(201));
     expect(answers.filter((answer) => answer.headers.get('idempotent-replayed') === null)).toHaveLength(1);
@@ -77,12 +85,18 @@ describe.each(ROUTES)('idempotent handlers on a small connection pool, $route', 
 
   it('answers a delivery that gets no connection within connectionTimeout 503 with Retry-After, counts it unavailable, and nothing is claimed', async () => {
     await start(2, { connectionTimeout: '300ms' });
-    const holders = [0, 1].map((i) => post(`${baseUrl}/pool/slow/2000/holder-${i}`, {}, { 'Idempotency-Key': `holder-${i}` }));
-    await until(async () => (await sleeping()) === 2, 'both connections of the pool are at work');
-    const refused = await post(`${baseUrl}/pool/slow/10/starved`, {}, { 'Idempotency-Key': 'starved' });
-    expect(refused.status).toBe(503);
-    expect(refused.headers.get('retry-after')).toBe('1');
-    expect(refused.body).toMatchObject({ type: 'urn:idempotency:unavailable', detail: expect.stringContaining('all 2 connections of the pool were busy') });
+    const gate = await db.connect();
+    await gate.query('SELECT pg_advisory_lock($1)', [GATE_LOCK]);
+    const holders = [0, 1].map((i) => post(`${baseUrl}/pool/gated/holder-${i}`, {}, { 'Idempotency-Key': `holder-${i}` }));
+    try {
+      await until(async () => (await atTheGate()) === 2, 'both connections of the pool are at work');
+      const refused = await post(`${baseUrl}/pool/slow/10/starved`, {}, { 'Idempotency-Key': 'starved' });
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toBe('1');
+      expect(refused.body).toMatchObject({ type: 'urn:idempotency:unavailable', detail: expect.stringContaining('all 2 connections of the pool were busy') });
+    } finally {
+      await gate.end();
+    }
     expect((await Promise.all(holders)).map((answer) => answer.status)).toEqual([201, 201]);
     expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE message_id = 'starved'`)).toBe(0);
     expect(app!.get(IdempotencyMetricsService).deliveries()).toContainEqual(expect.objectContaining({ consumer: 'POST /pool/slow/:ms/:id', unavailable: 1 }));
