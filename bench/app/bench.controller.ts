@@ -11,19 +11,7 @@ import type { DataSource } from 'typeorm';
 import { toCreditRequest } from '../../apps/demo-api/src/credits/credit-request.js';
 import { exportedSpans } from './bench-tracing.js';
 import { grantCredit } from './credit-grant.js';
-
-/** What the app process has used so far. */
-export interface ProcessUsage {
-  /** Resident set size and used heap, in bytes. */
-  rss: number;
-  heapUsed: number;
-  /** User plus system CPU time, in microseconds. */
-  cpuMicros: number;
-  /** Whether a full garbage collection ran just before the memory was read. */
-  collected: boolean;
-  /** The spans the process's tracer provider has exported, where the bench registered one (case 11). */
-  spans?: number;
-}
+import { type ProcessUsage, processUsage } from './process-usage.js';
 
 /** One check of the idempotency health indicator, timed in the app process. */
 export interface HealthTiming {
@@ -82,12 +70,8 @@ export class BenchController {
    */
   @Get('usage')
   usage(@Query('gc') gc?: string): ProcessUsage {
-    const collect = gc === 'true' ? (globalThis as { gc?: () => void }).gc : undefined;
-    collect?.();
-    const { rss, heapUsed } = process.memoryUsage();
-    const { user, system } = process.cpuUsage();
     const spans = exportedSpans();
-    return { rss, heapUsed, cpuMicros: user + system, collected: collect !== undefined, ...(spans === undefined ? {} : { spans }) };
+    return { ...processUsage(gc), ...(spans === undefined ? {} : { spans }) };
   }
 
   /** For case 5: one purge of every expired id, now, in this process, as the purge timer runs it. */

@@ -1,7 +1,7 @@
 import { Body, Controller, Get, Inject, Post, Query } from '@nestjs/common';
 import { IdempotentHandler } from 'nestjs-idempotent-consumer';
 import { toCreditRequest } from '../../apps/demo-api/src/credits/credit-request.js';
-import type { ProcessUsage } from './bench.controller.js';
+import { type ProcessUsage, processUsage } from './process-usage.js';
 import { type LayerWriter, WRITER } from './layer-bench.writers.js';
 import { roundTrips } from './round-trips.js';
 
@@ -34,11 +34,7 @@ export class LayerBenchController {
   /** For the runner: CPU time and memory, as the bench app's `GET /usage`; `?gc=true` first runs a full garbage collection. */
   @Get('usage')
   usage(@Query('gc') gc?: string): ProcessUsage {
-    const collect = gc === 'true' ? (globalThis as { gc?: () => void }).gc : undefined;
-    collect?.();
-    const { rss, heapUsed } = process.memoryUsage();
-    const { user, system } = process.cpuUsage();
-    return { rss, heapUsed, cpuMicros: user + system, collected: collect !== undefined };
+    return processUsage(gc);
   }
 
   /** For the runner: the queries this process has sent to PostgreSQL so far. */

@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { IdempotencyContext, IdempotencyModule, IdempotentHandler, Outbox, type OutboxPublisher, RabbitMqPublisher } from 'nestjs-idempotent-consumer';
 import { toCreditRequest } from '../../apps/demo-api/src/credits/credit-request.js';
 import { LedgerEntry } from '../../apps/demo-api/src/credits/ledger-entry.entity.js';
-import type { ProcessUsage } from './bench.controller.js';
+import { type ProcessUsage, processUsage } from './process-usage.js';
 import { POOL_SIZE } from './bench-app.module.js';
 import { grantCredit } from './credit-grant.js';
 import { roundTrips } from './round-trips.js';
@@ -69,11 +69,7 @@ class OutboxBenchController {
   /** For the runner: CPU time so far; `?gc=true` first runs a full garbage collection. */
   @Get('usage')
   usage(@Query('gc') gc?: string): ProcessUsage {
-    const collect = gc === 'true' ? (globalThis as { gc?: () => void }).gc : undefined;
-    collect?.();
-    const { rss, heapUsed } = process.memoryUsage();
-    const { user, system } = process.cpuUsage();
-    return { rss, heapUsed, cpuMicros: user + system, collected: collect !== undefined };
+    return processUsage(gc);
   }
 
   @Get('round-trips')

@@ -1,7 +1,8 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { PurgeRun } from 'nestjs-idempotent-consumer';
-import type { HealthTiming, ProcessUsage } from '../app/bench.controller.js';
+import type { HealthTiming } from '../app/bench.controller.js';
+import type { ProcessUsage } from '../app/process-usage.js';
 import { REDIS_ENV } from './bench-redis.js';
 import type { BenchRuntime } from './bench-runtime.js';
 

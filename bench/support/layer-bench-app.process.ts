@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import type { ProcessUsage } from '../app/bench.controller.js';
+import type { ProcessUsage } from '../app/process-usage.js';
 import type { BenchLayer } from '../app/layer-bench.module.js';
 import { answer, forkBenchProcess, type ProcessLaunch } from './bench-app.process.js';
 import type { BenchRuntime } from './bench-runtime.js';

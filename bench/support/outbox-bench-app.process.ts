@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import type { ProcessUsage } from '../app/bench.controller.js';
+import type { ProcessUsage } from '../app/process-usage.js';
 import { answer, forkBenchProcess, type ProcessLaunch } from './bench-app.process.js';
 import type { BenchRuntime } from './bench-runtime.js';
 import type { HttpArmApp } from './instruction-arms.js';
