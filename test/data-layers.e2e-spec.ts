@@ -129,6 +129,33 @@ describe.each(LAYERS)('the claim on the %s data layer', (layer) => {
     expect(await claims('nested-rollback')).toBe(1);
   });
 
+  it.each([
+    ['commit', 'rollback'],
+    ['rollback', 'commit'],
+  ])("two of the layer's transactions at once in one handler, the first to start ending with %s: each is undone alone", async (first, second) => {
+    const account = `parallel-${first}`;
+    const answer = await credit(app.baseUrl, account, account, { parallel: [first, second] });
+    expect(answer.status).toBe(201);
+    // The handler's credit (7), and of 70 (the first) and 700 (the second), the one that committed.
+    expect(await credits(account)).toEqual({ n: '2', cents: first === 'commit' ? '77' : '707' });
+    expect(await claims(account)).toBe(1);
+    expect((await credit(app.baseUrl, account, account, { parallel: [first, second] })).headers.get('idempotent-replayed')).toBe('true');
+    expect(await rows(account)).toBe(2);
+  });
+
+  it('two handlers that resume in one tick each read their own uncommitted write, and not the other\'s', async () => {
+    const meet = (key: string) =>
+      fetch(`${app.baseUrl}/meets/meets`, { method: 'POST', headers: { 'content-type': 'application/json', 'Idempotency-Key': key }, body: JSON.stringify({ meeting: 'tick' }) }).then(
+        async (answer) => ({ status: answer.status, body: (await answer.json()) as unknown }),
+      );
+    const answers = await Promise.all([meet('meets-1'), meet('meets-2')]);
+    expect(answers).toEqual([
+      { status: 201, body: { own: true, other: false } },
+      { status: 201, body: { own: true, other: false } },
+    ]);
+    expect(await rows('meets')).toBe(2);
+  });
+
   it('a nested transaction that rolls back before the handler throws leaves nothing behind', async () => {
     expect((await credit(app.baseUrl, 'nested-fail', 'nested-fail', { nested: 'rollback', fail: true })).status).toBe(500);
     expect(await rows('nested-fail')).toBe(0);

@@ -65,7 +65,26 @@ interface CreditBody {
   gate?: string;
   fail?: boolean;
   nested?: NestedEnding;
+  /** Credits in transactions of the layer's own that run at once, ended as listed: the i-th writes cents × 10^(i+1). */
+  parallel?: NestedEnding[];
   commitItself?: boolean;
+}
+
+/** The handlers waiting at each meeting, each with the id of its credit. */
+const MEETINGS = new Map<string, { id: string; met: (otherId: string) => void }>();
+
+/** Resolves when a second handler meets at `meeting`, to its credit's id; both resume in the same tick. */
+function meet(meeting: string, id: string): Promise<string> {
+  return new Promise((met) => {
+    const first = MEETINGS.get(meeting);
+    if (!first) {
+      MEETINGS.set(meeting, { id, met });
+      return;
+    }
+    MEETINGS.delete(meeting);
+    first.met(id);
+    met(first.id);
+  });
 }
 
 /** `POST /credits/:account`: an idempotent credit written through the layer; the body says what else the handler does. */
@@ -85,11 +104,27 @@ class LayerController {
   async credit(@Param('account') account: string, @Body() body: CreditBody) {
     await this.writer.credit(account, body.cents);
     if (body.nested) await this.writer.creditNested(account, body.cents * 100, body.nested);
+    if (body.parallel) await Promise.all(body.parallel.map((ending, i) => this.writer.creditNested(account, body.cents * 10 ** (i + 1), ending)));
     if (body.gate) await this.writer.waitAtGate(body.gate);
     if (body.commitItself) await this.writer.commitItself();
     if (body.announce) await this.outbox.publish({ to: 'recorder', address: 'credits', payload: { account, cents: body.cents }, id: body.announce });
     if (body.fail) throw new Error('the handler fails after its write');
     return { account, cents: body.cents, note: 'é ✓' };
+  }
+
+  /**
+   * Two handlers that meet: each writes a credit, waits for the other's at `meeting`, and then,
+   * both resuming in one tick, reads its own credit and the other's; neither commits before both
+   * have read, so the other's is uncommitted when read.
+   */
+  @Post('meets/:account')
+  @IdempotentHandler()
+  async meets(@Param('account') account: string, @Body() body: { meeting: string }) {
+    const id = await this.writer.creditReturningId(account, 1);
+    const otherId = await meet(body.meeting, id);
+    const [own, other] = await Promise.all([this.writer.findCredit(id), this.writer.findCredit(otherId)]);
+    await meet(`${body.meeting} read`, id);
+    return { own, other };
   }
 
   /** The same credit as work run by `IdempotentRunner.run()`, keyed by the body's `key` (a job's id, say). */

@@ -32,6 +32,10 @@ export interface LayerWriter {
   creditNested(account: string, cents: number, ending: NestedEnding): Promise<void>;
   /** Sends a bare COMMIT, as a handler that ends the transaction itself would. */
   commitItself(): Promise<void>;
+  /** Inserts one credit row and answers its id. */
+  creditReturningId(account: string, cents: number): Promise<string>;
+  /** Whether the credit row `id` is visible, read as the layer reads one row by its key (Prisma: `findUnique`). */
+  findCredit(id: string): Promise<boolean>;
   /** Waits for the gate row the test holds (a lock): the handler is then in flight, its write sent. */
   waitAtGate(gate: string): Promise<void>;
   /**
@@ -42,6 +46,8 @@ export interface LayerWriter {
 }
 
 const GATE_SQL = 'SELECT name FROM gates WHERE name = $1 FOR UPDATE';
+const INSERT_RETURNING_ID = 'INSERT INTO layer_credits (account, cents) VALUES ($1, $2) RETURNING id::text AS id';
+const FIND_CREDIT = 'SELECT id FROM layer_credits WHERE id = $1';
 
 /** A rollback the writer asks for, thrown out of the layer's transaction callback and caught after it. */
 class NestedRollback extends Error {}
@@ -67,6 +73,14 @@ export class PgWriter implements LayerWriter {
 
   async commitItself() {
     await this.pool.query('COMMIT');
+  }
+
+  async creditReturningId(account: string, cents: number) {
+    return (await this.pool.query<{ id: string }>(INSERT_RETURNING_ID, [account, cents])).rows[0].id;
+  }
+
+  async findCredit(id: string) {
+    return (await this.pool.query(FIND_CREDIT, [id])).rows.length === 1;
   }
 
   async waitAtGate(gate: string) {
@@ -117,6 +131,15 @@ export class DrizzleWriter implements LayerWriter {
     await this.db.execute(drizzleSql`COMMIT`);
   }
 
+  async creditReturningId(account: string, cents: number) {
+    const { rows } = await this.db.execute<{ id: string }>(drizzleSql`INSERT INTO layer_credits (account, cents) VALUES (${account}, ${cents}) RETURNING id::text AS id`);
+    return rows[0].id;
+  }
+
+  async findCredit(id: string) {
+    return (await this.db.execute(drizzleSql`SELECT id FROM layer_credits WHERE id = ${id}`)).rows.length === 1;
+  }
+
   async waitAtGate(gate: string) {
     await this.db.execute(drizzleSql`SELECT name FROM gates WHERE name = ${gate} FOR UPDATE`);
   }
@@ -159,6 +182,14 @@ export class KyselyWriter implements LayerWriter {
     await kyselySql`COMMIT`.execute(this.db);
   }
 
+  async creditReturningId(account: string, cents: number) {
+    return (await kyselySql<{ id: string }>`INSERT INTO layer_credits (account, cents) VALUES (${account}, ${cents}) RETURNING id::text AS id`.execute(this.db)).rows[0].id;
+  }
+
+  async findCredit(id: string) {
+    return (await kyselySql`SELECT id FROM layer_credits WHERE id = ${id}`.execute(this.db)).rows.length === 1;
+  }
+
   async waitAtGate(gate: string) {
     await kyselySql`SELECT name FROM gates WHERE name = ${gate} FOR UPDATE`.execute(this.db);
   }
@@ -194,6 +225,14 @@ export class PrismaWriter implements LayerWriter {
 
   async commitItself() {
     await this.prisma.$executeRawUnsafe('COMMIT');
+  }
+
+  async creditReturningId(account: string, cents: number) {
+    return String((await this.prisma.layerCredit.create({ data: { account, cents }, select: { id: true } })).id);
+  }
+
+  async findCredit(id: string) {
+    return (await this.prisma.layerCredit.findUnique({ where: { id: BigInt(id) } })) !== null;
   }
 
   async waitAtGate(gate: string) {
@@ -235,6 +274,15 @@ export class DrizzleClsWriter implements LayerWriter {
     await this.host.tx.execute(drizzleSql`COMMIT`);
   }
 
+  async creditReturningId(account: string, cents: number) {
+    const { rows } = await this.host.tx.execute<{ id: string }>(drizzleSql`INSERT INTO layer_credits (account, cents) VALUES (${account}, ${cents}) RETURNING id::text AS id`);
+    return rows[0].id;
+  }
+
+  async findCredit(id: string) {
+    return (await this.host.tx.execute(drizzleSql`SELECT id FROM layer_credits WHERE id = ${id}`)).rows.length === 1;
+  }
+
   async waitAtGate(gate: string) {
     await this.host.tx.execute(drizzleSql`SELECT name FROM gates WHERE name = ${gate} FOR UPDATE`);
   }
@@ -272,6 +320,14 @@ export class PrismaClsWriter implements LayerWriter {
 
   async commitItself() {
     await this.host.tx.$executeRawUnsafe('COMMIT');
+  }
+
+  async creditReturningId(account: string, cents: number) {
+    return String((await this.host.tx.layerCredit.create({ data: { account, cents }, select: { id: true } })).id);
+  }
+
+  async findCredit(id: string) {
+    return (await this.host.tx.layerCredit.findUnique({ where: { id: BigInt(id) } })) !== null;
   }
 
   async waitAtGate(gate: string) {
@@ -329,6 +385,15 @@ export class MikroOrmWriter implements LayerWriter {
     await this.orm.em.getConnection().execute('COMMIT');
   }
 
+  async creditReturningId(account: string, cents: number) {
+    const [{ id }] = await this.orm.em.getConnection().execute<{ id: string }[]>('INSERT INTO layer_credits (account, cents) VALUES (?, ?) RETURNING id::text AS id', [account, cents]);
+    return id;
+  }
+
+  async findCredit(id: string) {
+    return (await this.orm.em.fork().findOne(LayerCredit, { id })) !== null;
+  }
+
   async waitAtGate(gate: string) {
     await this.orm.em.getConnection().execute('SELECT name FROM gates WHERE name = ? FOR UPDATE', [gate]);
   }
@@ -367,6 +432,14 @@ export class TypeOrmWriter implements LayerWriter {
 
   async commitItself() {
     await this.dataSource.query('COMMIT');
+  }
+
+  async creditReturningId(account: string, cents: number) {
+    return ((await this.dataSource.query(INSERT_RETURNING_ID, [account, cents])) as { id: string }[])[0].id;
+  }
+
+  async findCredit(id: string) {
+    return ((await this.dataSource.query(FIND_CREDIT, [id])) as unknown[]).length === 1;
   }
 
   async waitAtGate(gate: string) {

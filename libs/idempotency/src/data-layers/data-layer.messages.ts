@@ -50,4 +50,15 @@ export const dataLayerMessages = {
   strongerIsolationRequested: (consumer: string, requested: string, claim: string) =>
     `${consumer} asked for a ${requested} transaction inside the claim's ${claim} transaction, which cannot be raised. ` +
     `Run the handler at that level: @IdempotentHandler({ isolationLevel: '${requested}' }).`,
+  transactionsOverlapped: (consumer: string, waitMs: number) =>
+    `${consumer} opened a transaction of its data layer while another of its transactions was open, and it waited ` +
+    `${waitMs} ms (connectionTimeout) for that one to end. The claim has one connection: transactions that run at the ` +
+    'same time take turns on it. One opened inside another through the injected client (not the transaction\'s own ' +
+    'tx or manager) waits for the outer one, which waits for it: open it through the outer transaction\'s object. ' +
+    'Nothing of this delivery commits.',
+  foreignWorkRolledBack: (consumer: string) =>
+    `${consumer} rolled back a transaction of its data layer in which a statement sent outside that transaction had ` +
+    "run (the claim has one connection, so it ran inside the open savepoint), so that statement's work was undone though " +
+    'it had succeeded. Nothing of this delivery commits: send the statements of a transaction through its own tx or ' +
+    'manager, and others after it ends.',
 };

@@ -4,35 +4,63 @@ import { PgClaimConnection, type PostgresClient } from './pg-claim-connection.js
 
 type Query = (...args: unknown[]) => unknown;
 
+/** The clients a claim lent, which their pool's release leaves to the claim. */
+const LEASES = new WeakSet<object>();
+
 /**
  * The claim's transaction on a node-postgres client that a layer's pool lent (a `pg` Pool's, or
- * knex's under MikroORM), which the layer hands out again while the handler runs. The handler and
- * the layer get `handle`: the same client, except that a transaction opened on it is a savepoint,
- * a COMMIT or ROLLBACK of the claim's own transaction is refused, and `release()` leaves the
- * client to the claim.
+ * knex's under MikroORM), which the layer hands out again while the handler runs. Each checkout
+ * from the pool gets a lease of it (`lease()`): the same client, except that a transaction opened
+ * on it is a savepoint, taken while no other lease's transaction is open, a COMMIT or ROLLBACK of
+ * the claim's own transaction is refused, and `release()` leaves the client to the claim.
  * @internal
  */
 export class JoinedClaimConnection extends PgClaimConnection {
+  /** The lease of the handler's own statements (`pool.query()`, `IdempotencyContext`). */
   readonly handle: PgPoolClient;
 
   /**
-   * @param owner The pool that lent `pooled`, which hands out `handle` while the claim is open.
+   * @param owner The pool that lent `pooled`, which hands out leases of it while the claim is open.
+   * @param waitMs How long a transaction of the handler waits for another one's to end.
    * @param giveBack Gives `pooled` back to `owner`; `broken`: it is left in a transaction (its connection failed), not to be reused.
    */
   constructor(
     readonly owner: object,
     private readonly pooled: PostgresClient,
     claimant: Claimant,
+    waitMs: number,
     private readonly giveBack: (broken: boolean) => Promise<void> | void,
   ) {
-    super(pooled, claimant);
-    this.handle = this.joinedClient();
+    super(pooled, claimant, waitMs);
+    this.handle = this.lease();
   }
 
   /** The claim in flight in the caller's context, when its connection is one a layer's pool lent and its transaction is open. */
   static inFlight(storage: DataLayerHost['storage']): JoinedClaimConnection | undefined {
     const transaction = storage.getStore()?.transaction;
     return transaction instanceof JoinedClaimConnection && transaction.isOpen ? transaction : undefined;
+  }
+
+  /** Whether `client` is a lease of a claim, which its pool must not take back. */
+  static isLease(client: unknown): boolean {
+    return typeof client === 'object' && client !== null && LEASES.has(client);
+  }
+
+  /** A client for one checkout from the pool: the claim's, with transactions of its own. */
+  lease(): PgPoolClient {
+    const pooled = this.pooled;
+    const release = () => undefined;
+    const lease: PgPoolClient = new Proxy(pooled as unknown as PgPoolClient, {
+      get: (target, property) => {
+        if (property === 'query') return query;
+        if (property === 'release') return release;
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === 'function' ? (value as Query).bind(target) : value;
+      },
+    });
+    const query = (...args: unknown[]) => this.query(args, lease);
+    LEASES.add(lease);
+    return lease;
   }
 
   protected defaultIsolationLevel(): IsolationLevel | undefined {
@@ -48,29 +76,15 @@ export class JoinedClaimConnection extends PgClaimConnection {
     // The client is the claim's alone: nothing else to tell.
   }
 
-  private joinedClient(): PgPoolClient {
-    const pooled = this.pooled;
-    const query = (...args: unknown[]) => this.query(args);
-    const release = () => undefined;
-    return new Proxy(pooled as unknown as PgPoolClient, {
-      get(target, property) {
-        if (property === 'query') return query;
-        if (property === 'release') return release;
-        const value = Reflect.get(target, property, target) as unknown;
-        return typeof value === 'function' ? (value as Query).bind(target) : value;
-      },
-    });
-  }
-
-  /** A statement of the handler's layer: transaction control becomes savepoints; the rest goes as sent. */
-  private query(args: unknown[]): unknown {
+  /** A statement of the handler's layer through `lease`: transaction control becomes savepoints; the rest goes as sent. */
+  private query(args: unknown[], lease: object): unknown {
     const [first] = args;
     const text = typeof first === 'string' ? first : (first as { text?: unknown } | null)?.text;
-    let rewritten: string | undefined;
+    const callback = args[args.length - 1];
+    let rewritten: string | Promise<string> | undefined;
     try {
-      rewritten = typeof text === 'string' ? this.inClaim(text) : undefined;
+      rewritten = typeof text === 'string' ? this.inClaim(text, lease) : undefined;
     } catch (error) {
-      const callback = args[args.length - 1];
       if (typeof callback === 'function') {
         queueMicrotask(() => (callback as (error: unknown) => void)(error));
         return undefined;
@@ -80,7 +94,14 @@ export class JoinedClaimConnection extends PgClaimConnection {
     if (rewritten === undefined) {
       return (this.pooled.query as Query)(...args);
     }
-    const sent = typeof first === 'string' ? rewritten : { ...(first as object), text: rewritten };
-    return (this.pooled.query as Query)(sent, ...args.slice(1));
+    const send = (sql: string) => (this.pooled.query as Query)(typeof first === 'string' ? sql : { ...(first as object), text: sql }, ...args.slice(1));
+    if (typeof rewritten === 'string') {
+      return send(rewritten);
+    }
+    if (typeof callback === 'function') {
+      rewritten.then(send, (error: unknown) => (callback as (error: unknown) => void)(error));
+      return undefined;
+    }
+    return rewritten.then(send);
   }
 }

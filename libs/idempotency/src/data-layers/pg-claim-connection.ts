@@ -2,6 +2,7 @@ import { dataLayerMessages } from './data-layer.messages.js';
 import type { IsolationLevel } from '../options/handler-values.js';
 import { IdempotencyClaimTransactionError, IdempotencyTransactionAbortedError } from '../errors/idempotency.errors.js';
 import type { Claimant, ClaimConnection, StatementResult } from './data-layer.js';
+import { NestedTransactions } from './nested-transactions.js';
 
 /**
  * The savepoint a claim takes right after it (for `recordErrors`), and the statement that rolls the
@@ -43,17 +44,25 @@ export interface PostgresClient {
  */
 export abstract class PgClaimConnection implements ClaimConnection {
   private open = false;
-  /** How many transactions the handler opened with SQL inside the claim's, each a savepoint. */
-  private nested = 0;
+  /** The transactions the handler opens inside the claim's, each a savepoint, one lease at a time. */
+  protected readonly nested: NestedTransactions;
   /** What the handler's work added to the COMMIT (outbox messages). */
   private deferred: string[] = [];
   /** The level the claim's BEGIN set. */
   protected isolationLevel: IsolationLevel = 'READ COMMITTED';
 
+  /** @param waitMs How long a transaction of the handler waits for another one's to end (the claim's connection timeout). */
   protected constructor(
     protected readonly client: PostgresClient,
     protected readonly claimant: Claimant,
-  ) {}
+    waitMs: number,
+  ) {
+    this.nested = new NestedTransactions(waitMs, (reason, ms) =>
+      this.claimError(
+        reason === 'waited' ? dataLayerMessages.transactionsOverlapped(claimant.consumer, ms) : dataLayerMessages.foreignWorkRolledBack(claimant.consumer),
+      ),
+    );
+  }
 
   abstract readonly handle: unknown;
   readonly readsVoid = true;
@@ -85,6 +94,10 @@ export abstract class PgClaimConnection implements ClaimConnection {
   async commit(statements: string[], undoWork = false): Promise<void> {
     // The status can lag a statement that just failed (pg rejects it before PostgreSQL's
     // ReadyForQuery arrives), so COMMIT's command tag below is the check that always holds.
+    const refused = undoWork ? undefined : this.nested.refusedCommit;
+    if (refused) {
+      throw refused;
+    }
     const status = this.client.getTransactionStatus();
     if (status === 'E' && !undoWork) {
       throw new IdempotencyTransactionAbortedError(this.claimant.consumer, this.claimant.key);
@@ -157,27 +170,32 @@ export abstract class PgClaimConnection implements ClaimConnection {
   }
 
   /**
-   * What to send for `statement`, which the handler sends on the claim's connection while the
-   * claim is open: a BEGIN (or START TRANSACTION) opens a savepoint, a COMMIT releases it, a
-   * ROLLBACK rolls back to it; undefined for any other statement, sent as it is.
+   * What to send for `statement`, which the handler sends through `lease` (a client of the layer
+   * on the claim's connection) while the claim is open: a BEGIN (or START TRANSACTION) opens a
+   * savepoint, once no other lease's transaction is open (then a promise of it); a COMMIT releases
+   * it, a ROLLBACK rolls back to it; undefined for any other statement, sent as it is.
    * @throws IdempotencyClaimTransactionError for a COMMIT or ROLLBACK of the claim's own
    * transaction, and for a nested transaction at a stronger isolation level than the claim's.
    */
-  protected inClaim(statement: string): string | undefined {
-    const control = this.open ? TRANSACTION_CONTROL.exec(statement) : null;
+  protected inClaim(statement: string, lease: object): string | Promise<string> | undefined {
+    if (!this.open) {
+      return undefined;
+    }
+    const control = TRANSACTION_CONTROL.exec(statement);
     if (!control) {
+      this.nested.sent(lease);
       return undefined;
     }
     const keyword = control[1].toLowerCase();
     if (keyword === 'begin' || keyword.startsWith('start')) {
       this.refuseStrongerIsolation(isolationOf(control[2]));
-      this.nested += 1;
-      return `SAVEPOINT idempotency_nested_${this.nested}`;
+      const savepoint = () => `SAVEPOINT idempotency_nested_${this.nested.depth}`;
+      return this.nested.open(lease)?.then(savepoint) ?? savepoint();
     }
     const commits = keyword === 'commit' || keyword === 'end';
-    this.refuseAtClaimLevel(this.nested === 0, commits ? 'COMMIT' : 'ROLLBACK');
-    const savepoint = `idempotency_nested_${this.nested}`;
-    this.nested -= 1;
+    this.refuseAtClaimLevel(!this.nested.owns(lease), commits ? 'COMMIT' : 'ROLLBACK');
+    const savepoint = `idempotency_nested_${this.nested.depth}`;
+    this.nested.close(lease, commits);
     return commits ? `RELEASE SAVEPOINT ${savepoint}` : `ROLLBACK TO SAVEPOINT ${savepoint}`;
   }
 
@@ -192,7 +210,7 @@ export abstract class PgClaimConnection implements ClaimConnection {
 
   private mark(active: boolean): void {
     this.open = active;
-    this.nested = 0;
+    this.nested.ended(() => this.claimError(dataLayerMessages.claimTransactionEnded(this.claimant.consumer)));
     this.deferred = [];
     this.marked(active);
   }

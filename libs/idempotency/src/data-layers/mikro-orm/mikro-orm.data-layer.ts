@@ -52,8 +52,6 @@ export class MikroOrmDataLayer implements IdempotencyDataLayer {
   private resolving: Promise<KnexClient> | undefined;
   private acquireOwn!: () => Promise<KnexConnection>;
   private releaseOwn!: (connection: unknown) => Promise<unknown>;
-  /** The connections knex hands out for the claims, which its release leaves to them. */
-  private readonly claimHandles = new WeakSet<object>();
 
   constructor(private readonly options: MikroOrmDataLayerOptions = {}) {}
 
@@ -94,9 +92,7 @@ export class MikroOrmDataLayer implements IdempotencyDataLayer {
       timeoutMs,
       claimant,
     );
-    const claim = new JoinedClaimConnection(knex, connection, claimant, () => this.releaseOwn.call(knex, connection).then(() => undefined));
-    this.claimHandles.add(claim.handle);
-    return claim;
+    return new JoinedClaimConnection(knex, connection, claimant, timeoutMs, () => this.releaseOwn.call(knex, connection).then(() => undefined));
   }
 
   private knexClient(): Promise<KnexClient> {
@@ -128,7 +124,7 @@ export class MikroOrmDataLayer implements IdempotencyDataLayer {
     const storage = this.host.storage;
     const joined = (): KnexConnection | undefined => {
       const claim = JoinedClaimConnection.inFlight(storage);
-      return claim?.owner === knex ? (claim.handle as unknown as KnexConnection) : undefined;
+      return claim?.owner === knex ? (claim.lease() as unknown as KnexConnection) : undefined;
     };
     const acquireOwn = knex.acquireConnection;
     const releaseOwn = knex.releaseConnection;
@@ -138,9 +134,8 @@ export class MikroOrmDataLayer implements IdempotencyDataLayer {
       const connection = joined();
       return connection ? Promise.resolve(connection) : acquireOwn.call(this);
     };
-    const claimHandles = this.claimHandles;
     knex.releaseConnection = function releaseJoined(this: KnexClient, connection: unknown) {
-      return claimHandles.has(connection as object) ? Promise.resolve() : releaseOwn.call(this, connection);
+      return JoinedClaimConnection.isLease(connection) ? Promise.resolve() : releaseOwn.call(this, connection);
     };
   }
 }

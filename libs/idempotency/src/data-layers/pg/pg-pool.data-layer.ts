@@ -6,6 +6,7 @@ import type { Claimant, ClaimConnection, DataLayerHost, IdempotencyDataLayer, Pg
 import { dataLayerMessages } from '../data-layer.messages.js';
 import { JoinedClaimConnection } from '../joined-claim-connection.js';
 import type { PostgresClient } from '../pg-claim-connection.js';
+import { separatePrismaBatchesPerClaim } from './prisma-internals.js';
 
 /** Options of `PgPoolDataLayer`. */
 export interface PgPoolDataLayerOptions {
@@ -29,8 +30,10 @@ type Query = (...args: unknown[]) => unknown;
  * `pool.connect()` (which Drizzle, Kysely and Prisma go through) run in the claim's transaction and
  * commit or roll back with it. A transaction they open on it (`db.transaction()`,
  * `prisma.$transaction()`) becomes a savepoint; a COMMIT or ROLLBACK of the claim's own
- * transaction is refused. Another Pool of the same `pg` installation used inside a handler logs a
- * warning naming the handler, once: its writes cannot commit with the claim.
+ * transaction is refused; two such transactions at once take turns on the claim's connection.
+ * Another Pool of the same `pg` installation used inside a handler logs a warning naming the
+ * handler, once: its writes cannot commit with the claim. A PrismaClient provided in the
+ * application batches same-tick `findUnique` calls per claim only.
  *
  * @example
  * ```ts
@@ -53,9 +56,17 @@ export class PgPoolDataLayer implements IdempotencyDataLayer {
     this.host = host;
   }
 
-  /** @internal Finds the pool and joins it to the claims. */
+  /**
+   * @internal Finds the pool and joins it to the claims; the application's Prisma clients batch
+   * their `findUnique` calls per claim, so that each runs in its own handler's transaction.
+   */
   async start(): Promise<void> {
     this.resolvePool();
+    for (const wrapper of this.host.discovery.getProviders()) {
+      if (wrapper.isDependencyTreeStatic()) {
+        separatePrismaBatchesPerClaim(wrapper.instance, this.host.storage);
+      }
+    }
   }
 
   /** @internal */
@@ -79,7 +90,7 @@ export class PgPoolDataLayer implements IdempotencyDataLayer {
       timeoutMs,
       claimant,
     );
-    return new JoinedClaimConnection(pool, client as unknown as PostgresClient, claimant, (broken) => client.release(broken));
+    return new JoinedClaimConnection(pool, client as unknown as PostgresClient, claimant, timeoutMs, (broken) => client.release(broken));
   }
 
   private resolvePool(): Pool {
@@ -112,12 +123,12 @@ export class PgPoolDataLayer implements IdempotencyDataLayer {
     this.connectOwn = connectOwn;
     const storage = this.host.storage;
     warnOnOtherPools(pool, storage);
-    const joined = (): PoolClient | undefined => {
+    const joined = (): JoinedClaimConnection | undefined => {
       const claim = JoinedClaimConnection.inFlight(storage);
-      return claim?.owner === pool ? (claim.handle as unknown as PoolClient) : undefined;
+      return claim?.owner === pool ? claim : undefined;
     };
     pool.connect = function connectJoined(this: Pool, callback?: (error: Error | undefined, client: PoolClient, done: () => void) => void) {
-      const client = joined();
+      const client = joined()?.lease() as PoolClient | undefined;
       if (!client) {
         return (connectOwn as (...args: unknown[]) => unknown).apply(this, callback ? [callback] : []);
       }
@@ -128,7 +139,7 @@ export class PgPoolDataLayer implements IdempotencyDataLayer {
       return Promise.resolve(client);
     } as Connect;
     pool.query = function queryJoined(this: Pool, ...args: unknown[]) {
-      const client = joined();
+      const client = joined()?.handle;
       return client ? (client.query as Query)(...args) : queryOwn.apply(this, args);
     } as Pool['query'];
   }

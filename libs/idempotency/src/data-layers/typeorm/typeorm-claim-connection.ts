@@ -1,4 +1,4 @@
-import type { DataSource, QueryRunner } from 'typeorm';
+import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import type { IsolationLevel } from '../../options/handler-values.js';
 import { takeConnection } from '../take-connection.js';
 import type { Claimant } from '../data-layer.js';
@@ -17,25 +17,25 @@ import {
 /** The methods of TypeORM's query runner that the claim's transaction guards, as TypeORM defines them. */
 type GuardedMethods = Pick<QueryRunner, 'query' | 'startTransaction' | 'commitTransaction' | 'rollbackTransaction' | 'release'>;
 
-/** The claim each guarded query runner belongs to. */
+/** The claim each guarded query runner, or lease of one, belongs to. */
 const CLAIM_OF_RUNNER = new WeakMap<QueryRunner, TypeOrmClaimConnection>();
 
 /**
  * The methods a claim's query runner answers with in place of TypeORM's, the same functions for
- * every claim: each finds its runner's claim.
+ * every claim: each finds its runner's claim, and passes the lease it was called on.
  */
 const GUARDED_METHODS: GuardedMethods = {
   query(this: QueryRunner, statement: string, parameters?: unknown[], structured?: boolean) {
-    return CLAIM_OF_RUNNER.get(this)!.query(statement, parameters, structured);
+    return CLAIM_OF_RUNNER.get(this)!.query(this, statement, parameters, structured);
   },
   startTransaction(this: QueryRunner, isolationLevel?: IsolationLevel) {
-    return CLAIM_OF_RUNNER.get(this)!.startTransaction(isolationLevel);
+    return CLAIM_OF_RUNNER.get(this)!.startTransaction(this, isolationLevel);
   },
   commitTransaction(this: QueryRunner) {
-    return CLAIM_OF_RUNNER.get(this)!.commitTransaction();
+    return CLAIM_OF_RUNNER.get(this)!.commitTransaction(this);
   },
   rollbackTransaction(this: QueryRunner) {
-    return CLAIM_OF_RUNNER.get(this)!.rollbackTransaction();
+    return CLAIM_OF_RUNNER.get(this)!.rollbackTransaction(this);
   },
   // TypeORM releases a runner it took from createQueryRunner(); the claim's runner stays with the claim.
   release: async () => undefined,
@@ -44,9 +44,11 @@ const GUARDED_METHODS: GuardedMethods = {
 /**
  * The claim's transaction on one TypeORM `QueryRunner`. The query runner is marked as in a
  * transaction, as `startTransaction()` would, so the handler's `manager.save()` joins it and a
- * nested `manager.transaction()` becomes a savepoint, as does a BEGIN sent as SQL. The transaction
- * belongs to the claim: the handler cannot commit, roll back or release it (with TypeORM's methods
- * or with SQL), nor raise its isolation level.
+ * nested `manager.transaction()` becomes a savepoint, as does a BEGIN sent as SQL. Each
+ * `createQueryRunner()` during the claim gets a lease of the runner (`lease()`), so that two
+ * `dataSource.transaction()` calls at once take turns rather than share one savepoint stack. The
+ * transaction belongs to the claim: the handler cannot commit, roll back or release it (with
+ * TypeORM's methods or with SQL), nor raise its isolation level.
  * @internal
  */
 export class TypeOrmClaimConnection extends PgClaimConnection {
@@ -55,10 +57,11 @@ export class TypeOrmClaimConnection extends PgClaimConnection {
     readonly queryRunner: QueryRunner,
     client: PostgresClient,
     claimant: Claimant,
-    /** TypeORM's methods of the runner, called with it as `this`. */
+    waitMs: number,
+    /** TypeORM's methods of the runner, called with it (or a lease of it) as `this`. */
     private readonly own: GuardedMethods,
   ) {
-    super(client, claimant);
+    super(client, claimant, waitMs);
   }
 
   /** The handler's object for the claim's transaction: its query runner. */
@@ -92,7 +95,7 @@ export class TypeOrmClaimConnection extends PgClaimConnection {
       claimant,
     );
     const { query, startTransaction, commitTransaction, rollbackTransaction, release } = queryRunner;
-    const connection = new TypeOrmClaimConnection(dataSource, queryRunner, client, claimant, { query, startTransaction, commitTransaction, rollbackTransaction, release });
+    const connection = new TypeOrmClaimConnection(dataSource, queryRunner, client, claimant, timeoutMs, { query, startTransaction, commitTransaction, rollbackTransaction, release });
     // On shutdown TypeORM's driver releases the runners it lists until none is left; this one
     // ignores release() from others, so listed it would keep the shutdown looping for ever.
     // Unlisted, the pool's end waits for the claim to settle and give its connection back.
@@ -111,33 +114,63 @@ export class TypeOrmClaimConnection extends PgClaimConnection {
     await super.close();
   }
 
-  /** `query()` on the claim's runner: a BEGIN, COMMIT or ROLLBACK sent as SQL is a savepoint's, never the claim's own. */
-  query(statement: string, parameters: unknown[] | undefined, structured: boolean | undefined): Promise<never> {
-    let sent: string;
+  /**
+   * A runner for one `createQueryRunner()` during the claim: the claim's runner, with an entity
+   * manager of its own, whose transactions take turns with other leases' (see `NestedTransactions`).
+   */
+  lease(): QueryRunner {
+    const runner = this.queryRunner;
+    let manager: EntityManager | undefined;
+    const lease: QueryRunner = new Proxy(runner, {
+      get: (target, property) => (property === 'manager' ? (manager ??= this.dataSource.createEntityManager(lease)) : Reflect.get(target, property, target)),
+      set: (target, property, value) => Reflect.set(target, property, value, target),
+    });
+    CLAIM_OF_RUNNER.set(lease, this);
+    return lease;
+  }
+
+  /** `query()` on a lease of the claim's runner: a BEGIN, COMMIT or ROLLBACK sent as SQL is a savepoint's, never the claim's own. */
+  query(lease: QueryRunner, statement: string, parameters: unknown[] | undefined, structured: boolean | undefined): Promise<never> {
+    let sent: string | Promise<string> | undefined;
     try {
-      sent = this.inClaim(statement) ?? statement;
+      sent = this.inClaim(statement, lease);
     } catch (error) {
       return Promise.reject(error);
     }
-    return (this.own.query as (...args: unknown[]) => Promise<never>).call(this.queryRunner, sent, parameters, structured);
+    const run = (text: string) => (this.own.query as (...args: unknown[]) => Promise<never>).call(lease, text, parameters, structured);
+    return typeof sent === 'object' ? sent.then(run) : run(sent ?? statement);
   }
 
-  /** `startTransaction()` on the claim's runner: a savepoint, never a level stronger than the claim's. */
-  startTransaction(isolationLevel: IsolationLevel | undefined): Promise<void> {
+  /** `startTransaction()` on a lease of the claim's runner: a savepoint, once other leases' have ended, never a level stronger than the claim's. */
+  async startTransaction(lease: QueryRunner, isolationLevel: IsolationLevel | undefined): Promise<void> {
     this.refuseStrongerIsolation(isolationLevel ?? defaultIsolationLevel(this.dataSource));
-    return this.own.startTransaction.call(this.queryRunner, isolationLevel);
+    await this.nested.open(lease);
+    try {
+      await this.own.startTransaction.call(lease, isolationLevel);
+    } catch (error) {
+      this.nested.close(lease, true);
+      throw error;
+    }
   }
 
-  /** `commitTransaction()` on the claim's runner: a savepoint's release, never the claim's COMMIT. */
-  commitTransaction(): Promise<void> {
-    this.refuseAtClaimLevel(transactionDepth(this.queryRunner) <= 1, 'commitTransaction()');
-    return this.own.commitTransaction.call(this.queryRunner);
+  /** `commitTransaction()` on a lease of the claim's runner: a savepoint's release, never the claim's COMMIT. */
+  async commitTransaction(lease: QueryRunner): Promise<void> {
+    this.refuseAtClaimLevel(transactionDepth(this.queryRunner) <= 1 || !this.nested.owns(lease), 'commitTransaction()');
+    try {
+      await this.own.commitTransaction.call(lease);
+    } finally {
+      this.nested.close(lease, true);
+    }
   }
 
-  /** `rollbackTransaction()` on the claim's runner: a savepoint's rollback, never the claim's. */
-  rollbackTransaction(): Promise<void> {
-    this.refuseAtClaimLevel(transactionDepth(this.queryRunner) <= 1, 'rollbackTransaction()');
-    return this.own.rollbackTransaction.call(this.queryRunner);
+  /** `rollbackTransaction()` on a lease of the claim's runner: a savepoint's rollback, never the claim's. */
+  async rollbackTransaction(lease: QueryRunner): Promise<void> {
+    this.refuseAtClaimLevel(transactionDepth(this.queryRunner) <= 1 || !this.nested.owns(lease), 'rollbackTransaction()');
+    try {
+      await this.own.rollbackTransaction.call(lease);
+    } finally {
+      this.nested.close(lease, false);
+    }
   }
 
   protected defaultIsolationLevel(): IsolationLevel | undefined {

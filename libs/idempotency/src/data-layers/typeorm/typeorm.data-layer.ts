@@ -96,7 +96,7 @@ export class TypeOrmDataLayer implements IdempotencyDataLayer {
       this.intercept(dataSource, (claim, mode, create) => {
         const transaction = claim?.transaction;
         return transaction instanceof TypeOrmClaimConnection && transaction.isOpen && transaction.dataSource === dataSource && !readsFromReplica(dataSource, mode)
-          ? transaction.queryRunner
+          ? transaction.lease()
           : create(mode);
       });
       this.dataSource = dataSource;
