@@ -87,14 +87,17 @@ export class MessageDelivery implements DeliveryEntry<MessageSource>, OnApplicat
   replay(delivery: Delivery<MessageSource>, { message }: MessageSource, recorded: RecordedResponse): unknown {
     message.settle?.({ kind: 'ack' }, delivery.consumer);
     const reply = replyOf(recorded);
-    return message.replay ? message.replay(reply) : reply;
+    return message.answering ? message.answering.answer(reply, true) : reply;
   }
 
   async process(delivery: Delivery<MessageSource>, { message, run }: MessageSource): Promise<unknown> {
-    const { checkReply } = message;
-    const result = await processJson(delivery, checkReply ? async () => checkReply(await run()) : run);
+    const { checkReply, answering } = message;
+    const result = await processJson(delivery, async () => {
+      const reply = checkReply ? checkReply(await run()) : await run();
+      return answering ? answering.record(reply) : reply;
+    });
     message.settle?.({ kind: 'ack' }, delivery.consumer);
-    return result;
+    return answering ? answering.answer(result, false) : result;
   }
 
   /** Settles the failed message with its broker, and answers what its adapter says. */

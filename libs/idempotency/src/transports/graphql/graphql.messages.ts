@@ -6,6 +6,9 @@ export const graphqlMessages = {
   statusNotRecorded: (handler: string) =>
     `${handler} is a GraphQL mutation with record: 'status', which keeps no result to give its duplicates: ` +
     "remove record: 'status' (a mutation's result is recorded as JSON and replayed).",
+  cyclicResult: (handler: string, type: string) =>
+    `${handler} answered a ${type} that contains itself: a GraphQL mutation's result is recorded whole, every field of every object, ` +
+    'so it cannot hold a cycle. Answer the mutation with an object without back-references (a plain copy of the entity).',
   requestScoped: (handler: string) =>
     `${handler} has @IdempotentHandler() but its resolver is request-scoped (or depends on one), and the module enlists ` +
     'only the singleton instance, so every call would be refused: make it and its dependencies singleton-scoped.',
