@@ -135,6 +135,12 @@ describe('recordAnswer and answerOf', () => {
     });
   });
 
+  it('answers an object recorded by 0.6 or earlier, without a type name', () => {
+    const schema = schemaAnswering(payment, false) as unknown as GraphqlResolveInfo['schema'];
+    expect(answerOf({ reason: 'no funds' }, Refused as unknown as GraphqlOutputType, schema)).toEqual({ __typename: 'Refused', reason: 'no funds' });
+    expect(answerOf({ reason: 'no funds' }, Outcome as unknown as GraphqlOutputType, schema)).toEqual({ reason: 'no funds' });
+  });
+
   it('refuses a result that contains itself, naming the handler', async () => {
     const cyclic = { ...payment(), self: undefined as unknown };
     cyclic.self = cyclic;

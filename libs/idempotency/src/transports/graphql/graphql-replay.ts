@@ -177,9 +177,13 @@ function answer(recorded: unknown, type: GraphqlOutputType, schema: GraphqlSchem
       return type.getValue!(recorded as string)?.value;
     default: {
       const fields = recorded as Record<string, unknown>;
-      const concrete = schema.getType(fields[TYPENAME] as string)!.getFields!();
-      const object: Record<string, unknown> = { [TYPENAME]: fields[TYPENAME] };
-      for (const [name, field] of Object.entries(concrete)) {
+      const concrete = type[Symbol.toStringTag] === 'GraphQLObjectType' ? type : schema.getType(fields[TYPENAME] as string);
+      if (!concrete) {
+        // An interface or union recorded by 0.6 or earlier, which kept no type name: answered as it was then.
+        return recorded;
+      }
+      const object: Record<string, unknown> = { [TYPENAME]: concrete.name };
+      for (const [name, field] of Object.entries(concrete.getFields!())) {
         if (name in fields) {
           object[name] = answer(fields[name], field.type, schema);
         }
