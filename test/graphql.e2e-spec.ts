@@ -419,8 +419,17 @@ describe('exactly-once GraphQL mutations (Apollo on Express)', () => {
       }
     }
 
-    const start = async (resolver: new () => unknown) => {
-      const moduleRef = await Test.createTestingModule({ imports: [AppModule.register({ databaseUrl: db.url })], providers: [resolver] }).compile();
+    @Resolver()
+    class PlainResolver {
+      @Mutation(() => String)
+      @IdempotentHandler()
+      touch(): string {
+        return 'done';
+      }
+    }
+
+    const start = async (resolver: new () => unknown, idempotency: { record?: 'status' } = {}) => {
+      const moduleRef = await Test.createTestingModule({ imports: [AppModule.register({ databaseUrl: db.url, idempotency })], providers: [resolver] }).compile();
       const refused = moduleRef.createNestApplication({ logger: false });
       try {
         await refused.init();
@@ -440,6 +449,15 @@ describe('exactly-once GraphQL mutations (Apollo on Express)', () => {
       const error = await start(StatusOnlyResolver).catch((caught: unknown) => caught);
       expect(error).toBeInstanceOf(IdempotencyOptionsError);
       expect((error as Error).message).toMatch(/^StatusOnlyResolver.touch is a GraphQL mutation with record: 'status'/);
+    });
+
+    it("a mutation under the module's record: 'status', naming the module option", async () => {
+      const error = await start(PlainResolver, { record: 'status' }).catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(IdempotencyOptionsError);
+      expect((error as Error).message).toBe(
+        "IdempotencyModule's record: 'status' applies to PlainResolver.touch, a GraphQL mutation, which then keeps no result to give its duplicates: " +
+          "set record: 'response' in its @IdempotentHandler() (a mutation's result is recorded and replayed), or remove record: 'status' from the module's options.",
+      );
     });
   });
 });
