@@ -44,6 +44,33 @@ async function mutate(baseUrl: string, mutation: Mutation, input: CreditInput, k
   return { status: response.status, replayed: response.headers.get('idempotent-replayed') === 'true', data: body.data, errors: body.errors };
 }
 
+interface RawAnswer {
+  replayed: boolean;
+  /** The response body as the client received it. */
+  text: string;
+  body: { data?: Record<string, unknown> | null; errors?: GraphqlError[] };
+}
+
+/** Any operation over HTTP, its body kept as sent. */
+async function operate(baseUrl: string, query: string, variables: Record<string, unknown>, key: string): Promise<RawAnswer> {
+  const response = await fetch(`${baseUrl}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'Idempotency-Key': key },
+    body: JSON.stringify({ query, variables }),
+  });
+  const text = await response.text();
+  return { replayed: response.headers.get('idempotent-replayed') === 'true', text, body: JSON.parse(text) as RawAnswer['body'] };
+}
+
+/** Every field of a payment: custom scalars (Cents, BigInt, Timestamp under the schema's name `paid_at`), nested lists, an interface list. */
+const PAYMENT_FIELDS = `
+  ... on Payment {
+    entryId amount paid_at
+    lines { label amount }
+    parties { __typename name ... on Person { age } ... on Company { vat_id } }
+  }
+  ... on Declined { reason }`;
+
 describe('exactly-once GraphQL mutations (Apollo on Express)', () => {
   let db: TestDatabase;
   let app: INestApplication;
@@ -238,6 +265,74 @@ describe('exactly-once GraphQL mutations (Apollo on Express)', () => {
     expect(await ledgerCount(account)).toBe(1);
   });
 
+  describe('replays what the client first received, byte for byte', () => {
+    const payQuery = `mutation Pay($input: PayInput!) { pay(input: $input) { __typename ${PAYMENT_FIELDS} } }`;
+
+    it('custom scalars (Cents, BigInt, a Timestamp field named paid_at), nested lists and an interface, under a union', async () => {
+      const key = newKey();
+      const account = newAccount();
+      const first = await operate(baseUrl, payQuery, { input: { account, cents: 1234 } }, key);
+      expect(first.body.errors).toBeUndefined();
+      const [{ id, created_at }] = await db.query<{ id: string; created_at: Date }>('SELECT id, created_at FROM ledger_entries WHERE account = $1', [account]);
+      expect(first.body.data).toEqual({
+        pay: {
+          __typename: 'Payment',
+          entryId: `${id}0000000000`,
+          amount: '12.34',
+          paid_at: created_at.getTime(),
+          lines: [[{ label: 'net', amount: '11.34' }, { label: 'fee', amount: '1.00' }], [], [{ label: 'total', amount: '12.34' }]],
+          parties: [
+            { __typename: 'Person', name: 'Ada', age: 36 },
+            { __typename: 'Company', name: 'Acme', vat_id: 'FR-1' },
+          ],
+        },
+      });
+      for (let i = 0; i < 3; i++) {
+        const replay = await operate(baseUrl, payQuery, { input: { account, cents: 1234 } }, key);
+        expect(replay.replayed).toBe(true);
+        expect(replay.text).toBe(first.text);
+      }
+      expect(await ledgerCount(account)).toBe(1);
+      expect(await balanceOf(account)).toBe(1234);
+    });
+
+    it("the union's other member", async () => {
+      const key = newKey();
+      const account = newAccount();
+      const first = await operate(baseUrl, payQuery, { input: { account, cents: 0 } }, key);
+      expect(first.body).toEqual({ data: { pay: { __typename: 'Declined', reason: 'nothing to pay: 0' } } });
+      const replay = await operate(baseUrl, payQuery, { input: { account, cents: 0 } }, key);
+      expect(replay.text).toBe(first.text);
+    });
+
+    it('an interface returned by the mutation', async () => {
+      const key = newKey();
+      const account = newAccount();
+      const query = `mutation Pay($input: PayInput!) { payAsCompany(input: $input) { __typename name ... on Company { vat_id } } }`;
+      const first = await operate(baseUrl, query, { input: { account, cents: 99 } }, key);
+      expect(first.body).toEqual({ data: { payAsCompany: { __typename: 'Company', name: account, vat_id: 'VAT-99' } } });
+      const replay = await operate(baseUrl, query, { input: { account, cents: 99 } }, key);
+      expect(replay).toMatchObject({ replayed: true, text: first.text });
+      expect(await ledgerCount(account)).toBe(1);
+    });
+
+    it('the mutation and its fields under aliases, asked again with other aliases', async () => {
+      const key = newKey();
+      const account = newAccount();
+      const aliased = (name: string) =>
+        `mutation Pay($input: PayInput!) { ${name}: pay(input: $input) { ... on Payment { id: entryId total: amount at: paid_at lines { what: label amount } } } }`;
+      const first = await operate(baseUrl, aliased('charged'), { input: { account, cents: 500 } }, key);
+      expect(first.body.errors).toBeUndefined();
+      expect(first.body.data!.charged).toMatchObject({ total: '5.00', lines: [[{ what: 'net', amount: '4.00' }, { what: 'fee', amount: '1.00' }], [], [{ what: 'total', amount: '5.00' }]] });
+      const replay = await operate(baseUrl, aliased('charged'), { input: { account, cents: 500 } }, key);
+      expect(replay).toMatchObject({ replayed: true, text: first.text });
+      const otherAlias = await operate(baseUrl, aliased('again'), { input: { account, cents: 500 } }, key);
+      expect(otherAlias.replayed).toBe(true);
+      expect(otherAlias.body.data).toEqual({ again: first.body.data!.charged });
+      expect(await ledgerCount(account)).toBe(1);
+    });
+  });
+
   describe('on a pool of two connections', () => {
     let small: INestApplication;
     let smallUrl: string;
@@ -324,8 +419,17 @@ describe('exactly-once GraphQL mutations (Apollo on Express)', () => {
       }
     }
 
-    const start = async (resolver: new () => unknown) => {
-      const moduleRef = await Test.createTestingModule({ imports: [AppModule.register({ databaseUrl: db.url })], providers: [resolver] }).compile();
+    @Resolver()
+    class PlainResolver {
+      @Mutation(() => String)
+      @IdempotentHandler()
+      touch(): string {
+        return 'done';
+      }
+    }
+
+    const start = async (resolver: new () => unknown, idempotency: { record?: 'status' } = {}) => {
+      const moduleRef = await Test.createTestingModule({ imports: [AppModule.register({ databaseUrl: db.url, idempotency })], providers: [resolver] }).compile();
       const refused = moduleRef.createNestApplication({ logger: false });
       try {
         await refused.init();
@@ -345,6 +449,15 @@ describe('exactly-once GraphQL mutations (Apollo on Express)', () => {
       const error = await start(StatusOnlyResolver).catch((caught: unknown) => caught);
       expect(error).toBeInstanceOf(IdempotencyOptionsError);
       expect((error as Error).message).toMatch(/^StatusOnlyResolver.touch is a GraphQL mutation with record: 'status'/);
+    });
+
+    it("a mutation under the module's record: 'status', naming the module option", async () => {
+      const error = await start(PlainResolver, { record: 'status' }).catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(IdempotencyOptionsError);
+      expect((error as Error).message).toBe(
+        "IdempotencyModule's record: 'status' applies to PlainResolver.touch, a GraphQL mutation, which then keeps no result to give its duplicates: " +
+          "set record: 'response' in its @IdempotentHandler() (a mutation's result is recorded and replayed), or remove record: 'status' from the module's options.",
+      );
     });
   });
 });

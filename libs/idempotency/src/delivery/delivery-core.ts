@@ -107,11 +107,16 @@ export class Delivery<S> implements ObservedDelivery {
 
 /**
  * Runs `handle` under the delivery's won claim and commits its result, as JSON, with the claim
- * (a message handler's reply, `run()`'s result). A failure, or a result JSON cannot hold (a
- * BigInt, a cycle), rolls the claim back and is thrown, a database error translated.
+ * (a message handler's reply, `run()`'s result), with the headers `headersOf` gives it (none by
+ * default). A failure, or a result JSON cannot hold (a BigInt, a cycle), rolls the claim back and
+ * is thrown, a database error translated.
  * @internal
  */
-export async function processJson<S>(delivery: Delivery<S>, handle: () => Promise<unknown>): Promise<unknown> {
+export async function processJson<S>(
+  delivery: Delivery<S>,
+  handle: () => Promise<unknown>,
+  headersOf?: (result: unknown) => RecordedResponse['headers'],
+): Promise<unknown> {
   let result: unknown;
   let json: string | undefined;
   try {
@@ -122,7 +127,7 @@ export async function processJson<S>(delivery: Delivery<S>, handle: () => Promis
     await delivery.rollback(failureOutcome(failure), failure);
     throw failure;
   }
-  await delivery.commit({ status: null, headers: null, body: json === undefined ? null : Buffer.from(json) });
+  await delivery.commit({ status: null, headers: headersOf?.(result) ?? null, body: json === undefined ? null : Buffer.from(json) });
   return result;
 }
 

@@ -27,6 +27,6 @@ export class IdempotencyInterceptor implements NestInterceptor {
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    return from(context.getType() === 'http' ? this.http.handle(context, next) : this.messages.handle(context, next));
+    return context.getType() === 'http' ? from(this.http.handle(context, next)) : this.messages.handle(context, next);
   }
 }

@@ -1,5 +1,5 @@
 import { type CallHandler, type ExecutionContext, Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
-import { lastValueFrom } from 'rxjs';
+import { from, lastValueFrom, mergeMap, type Observable, of, toArray } from 'rxjs';
 import type { RecordedResponse } from '../claiming/claim.js';
 import { type Delivery, DeliveryCore, type DeliveryEntry, processJson } from '../delivery/delivery-core.js';
 import { type HandlerPlan, HandlerPlans } from '../delivery/handler-plan.js';
@@ -22,8 +22,24 @@ interface MessageSource {
 
 type MessagePlan = HandlerPlan<MessageSource>;
 
-/** Subscribes to the handler's answer once, as Nest's own pipeline does. */
-const LAST_VALUE = { defaultValue: undefined };
+/**
+ * The values a handler's Observable emitted when they were not one (`from([{ page: 1 }, { page: 2 }])`):
+ * Nest sends each to a request-reply caller, in order, so each is recorded, and replayed, in order.
+ */
+class ReplyStream {
+  constructor(readonly values: readonly unknown[]) {}
+
+  toJSON(): readonly unknown[] {
+    return this.values;
+  }
+}
+
+/**
+ * The headers of a recorded reply stream: the body is the JSON array of its values. A message
+ * handler's single reply is recorded without headers, so nothing else recorded for a message
+ * handler carries them.
+ */
+const STREAM_HEADERS: Readonly<Record<string, string>> = { 'idempotent-reply': 'stream' };
 
 /**
  * The message entry of the delivery core, which knows no broker: each transport's adapter reads
@@ -56,15 +72,19 @@ export class MessageDelivery implements DeliveryEntry<MessageSource>, OnApplicat
     }
   }
 
-  /** Delivers what an interceptor intercepted, through the first adapter that reads it as its own. */
-  handle(context: ExecutionContext, next: CallHandler): Promise<unknown> {
+  /**
+   * Delivers what an interceptor intercepted, through the first adapter that reads it as its own;
+   * emits the reply, or each value of a reply stream, as the handler's Observable did.
+   */
+  handle(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     for (const transport of this.transports) {
       const message = transport.read(context);
       if (message) {
         const target = context.getClass();
         const method = context.getHandler();
         const plan = this.plans.get(target, method) ?? this.plans.set(target, method, this.planOf(this.accessor.resolve(context), transport));
-        return this.core.deliver(plan, context, { transport, message, run: () => lastValueFrom(next.handle(), LAST_VALUE) }, this);
+        const run = async () => replyOfValues(await lastValueFrom(next.handle().pipe(toArray())));
+        return from(this.core.deliver(plan, context, { transport, message, run }, this)).pipe(mergeMap(emitted));
       }
     }
     const handler = `${context.getClass().name}.${context.getHandler().name}`;
@@ -87,14 +107,21 @@ export class MessageDelivery implements DeliveryEntry<MessageSource>, OnApplicat
   replay(delivery: Delivery<MessageSource>, { message }: MessageSource, recorded: RecordedResponse): unknown {
     message.settle?.({ kind: 'ack' }, delivery.consumer);
     const reply = replyOf(recorded);
-    return message.replay ? message.replay(reply) : reply;
+    return message.answering ? message.answering.answer(reply, true) : reply;
   }
 
   async process(delivery: Delivery<MessageSource>, { message, run }: MessageSource): Promise<unknown> {
-    const { checkReply } = message;
-    const result = await processJson(delivery, checkReply ? async () => checkReply(await run()) : run);
+    const { checkReply, answering } = message;
+    const result = await processJson(
+      delivery,
+      async () => {
+        const reply = checkReply ? checkReply(await run()) : await run();
+        return answering ? answering.record(reply) : reply;
+      },
+      (reply) => (reply instanceof ReplyStream ? STREAM_HEADERS : null),
+    );
     message.settle?.({ kind: 'ack' }, delivery.consumer);
-    return result;
+    return answering ? answering.answer(result, false) : result;
   }
 
   /** Settles the failed message with its broker, and answers what its adapter says. */
@@ -125,11 +152,25 @@ export class MessageDelivery implements DeliveryEntry<MessageSource>, OnApplicat
   }
 }
 
+/** The reply of the values a handler's Observable emitted: the value, when it emitted one; else their stream. */
+function replyOfValues(values: unknown[]): unknown {
+  return values.length === 1 ? values[0] : new ReplyStream(values);
+}
+
+/** What Nest sends for a reply: each value of a reply stream, in order; else the reply. */
+function emitted(reply: unknown): Observable<unknown> {
+  return reply instanceof ReplyStream ? from(reply.values) : of(reply);
+}
+
 /**
- * A duplicate's reply: the recorded JSON of a message handler's reply; or, for a consumer shared
- * with an HTTP route, the response body it recorded, parsed when it is JSON.
+ * A duplicate's reply: the recorded JSON of a message handler's reply, or of each value of its
+ * reply stream; or, for a consumer shared with an HTTP route, the response body it recorded,
+ * parsed when it is JSON.
  */
-function replyOf({ body }: RecordedResponse): unknown {
+function replyOf({ headers, body }: RecordedResponse): unknown {
+  if (headers?.['idempotent-reply'] === STREAM_HEADERS['idempotent-reply']) {
+    return new ReplyStream(JSON.parse(body!.toString('utf8')) as unknown[]);
+  }
   if (body === null || body.length === 0) {
     return undefined;
   }

@@ -43,11 +43,12 @@ export interface InboundMessage {
    */
   readonly request?: unknown;
   /**
-   * A duplicate's answer, made of the reply recorded as JSON (GraphQL: custom scalars such as
-   * `DateTime` read back by the field's type, the HTTP response marked `Idempotent-Replayed: true`).
-   * Unset: the recorded reply as it is.
+   * For a transport whose client receives a reply in another form than the handler returned it
+   * (GraphQL: serialized by each scalar, under the schema's field names): what is recorded of the
+   * reply, and the answer made of a record, given to the first delivery and to its duplicates
+   * alike. Unset: the reply is recorded as JSON, and a duplicate answered the recorded JSON.
    */
-  readonly replay?: (recorded: unknown) => unknown;
+  readonly answering?: ReplyAnswering;
   /**
    * Settles the message with the broker, once, after the claim ended (committed, found a
    * duplicate, or rolled back), and logs a failure; `consumer` is the handler's. Where the
@@ -60,6 +61,14 @@ export interface InboundMessage {
    * reply as it is, or a throw when it refuses the message, so that its claim rolls back.
    */
   readonly checkReply?: (reply: unknown) => unknown;
+}
+
+/** How a transport records a reply and answers a recorded one (`InboundMessage.answering`). */
+export interface ReplyAnswering {
+  /** What is recorded of the handler's reply, as JSON; it runs under the claim, before the commit. */
+  record(reply: unknown): Promise<unknown>;
+  /** The answer of a recorded reply: `duplicate` is true for a duplicate's. */
+  answer(recorded: unknown, duplicate: boolean): unknown;
 }
 
 /**
