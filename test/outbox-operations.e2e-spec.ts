@@ -304,6 +304,36 @@ describe('the relay between two polls (pollInterval 1h: it moves only when woken
     expect(idle.idsReceived().filter((id) => ids.includes(id))).toEqual(ids);
   });
 
+  it('publishes the messages of one ordering key in the order their transactions wrote them, which is the order they committed', async () => {
+    const ids = Array.from({ length: 12 }, (_, index) => `overlapping-${index}`);
+    const clients = await Promise.all(ids.map(() => db.connect()));
+    try {
+      await Promise.all(clients.map((client) => client.query('BEGIN')));
+      const written: number[] = [];
+      const writes = ids.map((id, index) =>
+        app
+          .get(Outbox)
+          .publish({ to: 'scripted', address: 'credits', payload: { id }, id, orderingKey: 'overlapping' }, { transaction: (sql) => clients[index].query(sql) })
+          .then(() => written.push(index)),
+      );
+      // Each transaction commits once it has written, the one that began last first: never in the order they began, unless the writes force it.
+      const committed: string[] = [];
+      const done = new Set<number>();
+      while (committed.length < ids.length) {
+        await Promise.race(writes.filter((_, index) => !done.has(index)));
+        const index = Math.max(...written.filter((candidate) => !done.has(candidate)));
+        done.add(index);
+        await clients[index].query('COMMIT');
+        committed.push(ids[index]);
+      }
+      expect(written.map((index) => ids[index])).toEqual(committed);
+      await until(async () => ids.every((id) => idle.idsReceived().includes(id)), 'all 12 were sent');
+      expect(idle.idsReceived().filter((id) => ids.includes(id))).toEqual(committed);
+    } finally {
+      await Promise.all(clients.map((client) => client.end()));
+    }
+  });
+
   it('closes at once when closed right after it started, while its LISTEN connection is being opened', async () => {
     for (let attempt = 1; attempt <= 3; attempt++) {
       const idempotency = { ...options, outbox: { ...options.outbox, publishers: { scripted: new ScriptedBroker() } } };
