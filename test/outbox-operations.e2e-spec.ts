@@ -77,6 +77,16 @@ class OutboxOpsController {
     return { id: body.id };
   }
 
+  /** Announces one message per id of `ids`, with those ids, and nothing else. */
+  @Post('announce')
+  @IdempotentHandler()
+  async announce(@Body() body: { ids: string[] }) {
+    for (const id of body.ids) {
+      await this.outbox.publish({ to: 'scripted', address: 'announcements', payload: { id }, id });
+    }
+    return { announced: body.ids.length };
+  }
+
   @Post('lease')
   @IdempotentHandler({ mode: 'lease' })
   async lease(@Body() body: { id: string }) {
@@ -188,6 +198,33 @@ describe('the outbox: writes with the work, relay order, retries, dead letters, 
     expect(broker.attempts.get(first)).toBe(3);
     expect(broker.attempts.get(second)).toBe(1);
     expect(await rows(first)).toEqual([{ dispatched: true, dead: false, attempts: 2, last_error: `broker refused ${first}` }]);
+  });
+
+  it('refuses a second message of one id in a handler at once: a definite 500, nothing written, and so again on a retry', async () => {
+    const id = newId('twice');
+    const key = newId('twice-key');
+    for (const attempt of [1, 2]) {
+      const answer = await post(`${baseUrl}/outbox-ops/announce`, { ids: [id, id] }, { 'Idempotency-Key': key });
+      expect({ attempt, status: answer.status, retryAfter: answer.headers.get('retry-after') }).toEqual({ attempt, status: 500, retryAfter: null });
+    }
+    expect(await rows(id)).toEqual([]);
+  });
+
+  it('fails the commit of a message whose id another transaction committed as a definite 500 problem, with nothing committed', async () => {
+    const id = newId('taken');
+    expect((await post(`${baseUrl}/outbox-ops/announce`, { ids: [id] }, { 'Idempotency-Key': newId('taken-first') })).status).toBe(201);
+    const key = newId('taken-again');
+    for (const attempt of [1, 2]) {
+      const answer = await post(`${baseUrl}/outbox-ops/announce`, { ids: [id] }, { 'Idempotency-Key': key });
+      expect({ attempt, status: answer.status, retryAfter: answer.headers.get('retry-after'), type: answer.headers.get('content-type') }).toEqual({
+        attempt,
+        status: 500,
+        retryAfter: null,
+        type: expect.stringContaining('application/problem+json'),
+      });
+      expect(answer.body).toMatchObject({ type: 'urn:idempotency:commit-refused', detail: expect.stringContaining(id) });
+    }
+    expect(await db.query('SELECT count(*)::int AS n FROM outbox_messages WHERE id = $1', [id])).toEqual([{ n: 1 }]);
   });
 
   it('counts a publish rejected with something that is not an Error as that message\'s failure only: the rest of its batch is sent once', async () => {

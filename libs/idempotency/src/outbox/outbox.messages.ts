@@ -16,6 +16,9 @@ export const outboxMessages = {
   unknownDestination: (to: unknown, known: readonly string[]) => `Outbox.publish(): no publisher ${JSON.stringify(to)}; outbox.publishers has ${known.join(', ')}.`,
   invalidField: (field: string, rule: string, value: unknown) => `Outbox.publish(): \`${field}\` must be ${rule}; got ${JSON.stringify(value)?.slice(0, 100)}.`,
   refused: (to: string, reason: string) => `Outbox.publish(): the publisher '${to}' cannot send this message: ${reason}`,
+  idWritten: (id: string) =>
+    `Outbox.publish(): this transaction wrote a message with the id ${shownKey(id)} already, and an id is one message's: ` +
+    'give each message of a handler an id of its own, such as `${idempotency.downstreamKey}:credit.granted`.',
   notJson: (cause: string) => `Outbox.publish(): the payload cannot be written as JSON: ${cause}`,
   publishTimedOut: (ms: number) => `no confirmation from the broker within ${ms} ms`,
   relayStarted: (table: string, batchSize: number, listens: boolean, pollIntervalMs: number) =>
