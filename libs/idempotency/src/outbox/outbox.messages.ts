@@ -20,6 +20,9 @@ export const outboxMessages = {
     `Outbox.publish(): this transaction wrote a message with the id ${shownKey(id)} already, and an id is one message's: ` +
     'give each message of a handler an id of its own, such as `${idempotency.downstreamKey}:credit.granted`.',
   notJson: (cause: string) => `Outbox.publish(): the payload cannot be written as JSON: ${cause}`,
+  noStream: (subject: string) =>
+    `no JetStream stream takes the subject '${subject}' (or JetStream is not enabled on the server; the client says "jetstream is not enabled"): ` +
+    'add a stream whose subjects include it before the relay publishes',
   publishTimedOut: (ms: number) => `no confirmation from the broker within ${ms} ms`,
   relayStarted: (table: string, batchSize: number, listens: boolean, pollIntervalMs: number) =>
     `The outbox relay of ${table} started: batches of ${batchSize}, woken ${listens ? 'by NOTIFY at each commit that writes messages, and ' : ''}every ${pollIntervalMs} ms.`,
