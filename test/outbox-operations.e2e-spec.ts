@@ -384,7 +384,7 @@ describe('the relay between two polls (pollInterval 1h: it moves only when woken
   });
 });
 
-describe('a relay whose database connection ends mid-batch (plain pg)', () => {
+describe.each(['pg', 'typeorm'])('a relay whose database connection ends mid-batch (data layer: %s)', (layer) => {
   const RELAY = resolve('dist/test-apps/test/apps/outbox/gated-relay.main.js');
   let db: TestDatabase;
   let relay: DemoProcess | undefined;
@@ -402,7 +402,7 @@ describe('a relay whose database connection ends mid-batch (plain pg)', () => {
   });
 
   it('survives its batch connection terminated while publishes wait for the broker: it logs, and sends the message again', async () => {
-    relay = await startAppProcess(RELAY, { DATABASE_URL: db.url }, '/ping');
+    relay = await startAppProcess(RELAY, { DATABASE_URL: db.url, LAYER: layer }, '/ping');
     const alive = () => {
       if (relay!.child.exitCode !== null) {
         throw new Error(`the relay exited with ${relay!.child.exitCode}:\n${relay!.output()}`);

@@ -1,11 +1,12 @@
 import 'reflect-metadata';
 import { Controller, Get, Module, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { TypeOrmModule } from '@nestjs/typeorm';
 import { IdempotencyModule, type OutboxPublisher, type OutgoingMessage, PgPoolDataLayer } from 'nestjs-idempotent-consumer';
 import pg from 'pg';
 
 /**
- * A relay on plain `pg` (PgPoolDataLayer) whose broker confirms nothing until the test opens a
+ * A relay (on the data layer LAYER names) whose broker confirms nothing until the test opens a
  * gate: its batch transaction stays open while the test does what it likes to the connection.
  * The test creates the tables. `GET /held`: the ids whose publish waits at the gate; `POST /gate`
  * opens it for good; `GET /published`: the ids confirmed, in order.
@@ -53,12 +54,17 @@ class GateController {
   }
 }
 
-const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 4 });
+/** LAYER: 'pg' (a pg Pool, PgPoolDataLayer) or 'typeorm' (the default data layer). */
+const layer =
+  process.env.LAYER === 'typeorm'
+    ? { imports: [TypeOrmModule.forRoot({ type: 'postgres', url: process.env.DATABASE_URL, extra: { max: 4 } })], options: {} }
+    : { imports: [], options: { dataLayer: new PgPoolDataLayer({ pool: new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 4 }) }) } };
 
 @Module({
   imports: [
+    ...layer.imports,
     IdempotencyModule.forRoot({
-      dataLayer: new PgPoolDataLayer({ pool }),
+      ...layer.options,
       purge: { interval: false },
       outbox: { publishers: { gated: broker }, relay: { pollInterval: '200ms', retryDelay: '50ms', publishTimeout: '1m' } },
     }),
