@@ -21,8 +21,10 @@ const RELAY_CLAIMANT = { consumer: 'the outbox relay', key: '' };
  * each to its publisher, waits for the broker's confirmations, and marks each message dispatched
  * or failed (with its next attempt after a doubling delay; a dead letter after `maxAttempts`) in
  * the COMMIT. A relay that dies mid-batch holds nothing: PostgreSQL rolls its transaction back and
- * the messages are sent again, with the same ids. It wakes on NOTIFY from each commit that wrote
- * messages, and polls every `pollInterval` besides.
+ * the messages are sent again, with the same ids; a batch whose connection failed is logged and
+ * taken again after `pollInterval`. It wakes on NOTIFY from each commit that wrote messages, polls
+ * every `pollInterval` besides, and goes on at once after a batch that was full or sent a message
+ * of an ordering key (whose next one may be due).
  * @internal
  */
 @Injectable()

@@ -21,7 +21,9 @@ export interface OutboxMessage {
   /**
    * The message's stable id, which every publish of it carries where the consumer's transport
    * reads its key (AMQP `messageId`, `Nats-Msg-Id`, BullMQ `jobId`, SQS deduplication id): the
-   * receiving idempotent consumer deduplicates by it. Unique in the outbox table.
+   * receiving idempotent consumer deduplicates by it. One message's, unique in the outbox table:
+   * in a handler, build it from `IdempotencyContext.downstreamKey` and the event
+   * (`` `${downstreamKey}:credit.granted` ``), the same for every retry of the request.
    * @default a random UUID, fixed when the message is written
    */
   readonly id?: string;
@@ -29,7 +31,11 @@ export interface OutboxMessage {
   readonly pattern?: string;
   /** Headers sent with it. */
   readonly headers?: Readonly<Record<string, string>>;
-  /** Messages of one ordering key are published one at a time, in the order they were written (SQS FIFO: the `MessageGroupId`). */
+  /**
+   * Messages of one ordering key are published one at a time, in the order they were written,
+   * which is the order their transactions committed: writing one locks the key until its
+   * transaction ends, so the writers of a key take turns (SQS FIFO: the `MessageGroupId`).
+   */
   readonly orderingKey?: string;
 }
 
