@@ -12,7 +12,11 @@ import {
   type OutgoingMessage,
   schemaSql,
 } from 'nestjs-idempotent-consumer';
+import { Test } from '@nestjs/testing';
+import { resolve } from 'node:path';
+import { AppModule } from '../apps/demo-api/src/app.module.js';
 import { post, startDemoApp } from './support/demo-app.js';
+import { type DemoProcess, startAppProcess } from './support/demo-process.js';
 import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
 
 /**
@@ -26,9 +30,16 @@ class ScriptedBroker implements OutboxPublisher {
   readonly attempts = new Map<string, number>();
   /** Failures still to answer, by message id; Infinity: always. */
   readonly failures = new Map<string, number>();
+  /** What to reject the next publish of a message with instead of an Error, by message id: once. */
+  readonly rejections = new Map<string, unknown>();
 
   async publish(message: OutgoingMessage): Promise<void> {
     this.attempts.set(message.id, (this.attempts.get(message.id) ?? 0) + 1);
+    if (this.rejections.has(message.id)) {
+      const rejection = this.rejections.get(message.id);
+      this.rejections.delete(message.id);
+      throw rejection;
+    }
     const left = this.failures.get(message.id) ?? 0;
     if (left > 0) {
       this.failures.set(message.id, left - 1);
@@ -64,6 +75,16 @@ class OutboxOpsController {
       throw new HttpException('payment required', 402);
     }
     return { id: body.id };
+  }
+
+  /** Announces one message per id of `ids`, with those ids, and nothing else. */
+  @Post('announce')
+  @IdempotentHandler()
+  async announce(@Body() body: { ids: string[] }) {
+    for (const id of body.ids) {
+      await this.outbox.publish({ to: 'scripted', address: 'announcements', payload: { id }, id });
+    }
+    return { announced: body.ids.length };
   }
 
   @Post('lease')
@@ -179,6 +200,52 @@ describe('the outbox: writes with the work, relay order, retries, dead letters, 
     expect(await rows(first)).toEqual([{ dispatched: true, dead: false, attempts: 2, last_error: `broker refused ${first}` }]);
   });
 
+  it('refuses a second message of one id in a handler at once: a definite 500, nothing written, and so again on a retry', async () => {
+    const id = newId('twice');
+    const key = newId('twice-key');
+    for (const attempt of [1, 2]) {
+      const answer = await post(`${baseUrl}/outbox-ops/announce`, { ids: [id, id] }, { 'Idempotency-Key': key });
+      expect({ attempt, status: answer.status, retryAfter: answer.headers.get('retry-after') }).toEqual({ attempt, status: 500, retryAfter: null });
+    }
+    expect(await rows(id)).toEqual([]);
+  });
+
+  it('fails the commit of a message whose id another transaction committed as a definite 500 problem, with nothing committed', async () => {
+    const id = newId('taken');
+    expect((await post(`${baseUrl}/outbox-ops/announce`, { ids: [id] }, { 'Idempotency-Key': newId('taken-first') })).status).toBe(201);
+    const key = newId('taken-again');
+    for (const attempt of [1, 2]) {
+      const answer = await post(`${baseUrl}/outbox-ops/announce`, { ids: [id] }, { 'Idempotency-Key': key });
+      expect({ attempt, status: answer.status, retryAfter: answer.headers.get('retry-after'), type: answer.headers.get('content-type') }).toEqual({
+        attempt,
+        status: 500,
+        retryAfter: null,
+        type: expect.stringContaining('application/problem+json'),
+      });
+      expect(answer.body).toMatchObject({ type: 'urn:idempotency:commit-refused', detail: expect.stringContaining(id) });
+    }
+    expect(await db.query('SELECT count(*)::int AS n FROM outbox_messages WHERE id = $1', [id])).toEqual([{ n: 1 }]);
+  });
+
+  it('counts a publish rejected with something that is not an Error as that message\'s failure only: the rest of its batch is sent once', async () => {
+    const [bare, text, fine] = [newId('bare'), newId('text'), newId('fine')];
+    broker.rejections.set(bare, Object.create(null));
+    broker.rejections.set(text, 'the broker said no');
+    const runner = app.get(DataSource).createQueryRunner();
+    await runner.startTransaction();
+    for (const id of [bare, text, fine]) {
+      await app.get(Outbox).publish({ to: 'scripted', address: 'credits', payload: { id }, id }, { transaction: (sql) => runner.query(sql) });
+    }
+    await runner.commitTransaction();
+    await runner.release();
+    await until(async () => received(bare) && received(text) && received(fine), 'all three were sent');
+    await until(async () => (await rows(bare))[0]?.dispatched && (await rows(text))[0]?.dispatched, 'the two retried were marked dispatched');
+    expect(broker.attempts.get(fine)).toBe(1);
+    expect(broker.idsReceived().filter((id) => id === fine)).toHaveLength(1);
+    expect(await rows(bare)).toEqual([{ dispatched: true, dead: false, attempts: 1, last_error: '[Object: null prototype] {}' }]);
+    expect(await rows(text)).toEqual([{ dispatched: true, dead: false, attempts: 1, last_error: 'the broker said no' }]);
+  });
+
   it('parks a message that keeps failing as a dead letter, which holds its key back, turns health down, and the admin requeues or discards', async () => {
     const [dead, held] = [newId('dead'), newId('held')];
     const [discarded, freed] = [newId('discarded'), newId('freed')];
@@ -240,5 +307,121 @@ describe('the outbox table at start-up', () => {
     } finally {
       await db.drop();
     }
+  });
+});
+
+describe('the relay between two polls (pollInterval 1h: it moves only when woken)', () => {
+  let db: TestDatabase;
+  let app: INestApplication;
+  const idle = new ScriptedBroker();
+  const options = { purge: { interval: false as const }, outbox: { publishers: { scripted: idle }, relay: { pollInterval: '1h' as const } } };
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    const outboxMigration = (await schemaSql()).find((migration) => migration.name.endsWith('create-outbox-messages-table'))!;
+    await db.query(outboxMigration.sql);
+    ({ app } = await startDemoApp('express', db.url, [], false, options));
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  it('sends 12 messages of one ordering key written together one after the other as the broker confirms them, none waiting for a poll', async () => {
+    const ids = Array.from({ length: 12 }, (_, index) => `drained-${index}`);
+    const runner = app.get(DataSource).createQueryRunner();
+    await runner.startTransaction();
+    for (const id of ids) {
+      await app.get(Outbox).publish({ to: 'scripted', address: 'credits', payload: { id }, id, orderingKey: 'drained' }, { transaction: (sql) => runner.query(sql) });
+    }
+    await runner.commitTransaction();
+    await runner.release();
+    await until(async () => ids.every((id) => idle.idsReceived().includes(id)), 'all 12 were sent');
+    expect(idle.idsReceived().filter((id) => ids.includes(id))).toEqual(ids);
+  });
+
+  it('publishes the messages of one ordering key in the order their transactions wrote them, which is the order they committed', async () => {
+    const ids = Array.from({ length: 12 }, (_, index) => `overlapping-${index}`);
+    const clients = await Promise.all(ids.map(() => db.connect()));
+    try {
+      await Promise.all(clients.map((client) => client.query('BEGIN')));
+      const written: number[] = [];
+      const writes = ids.map((id, index) =>
+        app
+          .get(Outbox)
+          .publish({ to: 'scripted', address: 'credits', payload: { id }, id, orderingKey: 'overlapping' }, { transaction: (sql) => clients[index].query(sql) })
+          .then(() => written.push(index)),
+      );
+      // Each transaction commits once it has written, the one that began last first: never in the order they began, unless the writes force it.
+      const committed: string[] = [];
+      const done = new Set<number>();
+      while (committed.length < ids.length) {
+        await Promise.race(writes.filter((_, index) => !done.has(index)));
+        const index = Math.max(...written.filter((candidate) => !done.has(candidate)));
+        done.add(index);
+        await clients[index].query('COMMIT');
+        committed.push(ids[index]);
+      }
+      expect(written.map((index) => ids[index])).toEqual(committed);
+      await until(async () => ids.every((id) => idle.idsReceived().includes(id)), 'all 12 were sent');
+      expect(idle.idsReceived().filter((id) => ids.includes(id))).toEqual(committed);
+    } finally {
+      await Promise.all(clients.map((client) => client.end()));
+    }
+  });
+
+  it('closes at once when closed right after it started, while its LISTEN connection is being opened', async () => {
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const idempotency = { ...options, outbox: { ...options.outbox, publishers: { scripted: new ScriptedBroker() } } };
+      const started = (await Test.createTestingModule({ imports: [AppModule.register({ databaseUrl: db.url, idempotency })] }).compile()).createNestApplication({ logger: false });
+      await started.init();
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<string>((resolve) => (timer = setTimeout(() => resolve('still closing after 10 s'), 10_000)));
+      expect({ attempt, closed: await Promise.race([started.close().then(() => 'closed'), deadline]) }).toEqual({ attempt, closed: 'closed' });
+      clearTimeout(timer);
+    }
+  });
+});
+
+describe.each(['pg', 'typeorm'])('a relay whose database connection ends mid-batch (data layer: %s)', (layer) => {
+  const RELAY = resolve('dist/test-apps/test/apps/outbox/gated-relay.main.js');
+  let db: TestDatabase;
+  let relay: DemoProcess | undefined;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    for (const { sql } of await schemaSql()) {
+      await db.query(sql);
+    }
+  });
+
+  afterAll(async () => {
+    await relay?.kill('SIGKILL');
+    await db?.drop();
+  });
+
+  it('survives its batch connection terminated while publishes wait for the broker: it logs, and sends the message again', async () => {
+    relay = await startAppProcess(RELAY, { DATABASE_URL: db.url, LAYER: layer }, '/ping');
+    const alive = () => {
+      if (relay!.child.exitCode !== null) {
+        throw new Error(`the relay exited with ${relay!.child.exitCode}:\n${relay!.output()}`);
+      }
+    };
+    const get = async (path: string) => (await fetch(`${relay!.baseUrl}${path}`)).json() as Promise<string[]>;
+    await db.query(`INSERT INTO outbox_messages (id, destination, address, headers, payload) VALUES ('cut-1', 'gated', 'anywhere', '{}', '{}')`);
+    await until(async () => (await get('/held')).includes('cut-1'), 'the publish of cut-1 waits at the gate');
+    const terminated = await db.query(
+      "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'",
+    );
+    expect(terminated).toEqual([{ ended: true }]);
+    await fetch(`${relay.baseUrl}/gate`, { method: 'POST' });
+    await until(async () => {
+      alive();
+      return (await db.query<{ sent: boolean }>("SELECT dispatched_at IS NOT NULL AS sent FROM outbox_messages WHERE id = 'cut-1'"))[0].sent;
+    }, 'cut-1 was sent and marked dispatched');
+    expect(relay.output()).toContain('The outbox relay of outbox_messages failed a batch');
+    // Confirmed in the batch whose COMMIT could not happen, then in the next one.
+    expect(await get('/published')).toEqual(['cut-1', 'cut-1']);
   });
 });

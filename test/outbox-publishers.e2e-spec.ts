@@ -125,6 +125,13 @@ withNats('JetStreamPublisher against NATS JetStream (Nats-Msg-Id)', () => {
   for (const check of publisherContract(harness)) {
     it(check.name, check.run);
   }
+
+  it('names a subject that no stream takes, which the client reports as "jetstream is not enabled"', async () => {
+    const subject = nextName('outbox-no-stream');
+    await expect(publisher.publish({ id: nextName('id'), address: subject, pattern: undefined, headers: {}, payload: '{}', orderingKey: undefined })).rejects.toThrow(
+      `no JetStream stream takes the subject '${subject}'`,
+    );
+  });
 });
 
 withRedis('BullMqPublisher against BullMQ on Redis (jobId)', () => {

@@ -100,7 +100,7 @@ const PUBLIC_NAMES = {
     'CreateOutboxMessagesTable1796428800000', 'CreateProcessedMessagesFunctions1796256000000', 'CreateProcessedMessagesTable1764633600000',
     'DEFAULT_OUTBOX_TABLE_NAME', 'DEFAULT_TABLE_NAME', 'DeliveryCounts', 'DeliveryOutcome', 'Duration', 'EncryptionOptions', 'HealthOptions',
     'IDEMPOTENCY_CHANNELS', 'IDEMPOTENCY_KEY_HEADER', 'IDEMPOTENT_REPLAYED_HEADER', 'IdempotencyAdmin', 'IdempotencyAdminError',
-    'IdempotencyAdminModule', 'IdempotencyAdminModuleOptions', 'IdempotencyClaimTransactionError', 'IdempotencyConsumerConflictError',
+    'IdempotencyAdminModule', 'IdempotencyAdminModuleOptions', 'IdempotencyClaimTransactionError', 'IdempotencyCommitRefusedError', 'IdempotencyConsumerConflictError',
     'IdempotencyContext', 'IdempotencyContextError', 'IdempotencyDataLayer', 'IdempotencyError', 'IdempotencyHealthIndicator',
     'IdempotencyHealthResult', 'IdempotencyInFlightError', 'IdempotencyInterceptor', 'IdempotencyKeyError', 'IdempotencyKeyReusedError',
     'IdempotencyLeaseLostError', 'IdempotencyMetricsService', 'IdempotencyMetricsSnapshot', 'IdempotencyMode', 'IdempotencyModule',

@@ -241,9 +241,16 @@ describeWithPgBouncer('the outbox behind PgBouncer in transaction pooling mode (
       const written = (await db.query<{ id: string }>(`SELECT id FROM outbox_messages WHERE ordering_key = $1 ORDER BY seq`, [account])).map((row) => row.id);
       expect(sentThroughBouncer.filter((id) => written.includes(id))).toEqual(written);
     }
-    expect(await db.query(`SELECT count(*)::int AS n FROM outbox_messages WHERE dispatched_at IS NULL`)).toEqual([{ n: 0 }]);
-    expect(
-      await db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'`),
-    ).toEqual([{ n: 0 }]);
+    // The broker got the last message before the relay's COMMIT marked it dispatched.
+    await until(
+      async () => (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox_messages WHERE dispatched_at IS NULL`))[0].n === 0,
+      'every message sent is marked dispatched',
+    );
+    // A batch that finds nothing is open for one round trip: one that stays open fails this wait.
+    await until(
+      async () =>
+        (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'`))[0].n === 0,
+      'no transaction is left open',
+    );
   });
 });

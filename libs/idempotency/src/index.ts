@@ -38,6 +38,7 @@ export { DEFAULT_OUTBOX_TABLE_NAME, DEFAULT_TABLE_NAME, IDEMPOTENCY_CHANNELS, ID
 export {
   IdempotencyAdminError,
   IdempotencyClaimTransactionError,
+  IdempotencyCommitRefusedError,
   IdempotencyConsumerConflictError,
   IdempotencyContextError,
   IdempotencyError,

@@ -153,7 +153,8 @@ class LayerController {
           await credit(account, body.cents);
           return { account, cents: body.cents };
         });
-        if (body.announce) await this.outbox.publish({ to: 'recorder', address: 'credits', payload: { account }, id: body.announce }, { transaction });
+        // With an ordering key: its statement takes the key's lock, through each layer's raw SQL.
+        if (body.announce) await this.outbox.publish({ to: 'recorder', address: 'credits', payload: { account }, id: body.announce, orderingKey: account }, { transaction });
         if (body.fail) throw new Error('the service fails after run()');
         return ran;
       });

@@ -1,6 +1,7 @@
 import { QueryFailedError, QueryRunnerAlreadyReleasedError, QueryRunnerProviderAlreadyReleasedError } from 'typeorm';
-import { IdempotencyUnavailableError } from '../errors/idempotency.errors.js';
-import { translateDatabaseError } from './claim-errors.js';
+import { classify } from '../errors/delivery-error-classes.js';
+import { IdempotencyCommitRefusedError, IdempotencyUnavailableError } from '../errors/idempotency.errors.js';
+import { commitRefusedError, translateDatabaseError } from './claim-errors.js';
 
 const request = { consumer: 'payments', key: 'm-1' };
 const pgError = (code: string, message: string) => Object.assign(new Error(message), { code });
@@ -22,5 +23,21 @@ describe('translateDatabaseError: a connection lost before the commit', () => {
   it('leaves other errors as they are', () => {
     const error = pgError('23505', 'duplicate key value violates unique constraint');
     expect(translateDatabaseError(error, request)).toBe(error);
+  });
+});
+
+describe('commitRefusedError: a COMMIT a constraint refused', () => {
+  it('is a definite failure naming what PostgreSQL said, for any constraint (class 23)', () => {
+    const error = Object.assign(pgError('23505', 'duplicate key value violates unique constraint "outbox_messages_id_key"'), { detail: 'Key (id)=(grant-1) already exists.' });
+    const refused = commitRefusedError(error, request);
+    expect(refused).toBeInstanceOf(IdempotencyCommitRefusedError);
+    expect(refused).toMatchObject({ consumer: 'payments', key: 'm-1', reason: 'duplicate key value violates unique constraint "outbox_messages_id_key": Key (id)=(grant-1) already exists.', cause: error });
+    expect(classify(refused)).toMatchObject({ status: 500, slug: 'commit-refused', retryable: false });
+    expect(commitRefusedError(new QueryFailedError('COMMIT', [], pgError('23503', 'violates foreign key constraint')), request)).toBeInstanceOf(IdempotencyCommitRefusedError);
+  });
+
+  it('is nothing for another error: a serialization failure, a lost connection', () => {
+    expect(commitRefusedError(pgError('40001', 'could not serialize access'), request)).toBeUndefined();
+    expect(commitRefusedError(new Error('Connection terminated unexpectedly'), request)).toBeUndefined();
   });
 });

@@ -1,7 +1,7 @@
-import { IdempotencySchemaError, IdempotencyTransactionAbortedError, IdempotencyTransientError, IdempotencyUnavailableError } from '../errors/idempotency.errors.js';
+import { IdempotencyCommitRefusedError, IdempotencySchemaError, IdempotencyTransactionAbortedError, IdempotencyTransientError, IdempotencyUnavailableError } from '../errors/idempotency.errors.js';
 import { functionMissing } from '../schema/store-schema.js';
 import { claimMessages } from './claim.messages.js';
-import { PG_CONNECTION_ENDED_CODES, PG_IN_FAILED_TRANSACTION, PG_TRANSIENT_ERROR_CODES, PG_UNDEFINED_FUNCTION } from './claim.constants.js';
+import { PG_CONNECTION_ENDED_CODES, PG_IN_FAILED_TRANSACTION, PG_INTEGRITY_CONSTRAINT_CLASS, PG_TRANSIENT_ERROR_CODES, PG_UNDEFINED_FUNCTION } from './claim.constants.js';
 import type { ClaimRequest } from './claim.js';
 
 /** The SQLSTATE of a pg error, also when TypeORM wrapped it in a QueryFailedError. */
@@ -60,4 +60,17 @@ export function functionDroppedError(error: unknown, table: string, which: 'clai
   }
   const { missing, migrations } = functionMissing(table, which);
   return new IdempotencySchemaError(table, missing, migrations, { cause: error, droppedSinceStart: true });
+}
+
+/**
+ * The error of a COMMIT that a constraint refused (an outbox message whose id is taken, a deferred
+ * constraint): an IdempotencyCommitRefusedError, a definite failure; undefined for any other error.
+ */
+export function commitRefusedError(error: unknown, request: Pick<ClaimRequest, 'consumer' | 'key'>): IdempotencyCommitRefusedError | undefined {
+  if (!postgresErrorCode(error)?.startsWith(PG_INTEGRITY_CONSTRAINT_CLASS)) {
+    return undefined;
+  }
+  const { message, detail } = error as { message?: unknown; detail?: unknown };
+  const reason = [message, detail].filter((part) => typeof part === 'string' && part !== '').join(': ');
+  return new IdempotencyCommitRefusedError(request.consumer, request.key, reason, { cause: error });
 }

@@ -1,7 +1,7 @@
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { ActiveClaim } from '../context/idempotency.context.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
-import { functionDroppedError, translateDatabaseError } from './claim-errors.js';
+import { commitRefusedError, functionDroppedError, translateDatabaseError } from './claim-errors.js';
 import type { ClaimRequest, CommitOptions, RecordedResponse } from './claim.js';
 import { type ClaimSql, recordStatements } from './claim.queries.js';
 import type { ClaimConnection } from '../data-layers/data-layer.js';
@@ -39,10 +39,11 @@ export class OpenClaim extends SettlingDelivery {
 
   /**
    * A serialization failure or deadlock is an IdempotencyTransientError, a statement of an aborted
-   * transaction an IdempotencyTransactionAbortedError, the record function gone an IdempotencySchemaError.
+   * transaction an IdempotencyTransactionAbortedError, the record function gone an IdempotencySchemaError,
+   * a constraint that refused the COMMIT (an outbox id taken) an IdempotencyCommitRefusedError.
    */
   protected override failure(error: unknown): unknown {
-    return functionDroppedError(error, this.sql.table, 'record') ?? translateDatabaseError(error, this.request);
+    return functionDroppedError(error, this.sql.table, 'record') ?? commitRefusedError(error, this.request) ?? translateDatabaseError(error, this.request);
   }
 
   /** Rolls back the claim with the handler's work. */

@@ -1,6 +1,7 @@
 import { HttpException, HttpStatus } from '@nestjs/common';
 import {
   IdempotencyClaimTransactionError,
+  IdempotencyCommitRefusedError,
   IdempotencyInFlightError,
   IdempotencyKeyError,
   IdempotencyKeyReusedError,
@@ -59,6 +60,7 @@ const CLASSES = new Map<ErrorClass, DeliveryErrorClass>([
     { outcome: 'unavailable', status: HttpStatus.SERVICE_UNAVAILABLE, slug: 'unavailable', title: 'Database unavailable', retryable: true, deadLetter: false },
   ],
   [IdempotencyTransactionAbortedError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'transaction-aborted', 'Transaction aborted by a failed statement', false)],
+  [IdempotencyCommitRefusedError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'commit-refused', 'Commit refused by a constraint', false)],
   [IdempotencyClaimTransactionError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'claim-transaction', "The claim's transaction was ended by the handler", false)],
   [IdempotencyResponseTooLargeError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'response-too-large', 'Response too large to record', false)],
   [IdempotencyRecordUnreadableError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'record-unreadable', 'Recorded response unreadable', false)],

@@ -57,6 +57,10 @@ export const errorMessages = {
     `PostgreSQL aborted the transaction of ${shownKey(key)} for ${consumer}: a statement in the handler failed and the handler ` +
     'carried on, so nothing could be committed, the claim included. Run statements that may fail in a savepoint ' +
     '(manager.transaction(...)) to carry on after their failure.',
+  commitRefused: (consumer: string, key: string, reason: string) =>
+    `PostgreSQL refused the COMMIT of ${shownKey(key)} for ${consumer} (${reason}): nothing was committed, the claim included, ` +
+    'and a retry meets the same refusal. An outbox message whose id another message took: give each message an id of its own ' +
+    '(`${idempotency.downstreamKey}:<event name>`), not an id another request or handler publishes.',
   leaseLost: (consumer: string, key: string, held?: { heldMs: number; leaseMs: number; renewLeaseForMs: number }) =>
     `The lease of ${shownKey(key)} for ${consumer} expired and another delivery took it over, so this delivery's result was not ` +
     'recorded' +

@@ -108,6 +108,27 @@ export class IdempotencyTransactionAbortedError extends IdempotencyError {
 }
 
 /**
+ * PostgreSQL refused the COMMIT for a constraint checked at the commit (SQLSTATE class 23): most
+ * often an outbox message whose id is taken by a message another transaction committed (the table
+ * keeps each id once), or a deferred constraint of the handler's writes. Nothing was committed, the
+ * claim included; the same delivery meets the same refusal. HTTP 500; a broker message is retried,
+ * then dead-lettered.
+ */
+export class IdempotencyCommitRefusedError extends IdempotencyError {
+  override readonly name = 'IdempotencyCommitRefusedError';
+
+  /** @param reason What PostgreSQL said, with its detail (`Key (id)=(...) already exists.`). */
+  constructor(
+    readonly consumer: string,
+    readonly key: string,
+    readonly reason: string,
+    options?: ErrorOptions,
+  ) {
+    super(errorMessages.commitRefused(consumer, key, reason), options);
+  }
+}
+
+/**
  * The database rolled the transaction back for a reason a retry cures (serialization failure,
  * deadlock, a claim purged while being read). Nothing was committed. HTTP 503 with `Retry-After`.
  */

@@ -12,7 +12,7 @@ export interface OutgoingMessage {
   readonly headers: Readonly<Record<string, string>>;
   /** The payload as the JSON text `Outbox.publish()` stored. */
   readonly payload: string;
-  /** Messages of one ordering key are published one at a time, in the order they were written; undefined: no order. */
+  /** Messages of one ordering key are published one at a time, in the order their transactions committed; undefined: no order. */
   readonly orderingKey: string | undefined;
 }
 

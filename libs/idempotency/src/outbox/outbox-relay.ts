@@ -1,4 +1,5 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { inspect } from 'node:util';
 import { CLAIM_OPTIONS, type ResolvedClaimOptions } from '../claiming/claim.options.js';
 import type { ClaimConnection } from '../data-layers/data-layer.js';
 import { DataLayerJoin } from '../data-layers/data-layer-join.js';
@@ -20,8 +21,10 @@ const RELAY_CLAIMANT = { consumer: 'the outbox relay', key: '' };
  * each to its publisher, waits for the broker's confirmations, and marks each message dispatched
  * or failed (with its next attempt after a doubling delay; a dead letter after `maxAttempts`) in
  * the COMMIT. A relay that dies mid-batch holds nothing: PostgreSQL rolls its transaction back and
- * the messages are sent again, with the same ids. It wakes on NOTIFY from each commit that wrote
- * messages, and polls every `pollInterval` besides.
+ * the messages are sent again, with the same ids; a batch whose connection failed is logged and
+ * taken again after `pollInterval`. It wakes on NOTIFY from each commit that wrote messages, polls
+ * every `pollInterval` besides, and goes on at once after a batch that was full or sent a message
+ * of an ordering key (whose next one may be due).
  * @internal
  */
 @Injectable()
@@ -86,7 +89,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     }
   }
 
-  /** Publishes one batch; true when it was full (more may be due). */
+  /** Publishes one batch; true when more may be due: it was full, or it sent a message of an ordering key. */
   private async batch(relay: ResolvedRelayOptions): Promise<boolean> {
     const connection = await this.join.connect(this.claims.connectionTimeoutMs, RELAY_CLAIMANT);
     try {
@@ -98,7 +101,8 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       }
       const errors = await Promise.all(rows.map((row) => this.publish(row, relay)));
       await this.settle(connection, relay, rows, errors);
-      return rows.length === relay.batchSize;
+      // A batch takes one message per ordering key: the next one of a key just sent may be due now.
+      return rows.length === relay.batchSize || rows.some((row, index) => row.ordering_key !== null && errors[index] === undefined);
     } finally {
       await connection.close();
     }
@@ -122,7 +126,8 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       const confirmed = await within(publisher.publish(message).then(() => true), relay.publishTimeoutMs);
       return confirmed ? undefined : outboxMessages.publishTimedOut(relay.publishTimeoutMs);
     } catch (error) {
-      return (error as Error)?.message ?? String(error);
+      // A publisher may reject with anything: a string, an object without a prototype.
+      return error instanceof Error ? error.message : typeof error === 'string' ? error : inspect(error);
     }
   }
 
@@ -167,6 +172,10 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
         let lost!: (error?: Error) => void;
         const ended = new Promise<Error | undefined>((resolve) => (lost = resolve));
         this.endListening = () => lost();
+        // A shutdown that began while this connection was being opened found nothing to end.
+        if (this.stopping) {
+          lost();
+        }
         const unlisten = await connection.listen!(this.table, () => this.wake(), lost);
         // What committed before the LISTEN took effect woke no one.
         this.wake();

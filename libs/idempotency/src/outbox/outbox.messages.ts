@@ -16,7 +16,13 @@ export const outboxMessages = {
   unknownDestination: (to: unknown, known: readonly string[]) => `Outbox.publish(): no publisher ${JSON.stringify(to)}; outbox.publishers has ${known.join(', ')}.`,
   invalidField: (field: string, rule: string, value: unknown) => `Outbox.publish(): \`${field}\` must be ${rule}; got ${JSON.stringify(value)?.slice(0, 100)}.`,
   refused: (to: string, reason: string) => `Outbox.publish(): the publisher '${to}' cannot send this message: ${reason}`,
+  idWritten: (id: string) =>
+    `Outbox.publish(): this transaction wrote a message with the id ${shownKey(id)} already, and an id is one message's: ` +
+    'give each message of a handler an id of its own, such as `${idempotency.downstreamKey}:credit.granted`.',
   notJson: (cause: string) => `Outbox.publish(): the payload cannot be written as JSON: ${cause}`,
+  noStream: (subject: string) =>
+    `no JetStream stream takes the subject '${subject}' (or JetStream is not enabled on the server; the client says "jetstream is not enabled"): ` +
+    'add a stream whose subjects include it before the relay publishes',
   publishTimedOut: (ms: number) => `no confirmation from the broker within ${ms} ms`,
   relayStarted: (table: string, batchSize: number, listens: boolean, pollIntervalMs: number) =>
     `The outbox relay of ${table} started: batches of ${batchSize}, woken ${listens ? 'by NOTIFY at each commit that writes messages, and ' : ''}every ${pollIntervalMs} ms.`,

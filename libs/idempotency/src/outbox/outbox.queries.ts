@@ -14,14 +14,22 @@ export interface OutboxRowLiterals {
 /**
  * Writes one message and wakes the relays listening on the table's channel at COMMIT, in one
  * statement that answers a count (a caller's statement function may be Prisma's, which cannot read `void`).
+ * A message with an ordering key first takes a transaction-level advisory lock on the table and
+ * its key (the two-key form, apart from the one-key locks of most applications), before its `seq`
+ * is drawn: the writers of one key take turns from their INSERT to their COMMIT or ROLLBACK, so its
+ * messages are numbered in the order their transactions commit, and the relay never finds a later
+ * one of a key committed before an earlier one.
  * @internal
  */
 export function insertOutboxSql(table: string, row: OutboxRowLiterals): string {
-  return (
-    `WITH written AS (INSERT INTO "${table}" (id, destination, address, pattern, headers, payload, ordering_key) ` +
-    `VALUES (${row.id}, ${row.destination}, ${row.address}, ${row.pattern}, ${row.headers}, ${row.payload}, ${row.orderingKey}) RETURNING 1) ` +
-    `SELECT count(*)::int AS written FROM (SELECT pg_notify('${table}', '') FROM written) AS woken`
-  );
+  const insert = `INSERT INTO "${table}" (id, destination, address, pattern, headers, payload, ordering_key) `;
+  const values = `VALUES (${row.id}, ${row.destination}, ${row.address}, ${row.pattern}, ${row.headers}::json, ${row.payload}, ${row.orderingKey})`;
+  const written =
+    row.orderingKey === 'NULL'
+      ? `written AS (${insert}${values} RETURNING 1)`
+      : `locked AS (SELECT pg_advisory_xact_lock(hashtext('${table}'), hashtext(${row.orderingKey}))), ` +
+        `written AS (${insert}SELECT message.* FROM locked, (${values}) AS message RETURNING 1)`;
+  return `WITH ${written} SELECT count(*)::int AS written FROM (SELECT pg_notify('${table}', '') FROM written) AS woken`;
 }
 
 /** A message the relay took, as PostgreSQL answers it. @internal */

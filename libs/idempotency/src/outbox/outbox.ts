@@ -3,7 +3,7 @@ import pg from 'pg';
 import { randomUUID } from 'node:crypto';
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { ActiveClaim } from '../context/idempotency.context.js';
-import { CLAIM_STORAGE, type TransactionStatements } from '../data-layers/data-layer.js';
+import { CLAIM_STORAGE, type ClaimConnection, type TransactionStatements } from '../data-layers/data-layer.js';
 import { IdempotencyOutboxError } from '../errors/idempotency.errors.js';
 import type { OutgoingMessage } from './outbox-publisher.js';
 import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from './outbox.options.js';
@@ -21,7 +21,9 @@ export interface OutboxMessage {
   /**
    * The message's stable id, which every publish of it carries where the consumer's transport
    * reads its key (AMQP `messageId`, `Nats-Msg-Id`, BullMQ `jobId`, SQS deduplication id): the
-   * receiving idempotent consumer deduplicates by it. Unique in the outbox table.
+   * receiving idempotent consumer deduplicates by it. One message's, unique in the outbox table:
+   * in a handler, build it from `IdempotencyContext.downstreamKey` and the event
+   * (`` `${downstreamKey}:credit.granted` ``), the same for every retry of the request.
    * @default a random UUID, fixed when the message is written
    */
   readonly id?: string;
@@ -29,7 +31,11 @@ export interface OutboxMessage {
   readonly pattern?: string;
   /** Headers sent with it. */
   readonly headers?: Readonly<Record<string, string>>;
-  /** Messages of one ordering key are published one at a time, in the order they were written (SQS FIFO: the `MessageGroupId`). */
+  /**
+   * Messages of one ordering key are published one at a time, in the order they were written,
+   * which is the order their transactions committed: writing one locks the key until its
+   * transaction ends, so the writers of a key take turns (SQS FIFO: the `MessageGroupId`).
+   */
   readonly orderingKey?: string;
 }
 
@@ -62,6 +68,9 @@ export interface OutboxPublishOptions {
  */
 @Injectable()
 export class Outbox {
+  /** The ids of the messages written in each claim's transaction, which sends them with its COMMIT. */
+  private readonly idsWritten = new WeakMap<ClaimConnection, Set<string>>();
+
   /** @internal Nest constructs it. */
   constructor(
     @Inject(OUTBOX_OPTIONS) private readonly options: ResolvedOutboxOptions | null,
@@ -73,8 +82,9 @@ export class Outbox {
    * claim's (with no round trip of its own: it travels with the COMMIT, and is dropped if the work
    * rolls back); elsewhere, `options.transaction`'s.
    * @returns the message's id.
-   * @throws IdempotencyOutboxError when there is no transaction to write it in, or the message is
-   *   not valid (an unknown `to`, a payload that is not JSON, a refusal of its publisher); nothing is written.
+   * @throws IdempotencyOutboxError when there is no transaction to write it in, the message is
+   *   not valid (an unknown `to`, a payload that is not JSON, a refusal of its publisher), or the
+   *   claim's transaction wrote a message of its id already; nothing is written.
    */
   async publish(message: OutboxMessage, options: OutboxPublishOptions = {}): Promise<string> {
     const outbox = this.options;
@@ -101,6 +111,13 @@ export class Outbox {
     if (!claim?.transaction?.isOpen) {
       throw new IdempotencyOutboxError(outboxMessages.noTransaction(claim?.lease ? claim.consumer : undefined));
     }
+    // The COMMIT would meet the table's unique id, after the handler answered: refused here instead.
+    const written = this.idsWritten.get(claim.transaction) ?? new Set<string>();
+    if (written.has(outgoing.id)) {
+      throw new IdempotencyOutboxError(outboxMessages.idWritten(outgoing.id));
+    }
+    written.add(outgoing.id);
+    this.idsWritten.set(claim.transaction, written);
     claim.transaction.defer(statement);
     return outgoing.id;
   }

@@ -90,7 +90,14 @@ export class PgPoolDataLayer implements IdempotencyDataLayer {
       timeoutMs,
       claimant,
     );
-    return new JoinedClaimConnection(pool, client as unknown as PostgresClient, claimant, timeoutMs, (broken) => client.release(broken));
+    // The pool listens for a client's 'error' only while the client is idle: lent, a connection the
+    // server ends while nothing is sent on it (a handler or the relay awaiting something else)
+    // would crash the process. Its next statement fails instead.
+    client.on('error', ignoreConnectionError);
+    return new JoinedClaimConnection(pool, client as unknown as PostgresClient, claimant, timeoutMs, (broken) => {
+      client.off('error', ignoreConnectionError);
+      client.release(broken);
+    });
   }
 
   private resolvePool(): Pool {
@@ -147,6 +154,10 @@ export class PgPoolDataLayer implements IdempotencyDataLayer {
 
 /** The claims' storages of the applications whose handlers run on a Pool, each with the handlers it warned of. */
 const WATCHING = new Map<DataLayerHost['storage'], Set<string>>();
+function ignoreConnectionError(): void {
+  // The statement that meets the failed connection reports it.
+}
+
 /** The pg Pool classes that warn of a use inside a handler whose claim is on another Pool. */
 const WATCHED_POOL_CLASSES = new WeakSet<object>();
 

@@ -1,4 +1,5 @@
 import type { OutboxPublisher, OutgoingMessage } from '../outbox-publisher.js';
+import { outboxMessages } from '../outbox.messages.js';
 
 /** What `JetStreamPublisher` needs of a JetStream client (`jetstream(nc)` of `@nats-io/jetstream`). */
 export interface JetStreamPublishing {
@@ -21,8 +22,9 @@ export interface JetStreamPublisherOptions {
  * Publishes outbox messages to NATS JetStream: the message's `address` is the subject, its payload
  * the data, its id the `Nats-Msg-Id` header (JetStream drops a repeat inside the stream's
  * duplicate window, and this module's JetStream consumers read it as the key). A publish resolves
- * when the stream acknowledged it. A Nest JetStream consumer takes its pattern from the subject,
- * so messages for it carry no `pattern`.
+ * when the stream acknowledged it, and rejects naming the subject when no stream takes it (create
+ * the stream before the relay publishes). A Nest JetStream consumer takes its pattern from the
+ * subject, so messages for it carry no `pattern`.
  */
 export class JetStreamPublisher implements OutboxPublisher {
   constructor(private readonly options: JetStreamPublisherOptions) {}
@@ -44,6 +46,11 @@ export class JetStreamPublisher implements OutboxPublisher {
       headers = this.options.headers();
       entries.forEach(([name, value]) => headers!.set(name, value));
     }
-    await this.options.jetstream.publish(message.address, message.payload, { msgID: message.id, ...(headers ? { headers } : {}) });
+    try {
+      await this.options.jetstream.publish(message.address, message.payload, { msgID: message.id, ...(headers ? { headers } : {}) });
+    } catch (error) {
+      // NATS answers "no responders" where no stream takes the subject, which the client reports as "jetstream is not enabled".
+      throw (error as Error | undefined)?.name === 'JetStreamNotEnabled' ? new Error(outboxMessages.noStream(message.address), { cause: error }) : error;
+    }
   }
 }
