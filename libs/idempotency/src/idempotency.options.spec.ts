@@ -14,7 +14,7 @@ describe('resolveModuleOptions', () => {
       connectionTimeoutMs: 5_000,
       senderHorizonsMs: {},
       replay: {
-        maxBodyBytes: 1_048_576,
+        maxBodyBytes: 16_777_216,
         excludedHeaders: new Set(['set-cookie', 'date', 'connection', 'keep-alive', 'transfer-encoding']),
       },
       purge: { intervalMs: 60_000, batchSize: 5000 },
