@@ -95,8 +95,8 @@ export interface IdempotencyModuleOptions {
   /**
    * The client-error statuses (4xx) whose answer is recorded and replayed, for HTTP handlers in the
    * transactional mode that set no `recordErrors`: the handler's writes are rolled back to a
-   * savepoint taken right after the claim, and the claim commits with the answer. A 5xx is never
-   * recorded (refused at start-up). Lease-mode and message handlers record no error.
+   * savepoint taken right after the claim, and the claim commits with the answer. A 5xx is refused
+   * here at start-up: list it on the handler whose 5xx is final. Lease-mode and message handlers record no error.
    * @default [] (an error answer rolls the claim back with the work: a retry runs the handler again)
    * @example `recordErrors: [402]`
    */
@@ -214,7 +214,7 @@ export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): Re
     metrics: resolveMetrics(options.metrics ?? {}),
     tracing: resolveTracing(options.tracing ?? {}),
     record: toRecordPolicy('record', options.record ?? 'response'),
-    recordErrors: toRecordedErrors('recordErrors', options.recordErrors ?? []),
+    recordErrors: toRecordedErrors('recordErrors', options.recordErrors ?? [], false),
     keyring: options.encryption === undefined ? null : resolveKeyring(options.encryption),
     replayCache: resolveReplayCache(options.replayCache ?? {}),
   };

@@ -90,7 +90,7 @@ export interface ResolvedHandler {
   readonly store: string;
   /** What of its answer is recorded for its duplicates. */
   readonly record: RecordPolicy;
-  /** HTTP, transactional mode: the 4xx statuses whose answer is recorded, the handler's writes undone; empty: none. */
+  /** HTTP, transactional mode: the error statuses (4xx, and a 5xx the handler lists) whose answer is recorded, the handler's writes undone; empty: none. */
   readonly recordErrors: ReadonlySet<number>;
 }
 
@@ -257,7 +257,7 @@ export class IdempotencyMetadataAccessor {
     if (value === undefined) {
       return http && mode === 'transaction' ? this.moduleOptions.recordErrors : NO_STATUSES;
     }
-    const statuses = toRecordedErrors(`recordErrors of ${name}`, value);
+    const statuses = toRecordedErrors(`recordErrors of ${name}`, value, true);
     if (!http) {
       throw new IdempotencyOptionsError(recordingMessages.recordErrorsNotHttp(name));
     }
