@@ -220,8 +220,9 @@ describe('IdempotencyMetadataAccessor', () => {
     expect(resolve('settled')).toMatchObject({ consumer: 'payment.settled', legacyConsumer: 'PaymentsController.settled', requestMethod: undefined });
   });
 
-  it('compares no fingerprint by default for keys taken from the message itself', () => {
-    expect(resolve('refund').fingerprint).toBe(false);
+  it("fingerprints a route's request by default whatever its key source; a message pattern's handler compares none", () => {
+    expect(resolve('plain').fingerprint).toBe('request');
+    expect(resolve('refund').fingerprint).toBe('request');
     expect(resolve('settled').fingerprint).toBe(false);
   });
 

@@ -109,8 +109,9 @@ export interface IdempotentHandlerOptions {
    * function of the execution context whose answer is hashed (SHA-256 of canonical JSON; bytes as
    * bytes), or `false` to compare nothing, so any delivery of a processed key is a duplicate. A key
    * reused with another fingerprint is refused (HTTP 422; RabbitMQ: dead-lettered).
-   * @default for a key in the client's `Idempotency-Key` header, HTTP: the method, the URL (path
-   * and query string) and the body; GraphQL: the mutation's arguments. Any other key: none
+   * @default whatever the key's source (a header, the body, a function), HTTP: the method, the URL
+   * (path and query string) and the body; GraphQL: the mutation's arguments. A message pattern's
+   * handler: none. A record written without one (by an earlier version) is not compared.
    * @example Leave out a provider's attempt counter:
    * `fingerprint: (context) => omit(context.switchToHttp().getRequest().body, 'attempt')`
    */
