@@ -37,6 +37,15 @@ class BodyLimitController {
     return jsonOfBytes({ id: body.id }, body.bytes);
   }
 
+  /** As `json`, recording its status alone. */
+  @Post('status-only')
+  @IdempotentHandler({ record: 'status' })
+  async statusOnly(@Body() body: { id: string; bytes: number }) {
+    countRun('status-only', body.id);
+    await this.effect('status-only', body.id);
+    return jsonOfBytes({ id: body.id }, body.bytes);
+  }
+
   /**
    * Writes its response itself (`@Res()`, no passthrough) to Node's response, Express's own or
    * Fastify's `reply.raw`: `chunks` NDJSON lines of `chunkBytes` bytes each, one `write()` apiece,
@@ -164,6 +173,20 @@ describe.each(PLATFORMS)(`replay.maxBodyBytes (${LIMIT}) on %s`, (platform) => {
     expect(stored).toHaveLength(1);
     expect(stored[0]).toMatchObject({ consumer: 'POST /body-limit/json', response_status: 201 });
     expect(stored[0].response_body?.equals(first.bytes)).toBe(true);
+  });
+
+  it("applies no limit to a handler that records its status alone: its duplicate gets that status, the handler not run again", async () => {
+    const key = newKey('status-only');
+    const first = await postJson(`${baseUrl}/body-limit/status-only`, { id: key, bytes: 4 * LIMIT }, { 'Idempotency-Key': key });
+    expect(first.status).toBe(201);
+    expect(first.bytes).toHaveLength(4 * LIMIT);
+    const again = await postJson(`${baseUrl}/body-limit/status-only`, { id: key, bytes: 4 * LIMIT }, { 'Idempotency-Key': key });
+    expect(again.status).toBe(201);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.bytes).toHaveLength(0);
+    expect(runsOf('status-only', key)).toBe(1);
+    expect(await effects('status-only', key)).toBe(1);
+    expect(tooLargeWarnings('POST /body-limit/status-only')).toEqual([]);
   });
 
   it('answers a @Res() handler whose written chunks cross the limit mid-stream in full and commits once; its duplicate gets 500 response-too-large', async () => {
