@@ -104,7 +104,10 @@ export function requestBuilder<S>(handler: ResolvedHandler, reading: EntryReadin
   };
 }
 
-/** What a delivery's fingerprint is taken of: nothing (null), the entry's request, or the handler's function's answer. */
+/**
+ * What a delivery's fingerprint is taken of: nothing (null), the entry's request, or the handler's
+ * function's answer. A message that has no request (all but a GraphQL mutation) has nothing to take it of.
+ */
 function fingerprintReader<S>(handler: ResolvedHandler, reading: EntryReading<S>): (context: ExecutionContext, source: S) => string | null {
   const covers = handler.fingerprint;
   if (covers === false) {
@@ -112,7 +115,10 @@ function fingerprintReader<S>(handler: ResolvedHandler, reading: EntryReading<S>
   }
   if (covers === 'request') {
     const { request } = reading;
-    return (_context, source) => fingerprint(request?.(source));
+    return (_context, source) => {
+      const covered = request?.(source);
+      return covered === undefined ? null : fingerprint(covered);
+    };
   }
   return (context) => fingerprint(covers(context));
 }
