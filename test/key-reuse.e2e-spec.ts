@@ -124,3 +124,50 @@ describe.each(PLATFORMS)('key reuse on every key source, on %s', (platform) => {
     expect(rejected).toEqual([{ consumer: 'POST /key-reuse/header', sender: 'default', code: 'IDEMPOTENCY_INVALID_KEY' }]);
   });
 });
+
+/**
+ * The module's `scope` scopes only keys from the client's Idempotency-Key header; a key from
+ * another source is bound to its caller by the fingerprint, so another caller's request with the
+ * same key and payload is refused 422 rather than answered the first caller's response.
+ */
+describe('key reuse across callers, with the module scope', () => {
+  let db: TestDatabase;
+  let app: INestApplication;
+  let baseUrl: string;
+
+  const send = (user: string | undefined, key: string, cents: number) =>
+    postJson(`${baseUrl}/key-reuse/header`, { cents }, { 'X-Request-Id': key, ...(user === undefined ? {} : { 'X-User': user }) });
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    ({ app, baseUrl } = await startDemoApp('express', db.url, [KeyReuseModule], false, {
+      purge: { interval: false },
+      scope: (context) => context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers['x-user'],
+    }));
+    await db.query('CREATE TABLE key_reuse_effects (id serial PRIMARY KEY, route text NOT NULL, cents int NOT NULL)');
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  it("never replays one caller's record to another: the other caller's request with the same key is refused 422", async () => {
+    const first = await send('alice', 'shared-request-id', 100);
+    expect(first.status).toBe(201);
+    const again = await send('alice', 'shared-request-id', 100);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.bytes.equals(first.bytes)).toBe(true);
+    const other = await send('bob', 'shared-request-id', 100);
+    expect(other.status).toBe(422);
+    expect(other.json).toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED' });
+    expect(other.bytes.equals(first.bytes)).toBe(false);
+  });
+
+  it('a caller the scope cannot name (no user) is one caller of its own', async () => {
+    const first = await send(undefined, 'anonymous-request-id', 7);
+    expect((await send(undefined, 'anonymous-request-id', 7)).headers.get('idempotent-replayed')).toBe('true');
+    expect((await send('alice', 'anonymous-request-id', 7)).status).toBe(422);
+    expect(first.status).toBe(201);
+  });
+});

@@ -55,7 +55,9 @@ export interface IdempotencyModuleOptions {
    * `Idempotency-Key` header (HTTP) and setting no `scope` of its own: a function of the execution
    * context, run after guards; `undefined` or `null` means a caller who is not signed in, whose
    * keys share the anonymous callers' namespace. A handler opts out with `scope: false`. Handlers
-   * keyed by a webhook body, a message header or a function are not scoped by it.
+   * keyed by a webhook body, a message header or a function are not scoped by it; over HTTP, their
+   * fingerprint binds the caller it answers, so another caller's request with the same key is
+   * answered 422, never the first caller's response.
    * @default none: keys are shared by every caller of a handler
    * @example `scope: (context) => context.switchToHttp().getRequest().user?.id`
    */

@@ -48,3 +48,15 @@ describe("requestBuilder, a delivery's fingerprint", () => {
     expect(fingerprintOf(undefined)).toBeNull();
   });
 });
+
+describe("requestBuilder, a fingerprint bound to the caller", () => {
+  const handler = { consumer: 'c', retentionMs: 1000, recordErrors: new Set(), fingerprint: 'request' } as unknown as ResolvedHandler;
+  const fingerprintFor = (user: string | undefined) =>
+    requestBuilder<unknown>(handler, { key: () => 'k', request: () => ({ body: 1 }), caller: () => user, defaultInFlight: 'reject' })({} as ExecutionContext, {}, 'default').fingerprint;
+
+  it('differs from one caller to another, and is the same for one caller', () => {
+    expect(fingerprintFor('alice')).toBe(fingerprintFor('alice'));
+    expect(fingerprintFor('alice')).not.toBe(fingerprintFor('bob'));
+    expect(fingerprintFor(undefined)).not.toBe(fingerprintFor('alice'));
+  });
+});
