@@ -151,7 +151,7 @@ describe('consumer names that survive refactors and upgrades', () => {
     expect(warnings[0]).not.toContain(`'payments'`);
   });
 
-  it('replays a provider retry whose body differs in a volatile field, with no fingerprint for a key taken from the body', async () => {
+  it('replays a provider retry whose body differs in a volatile field, for a webhook handler with fingerprint: false', async () => {
     const baseUrl = await start([RenamedStripeWebhookModule]);
     const first = await post(`${baseUrl}/webhooks/stripe`, { id: 'evt_retry', pending_webhooks: 2 });
     const retry = await post(`${baseUrl}/webhooks/stripe?attempt=2`, { id: 'evt_retry', pending_webhooks: 1 });

@@ -178,6 +178,7 @@ describeWithRedis('recorded responses encrypted at rest', () => {
       type: 'urn:idempotency:record-unreadable',
       title: 'Recorded response unreadable',
       status: 500,
+      code: 'IDEMPOTENCY_RECORD_UNREADABLE',
       detail: expect.stringContaining("sealed with the key 'k1', which is not in encryption.keys ('k2')"),
     });
     expect(lost.bytes.includes(BODY_MARKER)).toBe(false);

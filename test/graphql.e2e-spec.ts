@@ -128,6 +128,33 @@ describe('exactly-once GraphQL mutations (Apollo on Express)', () => {
     expect(await claimsOf(key)).toEqual([{ consumer: 'graphql Mutation.grantCredit' }]);
   });
 
+  it('runs a mutation called twice under aliases with one key once, answering both; with other arguments the second is refused', async () => {
+    const aliased = async (key: string, x: CreditInput, y: CreditInput) => {
+      const response = await fetch(`${baseUrl}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'Idempotency-Key': key },
+        body: JSON.stringify({
+          query:
+            'mutation Twice($x: GrantCreditInput!, $y: GrantCreditInput!) { ' +
+            'a: grantCredit(input: $x) { entryId account cents balance } b: grantCredit(input: $y) { entryId account cents balance } }',
+          variables: { x, y },
+        }),
+      });
+      return (await response.json()) as { data?: Record<string, unknown> | null; errors?: (GraphqlError & { path?: string[] })[] };
+    };
+    const account = newAccount();
+    const same = await aliased(newKey(), { account, cents: 40 }, { account, cents: 40 });
+    expect(same.errors).toBeUndefined();
+    expect(same.data?.a).toMatchObject({ account, cents: 40, balance: 40 });
+    expect(same.data?.b).toEqual(same.data?.a);
+    expect(await ledgerCount(account)).toBe(1);
+
+    const other = newAccount();
+    const reused = await aliased(newKey(), { account: other, cents: 40 }, { account: other, cents: 41 });
+    expect(reused.errors).toEqual([expect.objectContaining({ path: ['b'], extensions: expect.objectContaining({ code: 'IDEMPOTENCY_KEY_REUSED' }) })]);
+    expect(await ledgerCount(other)).toBe(1);
+  });
+
   it("settles 50 concurrent duplicates to one effect ('reject', the default: replays or IDEMPOTENCY_IN_FLIGHT)", async () => {
     const key = newKey();
     const account = newAccount();

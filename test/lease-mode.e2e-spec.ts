@@ -1,6 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import amqplib from 'amqplib';
-import { IdempotencyMetricsService, RedisLeaseStore } from 'nestjs-idempotent-consumer';
+import { IDEMPOTENCY_CHANNELS, IdempotencyMetricsService, RedisLeaseStore } from 'nestjs-idempotent-consumer';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { resolve } from 'node:path';
 import { createClient } from 'redis';
 import { consumeCredits } from '../apps/demo-api/src/messaging/rabbitmq.js';
@@ -155,8 +156,15 @@ describeWithBrokers('lease mode, for handlers with external effects', () => {
       console.log(`${store}: lease 1 s renewed up to 2 s, held at the provider: ${inFlight} twins answered in flight, taken over after ${Math.round(tookOverAfter)} ms`);
       expect(tookOverAfter).toBeGreaterThan(1_900);
       expect(inFlight).toBeGreaterThan(0);
+      const leaseLost: unknown[] = [];
+      const onLeaseLost = (message: unknown) => void leaseLost.push(message);
+      subscribe(IDEMPOTENCY_CHANNELS.leaseLost, onLeaseLost);
       provider.release(gate);
       const refused = await stale;
+      unsubscribe(IDEMPOTENCY_CHANNELS.leaseLost, onLeaseLost);
+      expect(leaseLost).toEqual([
+        { consumer: expect.any(String), sender: 'default', heldMs: expect.any(Number), leaseMs: 1_000, renewLeaseForMs: 2_000 },
+      ]);
       expect(refused.status).toBe(409);
       expect(refused.body).toMatchObject({ type: 'urn:idempotency:lease-lost', detail: expect.stringContaining('another delivery took it over') });
       expect(refused.headers.get('retry-after')).toBe('1');

@@ -64,8 +64,9 @@ describeWithBroker('exactly-once NATS request handlers', () => {
     expect(await ledgerRows('acc-nats-2')).toBe(1);
   });
 
-  it('a request without Nats-Msg-Id is refused and changes nothing', async () => {
+  it('a request without Nats-Msg-Id is refused with the code HTTP and GraphQL give, and changes nothing', async () => {
     const reply = await request(undefined, { account: 'acc-nats-3', cents: 8 });
+    expect(reply.err).toMatchObject({ status: 'error', code: 'IDEMPOTENCY_INVALID_KEY', name: 'IdempotencyKeyError' });
     expect(JSON.stringify(reply)).toContain('the Nats-Msg-Id header is missing');
     expect(await ledgerRows('acc-nats-3')).toBe(0);
   });

@@ -314,6 +314,48 @@ describeWithBroker.each(CREDIT_QUEUE_TYPES)('exactly-once RabbitMQ consumers on 
     expect(await count('SELECT count(*) AS n FROM processed_messages WHERE message_id = $1', ['paused-1'])).toBe(1);
   });
 
+  it("answers a request-reply caller whose request has no messageId with the module's error code, and dead-letters the request", async () => {
+    await startConsumer();
+    const { queue: replyTo } = await channel.assertQueue('', { exclusive: true });
+    const replies: Record<string, unknown>[] = [];
+    await channel.consume(replyTo, (reply) => reply && replies.push(JSON.parse(reply.content.toString()) as Record<string, unknown>), { noAck: true });
+    const id = `request-${Date.now()}`;
+    channel.sendToQueue(queue, Buffer.from(JSON.stringify({ pattern: 'fixture.credit', data: { account: 'acc-rpc', cents: 5 }, id })), {
+      replyTo,
+      correlationId: id,
+      persistent: true,
+    });
+    await channel.waitForConfirms();
+    await until(async () => replies.length === 1 && (await ready(deadQueue)) === 1, 'the caller is answered and the request dead-lettered');
+    expect(replies[0]).toMatchObject({
+      isDisposed: true,
+      err: { status: 'error', code: 'IDEMPOTENCY_INVALID_KEY', name: 'IdempotencyKeyError', message: expect.stringContaining('the AMQP messageId property is missing') },
+    });
+    expect(await ledgerRows('acc-rpc')).toBe(0);
+  });
+
+  it("answers a request-reply caller at each delivery of its request: the first one's failure at once, then the retry's reply", async () => {
+    await startConsumer();
+    const { queue: replyTo } = await channel.assertQueue('', { exclusive: true });
+    const replies: Record<string, unknown>[] = [];
+    await channel.consume(replyTo, (reply) => reply && replies.push(JSON.parse(reply.content.toString()) as Record<string, unknown>), { noAck: true });
+    const id = `flaky-request-${Date.now()}`;
+    channel.sendToQueue(queue, Buffer.from(JSON.stringify({ pattern: 'fixture.flaky-credit', data: { account: id, cents: 5 }, id })), {
+      replyTo,
+      correlationId: id,
+      messageId: id,
+      persistent: true,
+    });
+    await channel.waitForConfirms();
+    await until(async () => replies.length === 2 && (await ready()) === 0, 'both deliveries are answered');
+    // Nest's ClientProxy.send() takes the first and completes: its caller sees the failure.
+    expect(replies).toEqual([
+      { err: { status: 'error', message: 'Internal server error' }, isDisposed: true },
+      { response: { balance: 5 }, isDisposed: true },
+    ]);
+    expect(await ledgerRows(id)).toBe(1);
+  });
+
   it('two handlers of one event pattern each process a message once, and it is acked once', async () => {
     await startConsumer();
     for (let i = 0; i < 5; i++) {

@@ -144,6 +144,23 @@ describe.each(PLATFORMS)('recorded error answers, on %s', (platform) => {
     expect(await stored('c-503')).toEqual([]);
   });
 
+  it('records a 5xx the handler lists (a provider\'s final refusal answered 502) and replays it; an unlisted 503 still rolls back', async () => {
+    const first = await charge(baseUrl, 'c-502', 'declined-for-good', 'provider-charges');
+    const again = await charge(baseUrl, 'c-502', 'declined-for-good', 'provider-charges');
+    expect([first.status, again.status]).toEqual([502, 502]);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body.equals(first.body)).toBe(true);
+    expect(runs('c-502')).toBe(1);
+    expect(await effects('c-502')).toEqual([]);
+    expect(await db.query('SELECT response_status FROM processed_messages WHERE message_id = $1', ['c-502'])).toEqual([{ response_status: 502 }]);
+
+    const down = await charge(baseUrl, 'c-502-down', 'unavailable', 'provider-charges');
+    const downAgain = await charge(baseUrl, 'c-502-down', 'unavailable', 'provider-charges');
+    expect([down.status, downAgain.status]).toEqual([503, 503]);
+    expect(downAgain.headers.get('idempotent-replayed')).toBeNull();
+    expect(runs('c-502-down')).toBe(2);
+  });
+
   it('commits a success with its work, as before', async () => {
     const first = await charge(baseUrl, 'c-201', 'paid');
     const again = await charge(baseUrl, 'c-201', 'paid');

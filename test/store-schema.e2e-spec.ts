@@ -140,6 +140,7 @@ describe('the store schema, checked when the service starts', () => {
           type: 'urn:idempotency:store-schema',
           title: 'Idempotency store incomplete',
           status: 500,
+          code: 'IDEMPOTENCY_STORE_SCHEMA',
           detail: expect.stringContaining(`the function ${dropped} does not exist. It was there when the application started, so it was dropped since`),
         });
         expect(answer.json?.detail).toContain("running UpgradeProcessedMessagesTable1796342400000's up() once more");

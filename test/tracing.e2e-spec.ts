@@ -12,7 +12,7 @@ const exporter = new InMemorySpanExporter();
 const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
 
 /** Every message published on the module's channels, by channel. */
-const published: Record<keyof typeof IDEMPOTENCY_CHANNELS, Record<string, unknown>[]> = { claim: [], duplicate: [], commit: [], purge: [] };
+const published: Record<keyof typeof IDEMPOTENCY_CHANNELS, Record<string, unknown>[]> = { claim: [], duplicate: [], commit: [], purge: [], rejected: [], leaseLost: [] };
 const subscribers = Object.fromEntries(
   Object.keys(IDEMPOTENCY_CHANNELS).map((name) => [name, (message: unknown) => published[name as keyof typeof published].push(message as Record<string, unknown>)]),
 );
@@ -105,11 +105,12 @@ describe('tracing: one OpenTelemetry span per delivery, and diagnostics-channel 
     expect(published.commit).toEqual([]);
   });
 
-  it('a delivery without a key: one span, rejected, not an error', async () => {
+  it('a delivery without a key: one span, rejected, not an error, and a rejected event', async () => {
     expect((await post(`${baseUrl}/credits`, { account: 'acc-trace', cents: 1 })).status).toBe(400);
     const [span] = spansOf('POST /credits');
     expect(span.attributes).toMatchObject({ 'idempotency.outcome': 'rejected', 'http.response.status_code': 400, 'error.type': 'IdempotencyKeyError' });
     expect(span.status.code).toBe(SpanStatusCode.UNSET);
+    expect(published.rejected).toEqual([{ consumer: 'POST /credits', sender: 'default', code: 'IDEMPOTENCY_INVALID_KEY' }]);
   });
 
   it('a purge run is published on its channel', async () => {

@@ -33,4 +33,16 @@ export const IDEMPOTENCY_CHANNELS = {
   commit: 'nestjs-idempotent-consumer:commit',
   /** A purge run ended: `{ outcome, rows, batches, durationMs }`. */
   purge: 'nestjs-idempotent-consumer:purge',
+  /**
+   * A delivery was refused as the sender's mistake, which no retry cures: a missing or invalid key
+   * (`code: 'IDEMPOTENCY_INVALID_KEY'`), or a key reused with another payload
+   * (`'IDEMPOTENCY_KEY_REUSED'`): `{ consumer, sender, code, key? }` (no key when it could not be read).
+   */
+  rejected: 'nestjs-idempotent-consumer:rejected',
+  /**
+   * Lease mode: a holder's lease expired and another delivery took the message over, so its result
+   * was not recorded: `{ consumer, sender, heldMs?, leaseMs?, renewLeaseForMs?, key? }` (the times
+   * when known: how long it held the lease, the handler's `lease` and `renewLeaseFor`).
+   */
+  leaseLost: 'nestjs-idempotent-consumer:lease-lost',
 } as const;

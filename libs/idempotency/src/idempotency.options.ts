@@ -55,7 +55,9 @@ export interface IdempotencyModuleOptions {
    * `Idempotency-Key` header (HTTP) and setting no `scope` of its own: a function of the execution
    * context, run after guards; `undefined` or `null` means a caller who is not signed in, whose
    * keys share the anonymous callers' namespace. A handler opts out with `scope: false`. Handlers
-   * keyed by a webhook body, a message header or a function are not scoped by it.
+   * keyed by a webhook body, a message header or a function are not scoped by it; over HTTP, their
+   * fingerprint binds the caller it answers, so another caller's request with the same key is
+   * answered 422, never the first caller's response.
    * @default none: keys are shared by every caller of a handler
    * @example `scope: (context) => context.switchToHttp().getRequest().user?.id`
    */
@@ -95,8 +97,8 @@ export interface IdempotencyModuleOptions {
   /**
    * The client-error statuses (4xx) whose answer is recorded and replayed, for HTTP handlers in the
    * transactional mode that set no `recordErrors`: the handler's writes are rolled back to a
-   * savepoint taken right after the claim, and the claim commits with the answer. A 5xx is never
-   * recorded (refused at start-up). Lease-mode and message handlers record no error.
+   * savepoint taken right after the claim, and the claim commits with the answer. A 5xx is refused
+   * here at start-up: list it on the handler whose 5xx is final. Lease-mode and message handlers record no error.
    * @default [] (an error answer rolls the claim back with the work: a retry runs the handler again)
    * @example `recordErrors: [402]`
    */
@@ -214,7 +216,7 @@ export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): Re
     metrics: resolveMetrics(options.metrics ?? {}),
     tracing: resolveTracing(options.tracing ?? {}),
     record: toRecordPolicy('record', options.record ?? 'response'),
-    recordErrors: toRecordedErrors('recordErrors', options.recordErrors ?? []),
+    recordErrors: toRecordedErrors('recordErrors', options.recordErrors ?? [], false),
     keyring: options.encryption === undefined ? null : resolveKeyring(options.encryption),
     replayCache: resolveReplayCache(options.replayCache ?? {}),
   };

@@ -220,8 +220,9 @@ describe('IdempotencyMetadataAccessor', () => {
     expect(resolve('settled')).toMatchObject({ consumer: 'payment.settled', legacyConsumer: 'PaymentsController.settled', requestMethod: undefined });
   });
 
-  it('compares no fingerprint by default for keys taken from the message itself', () => {
-    expect(resolve('refund').fingerprint).toBe(false);
+  it("fingerprints a route's request by default whatever its key source; a message pattern's handler compares none", () => {
+    expect(resolve('plain').fingerprint).toBe('request');
+    expect(resolve('refund').fingerprint).toBe('request');
     expect(resolve('settled').fingerprint).toBe(false);
   });
 
@@ -246,13 +247,8 @@ describe('IdempotencyMetadataAccessor', () => {
     expect(byDefault.resolveFor(PaymentsController, 'settled').recordErrors).toEqual(new Set());
   });
 
-  it('refuses recordErrors with a 5xx, in lease mode, or on a message handler, saying why', () => {
-    expect(() => resolve('recordsServerError')).toThrow(IdempotencyOptionsError);
-    expect(() => resolve('recordsServerError')).toThrow(
-      'recordErrors of PaymentsController.recordsServerError lists 500, a server error: a 5xx says the server failed, not that the request was ' +
-        'refused, and a retry may succeed, so it is never recorded (a recorded 5xx would be replayed for the whole retention). Remove it; ' +
-        'list only the 4xx refusals that must be answered once, e.g. [402].',
-    );
+  it("records a 5xx a handler lists; refuses recordErrors in lease mode, or on a message handler, saying why", () => {
+    expect(resolve('recordsServerError').recordErrors).toEqual(new Set([402, 500]));
     expect(() => resolve('leaseCharge')).toThrow(
       "PaymentsController.leaseCharge sets recordErrors in lease mode: a refusal is recorded with the handler's work rolled back to a " +
         "savepoint of the claim's transaction, and a lease-mode handler's work is outside it. Remove recordErrors, or use mode: 'transaction'.",

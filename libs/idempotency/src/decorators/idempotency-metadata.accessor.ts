@@ -71,9 +71,9 @@ export interface ResolvedHandler {
   /** Unset means the transport's default: `'reject'` for HTTP, `'wait'` for message handlers. */
   readonly inFlight: InFlightPolicy | undefined;
   /**
-   * A function of what to hash; `'request'`: the HTTP method, URL and body (the default for a key
-   * sent by the client in the `Idempotency-Key` header); `false`: no fingerprint is compared (the
-   * default for keys taken from the message itself).
+   * A function of what to hash; `'request'`: the HTTP method, URL and body, or a GraphQL
+   * mutation's arguments (the default of HTTP routes and resolvers, whatever their key source);
+   * `false`: no fingerprint is compared (the default of message patterns and `run()`).
    */
   readonly fingerprint: ((context: ExecutionContext) => unknown) | 'request' | false;
   /** Unset means the data source's default isolation level. */
@@ -90,7 +90,7 @@ export interface ResolvedHandler {
   readonly store: string;
   /** What of its answer is recorded for its duplicates. */
   readonly record: RecordPolicy;
-  /** HTTP, transactional mode: the 4xx statuses whose answer is recorded, the handler's writes undone; empty: none. */
+  /** HTTP, transactional mode: the error statuses (4xx, and a 5xx the handler lists) whose answer is recorded, the handler's writes undone; empty: none. */
   readonly recordErrors: ReadonlySet<number>;
 }
 
@@ -187,7 +187,7 @@ export class IdempotencyMetadataAccessor {
     if (typeof options.consumer !== 'string' || options.consumer.length === 0 || options.consumer.length > 255) {
       throw new IdempotencyOptionsError(handlerMessages.invalidRunConsumer(options.consumer));
     }
-    return this.resolveOptions(`run(${options.consumer})`, options.consumer, { ...options, fingerprint: false }, { requestMethod: undefined, clientKey: false, respondsItself: false });
+    return this.resolveOptions(`run(${options.consumer})`, options.consumer, { ...options, fingerprint: false }, { requestMethod: undefined, clientKey: false, respondsItself: false, request: false });
   }
 
   private resolveNew(target: Type, methodName: string): ResolvedHandler {
@@ -205,6 +205,7 @@ export class IdempotencyMetadataAccessor {
       requestMethod,
       clientKey: !patterns && isClientKey(options.key),
       respondsItself: respondsItself(target, methodName),
+      request: !patterns,
     });
     return requestMethod === undefined
       ? handler
@@ -216,7 +217,7 @@ export class IdempotencyMetadataAccessor {
     name: string,
     consumer: string,
     options: IdempotentHandlerOptions,
-    shape: { requestMethod: string | undefined; clientKey: boolean; respondsItself: boolean },
+    shape: { requestMethod: string | undefined; clientKey: boolean; respondsItself: boolean; request: boolean },
   ): ResolvedHandler {
     const { requestMethod, clientKey } = shape;
     const mode = oneOf(`mode of ${name}`, options.mode, MODES) ?? 'transaction';
@@ -235,7 +236,7 @@ export class IdempotencyMetadataAccessor {
         ? toMilliseconds(`retention of ${name}`, options.retention, MAX_RETENTION_MS)
         : this.moduleOptions.retentionMs,
       inFlight: oneOf(`inFlight of ${name}`, options.inFlight, ['reject', 'wait']),
-      fingerprint: toFingerprint(name, options.fingerprint, clientKey),
+      fingerprint: toFingerprint(name, options.fingerprint, shape.request),
       isolationLevel: oneOf(`isolationLevel of ${name}`, options.isolationLevel, ISOLATION_LEVELS),
       maxAttempts: toAttemptLimit(`maxAttempts of ${name}`, options.maxAttempts ?? 5),
       retryDelayMs: toMilliseconds(`retryDelay of ${name}`, options.retryDelay ?? '1s', MAX_TIMER_MS),
@@ -257,7 +258,7 @@ export class IdempotencyMetadataAccessor {
     if (value === undefined) {
       return http && mode === 'transaction' ? this.moduleOptions.recordErrors : NO_STATUSES;
     }
-    const statuses = toRecordedErrors(`recordErrors of ${name}`, value);
+    const statuses = toRecordedErrors(`recordErrors of ${name}`, value, true);
     if (!http) {
       throw new IdempotencyOptionsError(recordingMessages.recordErrorsNotHttp(name));
     }
@@ -325,11 +326,12 @@ function toScope(name: string, value: unknown, moduleDefault: ResolvedHandler['s
   return value === undefined ? moduleDefault : (value as ResolvedHandler['scope']);
 }
 
-function toFingerprint(name: string, value: unknown, clientKey: boolean): ResolvedHandler['fingerprint'] {
+/** A handler's fingerprint: its option, else its request for a handler that has one (an HTTP route, a GraphQL mutation), whatever its key source. */
+function toFingerprint(name: string, value: unknown, request: boolean): ResolvedHandler['fingerprint'] {
   if (value !== undefined && value !== false && typeof value !== 'function') {
     throw new IdempotencyOptionsError(handlerMessages.invalidFingerprint(name, value));
   }
-  return (value as ResolvedHandler['fingerprint'] | undefined) ?? (clientKey ? 'request' : false);
+  return (value as ResolvedHandler['fingerprint'] | undefined) ?? (request ? 'request' : false);
 }
 
 function toAttemptLimit(name: string, value: unknown): number {

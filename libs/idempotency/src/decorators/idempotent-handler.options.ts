@@ -109,8 +109,9 @@ export interface IdempotentHandlerOptions {
    * function of the execution context whose answer is hashed (SHA-256 of canonical JSON; bytes as
    * bytes), or `false` to compare nothing, so any delivery of a processed key is a duplicate. A key
    * reused with another fingerprint is refused (HTTP 422; RabbitMQ: dead-lettered).
-   * @default for a key in the client's `Idempotency-Key` header, HTTP: the method, the URL (path
-   * and query string) and the body; GraphQL: the mutation's arguments. Any other key: none
+   * @default whatever the key's source (a header, the body, a function), HTTP: the method, the URL
+   * (path and query string) and the body; GraphQL: the mutation's arguments. A message pattern's
+   * handler: none. A record written without one (by an earlier version) is not compared.
    * @example Leave out a provider's attempt counter:
    * `fingerprint: (context) => omit(context.switchToHttp().getRequest().body, 'attempt')`
    */
@@ -129,17 +130,18 @@ export interface IdempotentHandlerOptions {
    */
   record?: RecordPolicy;
   /**
-   * HTTP, transactional mode: the client-error statuses (4xx) whose answer is recorded and replayed
+   * HTTP, transactional mode: the error statuses whose answer is recorded and replayed
    * to duplicates, as a success is: a business refusal such as `402 Payment Required`, thrown
    * as an `HttpException` or answered, is then given once and replayed with
    * `Idempotent-Replayed: true`, the handler not run again. The handler's writes are rolled back to
    * a savepoint taken right after the claim; the claim commits with the answer as the client
    * received it (after exception filters: its status, recorded headers and body). A status not
-   * listed rolls everything back, as by default. A 5xx is never recorded (the server failed, and a
-   * retry may succeed), so it is refused at start-up, as is this option on a lease-mode or message
-   * handler.
+   * listed rolls everything back, as by default. A 5xx is recorded only where its handler lists it
+   * (never by the module's default): one the service answers when a provider refused for good
+   * (`502`); listing `500` records every unexpected failure too. This option is refused on a
+   * lease-mode or message handler.
    * @default the module's `recordErrors` for HTTP handlers in the transactional mode (`[]`: no error is recorded)
-   * @example `recordErrors: [402, 403]`
+   * @example `recordErrors: [402, 403]`, or `[402, 502]` where a 502 says the provider refused for good
    */
   recordErrors?: number[];
   /**

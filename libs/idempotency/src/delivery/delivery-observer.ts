@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { ClaimRequest } from '../claiming/claim.js';
 import type { IdempotencyMode } from '../options/handler-values.js';
 import { classify, failureOutcome } from '../errors/delivery-error-classes.js';
+import { IdempotencyLeaseLostError } from '../errors/idempotency.errors.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { IdempotencyTracing, type TraceSpan } from '../tracing/idempotency-tracing.js';
@@ -63,6 +64,7 @@ export class DeliveryObserver {
   /** Refused before its claim (no usable key, sender or scope): counted rejected under `sender`. */
   refused(delivery: ObservedDelivery, sender: string, error: unknown): void {
     this.metrics.recordDelivery({ consumer: delivery.consumer, sender }, 'rejected');
+    this.publishRejected(delivery, sender, error);
     this.end(delivery, failureOutcome(error), error);
   }
 
@@ -84,6 +86,7 @@ export class DeliveryObserver {
   claimFailed(delivery: ObservedDelivery, error: unknown): void {
     const outcome = failureOutcome(error);
     this.metrics.recordDelivery(delivery.request!, outcome);
+    this.publishRejected(delivery, delivery.request!.sender, error);
     this.end(delivery, outcome, error);
   }
 
@@ -140,7 +143,24 @@ export class DeliveryObserver {
   /** Its won claim settled without a record: rolled back as `outcome`, or its commit failed. */
   settled(delivery: ObservedDelivery, outcome: Exclude<DeliveryOutcome, 'processed' | 'duplicate'>, error?: unknown): void {
     this.metrics.recordDelivery(delivery.request!, outcome);
+    const { leaseLost } = this.tracing.channels;
+    if (error instanceof IdempotencyLeaseLostError && leaseLost.hasSubscribers) {
+      leaseLost.publish(this.message(delivery, { ...error.held }));
+    }
     this.end(delivery, outcome, error);
+  }
+
+  /** Publishes `error` on the `rejected` channel when it is the sender's mistake that no retry cures (an invalid key, a reused one). */
+  private publishRejected(delivery: ObservedDelivery, sender: string, error: unknown): void {
+    const { rejected } = this.tracing.channels;
+    if (!rejected.hasSubscribers) {
+      return;
+    }
+    const problem = classify(error);
+    if (problem?.outcome === 'rejected' && !problem.retryable) {
+      const key = this.tracing.recordKey ? delivery.request?.key : undefined;
+      rejected.publish({ consumer: delivery.consumer, sender, code: problem.code, ...(key === undefined ? {} : { key }) });
+    }
   }
 
   /** Ends the delivery once: out of the in-flight gauge, a refusal counted, its span ended. */

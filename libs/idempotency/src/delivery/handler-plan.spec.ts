@@ -1,5 +1,6 @@
-import type { Type } from '@nestjs/common';
-import { HandlerPlans } from './handler-plan.js';
+import type { ExecutionContext, Type } from '@nestjs/common';
+import type { ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
+import { HandlerPlans, requestBuilder } from './handler-plan.js';
 
 class Base {
   grant(): void {}
@@ -33,5 +34,29 @@ describe('HandlerPlans, the plans of one entry by the method Nest calls', () => 
     expect(plans.get(First as Type, bound)).toBeUndefined();
     plans.set(First as Type, bound, 'first');
     expect(plans.get(First as Type, bound)).toBe('first');
+  });
+});
+
+describe("requestBuilder, a delivery's fingerprint", () => {
+  const handler = { consumer: 'c', retentionMs: 1000, recordErrors: new Set(), fingerprint: 'request' } as unknown as ResolvedHandler;
+  const fingerprintOf = (request: unknown) =>
+    requestBuilder<unknown>(handler, { key: () => 'k', request: () => request, defaultInFlight: 'reject' })({} as ExecutionContext, {}, 'default').fingerprint;
+
+  it("is taken of the entry's request, and is null for a message that has none to take it of", () => {
+    expect(fingerprintOf({ method: 'POST', url: '/a', body: { cents: 1 } })).toMatch(/^[0-9a-f]{64}$/);
+    expect(fingerprintOf({ method: 'POST', url: '/a', body: { cents: 2 } })).not.toBe(fingerprintOf({ method: 'POST', url: '/a', body: { cents: 1 } }));
+    expect(fingerprintOf(undefined)).toBeNull();
+  });
+});
+
+describe("requestBuilder, a fingerprint bound to the caller", () => {
+  const handler = { consumer: 'c', retentionMs: 1000, recordErrors: new Set(), fingerprint: 'request' } as unknown as ResolvedHandler;
+  const fingerprintFor = (user: string | undefined) =>
+    requestBuilder<unknown>(handler, { key: () => 'k', request: () => ({ body: 1 }), caller: () => user, defaultInFlight: 'reject' })({} as ExecutionContext, {}, 'default').fingerprint;
+
+  it('differs from one caller to another, and is the same for one caller', () => {
+    expect(fingerprintFor('alice')).toBe(fingerprintFor('alice'));
+    expect(fingerprintFor('alice')).not.toBe(fingerprintFor('bob'));
+    expect(fingerprintFor(undefined)).not.toBe(fingerprintFor('alice'));
   });
 });

@@ -27,6 +27,12 @@ export interface EntryReading<S> {
    * Unset (messages): such a delivery is refused, since it cannot say whose message it is.
    */
   readonly onAnonymousCaller?: (key: string) => void;
+  /**
+   * HTTP: the caller that a handler whose key is not scoped to it answers to (the module's `scope`),
+   * bound into its `'request'` fingerprint, so that its record is never replayed to another caller:
+   * another caller's request with the same key is a reused key.
+   */
+  readonly caller?: (context: ExecutionContext) => unknown;
   /** `run()`: the caller's own transaction, when it gives one, which the claim joins. */
   readonly callerTransaction?: (source: S) => TransactionStatements | undefined;
 }
@@ -104,15 +110,25 @@ export function requestBuilder<S>(handler: ResolvedHandler, reading: EntryReadin
   };
 }
 
-/** What a delivery's fingerprint is taken of: nothing (null), the entry's request, or the handler's function's answer. */
+/**
+ * What a delivery's fingerprint is taken of: nothing (null), the entry's request (with the caller,
+ * where the entry binds one), or the handler's function's answer. A message that has no request
+ * (all but a GraphQL mutation) has nothing to take it of.
+ */
 function fingerprintReader<S>(handler: ResolvedHandler, reading: EntryReading<S>): (context: ExecutionContext, source: S) => string | null {
   const covers = handler.fingerprint;
   if (covers === false) {
     return () => null;
   }
   if (covers === 'request') {
-    const { request } = reading;
-    return (_context, source) => fingerprint(request?.(source));
+    const { request, caller } = reading;
+    if (caller) {
+      return (context, source) => fingerprint({ request: request?.(source), caller: caller(context) ?? null });
+    }
+    return (_context, source) => {
+      const covered = request?.(source);
+      return covered === undefined ? null : fingerprint(covered);
+    };
   }
   return (context) => fingerprint(covers(context));
 }

@@ -28,6 +28,12 @@ export interface DeliveryErrorClass {
   /** HTTP: the status answered, with an RFC 9457 body of this `slug` and `title`. */
   readonly status: HttpStatus;
   readonly slug: string;
+  /**
+   * The one code of this failure on every entry: `IDEMPOTENCY_` and the slug in capitals
+   * (`IDEMPOTENCY_KEY_REUSED`), in HTTP's problem body, GraphQL's `extensions` and a message
+   * handler's error reply.
+   */
+  readonly code: string;
   readonly title: string;
   /**
    * The same delivery may succeed later: HTTP answers `Retry-After`. A broker message is retried
@@ -41,11 +47,16 @@ export interface DeliveryErrorClass {
 type ErrorClass = abstract new (...args: never[]) => IdempotencyError;
 
 function rejected(status: HttpStatus, slug: string, title: string, retryable: boolean, deadLetter: boolean): DeliveryErrorClass {
-  return { outcome: 'rejected', status, slug, title, retryable, deadLetter };
+  return { outcome: 'rejected', status, slug, code: codeOf(slug), title, retryable, deadLetter };
 }
 
 function failed(status: HttpStatus, slug: string, title: string, retryable: boolean): DeliveryErrorClass {
-  return { outcome: 'failed', status, slug, title, retryable, deadLetter: false };
+  return { outcome: 'failed', status, slug, code: codeOf(slug), title, retryable, deadLetter: false };
+}
+
+/** `key-reused` -> `IDEMPOTENCY_KEY_REUSED`. */
+function codeOf(slug: string): string {
+  return `IDEMPOTENCY_${slug.toUpperCase().replaceAll('-', '_')}`;
 }
 
 /** The one classification of the errors a delivery can end with that the module answers itself. */
@@ -57,7 +68,7 @@ const CLASSES = new Map<ErrorClass, DeliveryErrorClass>([
   [IdempotencyLeaseLostError, failed(HttpStatus.CONFLICT, 'lease-lost', 'Lease taken over', true)],
   [
     IdempotencyUnavailableError,
-    { outcome: 'unavailable', status: HttpStatus.SERVICE_UNAVAILABLE, slug: 'unavailable', title: 'Database unavailable', retryable: true, deadLetter: false },
+    { outcome: 'unavailable', status: HttpStatus.SERVICE_UNAVAILABLE, slug: 'unavailable', code: codeOf('unavailable'), title: 'Database unavailable', retryable: true, deadLetter: false },
   ],
   [IdempotencyTransactionAbortedError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'transaction-aborted', 'Transaction aborted by a failed statement', false)],
   [IdempotencyCommitRefusedError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'commit-refused', 'Commit refused by a constraint', false)],

@@ -70,9 +70,10 @@ export const errorMessages = {
       : '') +
     "; the delivery that holds the lease answers the message's duplicates. Retry, or raise the handler's renewLeaseFor " +
     '(or its lease) above the time it takes.',
-  responseTooLarge: (consumer: string, key: string, maxBodyBytes: number) =>
-    `The response of ${consumer} to ${shownKey(key)} is larger than replay.maxBodyBytes (${maxBodyBytes} bytes), so it cannot be ` +
-    'recorded for its duplicates; nothing was committed. Raise replay.maxBodyBytes, or answer with less (an id and a link).',
+  responseTooLarge: (consumer: string, key: string, maxBodyBytes: number, status: number, bytes: number) =>
+    `${shownKey(key)} was processed by ${consumer} and answered ${status} with a body of ${bytes} bytes, larger than ` +
+    `replay.maxBodyBytes (${maxBodyBytes} bytes), so that answer was not recorded and cannot be replayed; the operation is done ` +
+    'and is not run again. Read its result another way; to replay such answers, raise replay.maxBodyBytes.',
   recordUnreadable: (consumer: string, key: string, reason: string, keyId: string | null, version: number, configured: readonly string[]) =>
     `The recorded response of ${consumer} to '${key}' cannot be read, so it is not replayed (and the handler is not run again): ` +
     unreadableCause(reason, keyId, version, configured),

@@ -165,9 +165,11 @@ export class IdempotencyUnavailableError extends IdempotencyError {
 }
 
 /**
- * The handler's response body is larger than the module's `replay.maxBodyBytes`, so it cannot be
- * recorded for its duplicates. The claim and the work are rolled back and the request is
- * answered 500: raise the limit, or answer with less (an id and a link to the content).
+ * The answer recorded for the duplicates of a message whose response body was larger than the
+ * module's `replay.maxBodyBytes`: the first delivery was answered in full and committed with its
+ * work, but its body was not recorded, so its duplicates are answered 500 problem+json
+ * `response-too-large` with `Idempotent-Replayed: true` (the handler is not run again). Raise the
+ * limit, or answer with less (an id and a link to the content).
  */
 export class IdempotencyResponseTooLargeError extends IdempotencyError {
   override readonly name = 'IdempotencyResponseTooLargeError';
@@ -176,8 +178,12 @@ export class IdempotencyResponseTooLargeError extends IdempotencyError {
     readonly consumer: string,
     readonly key: string,
     readonly maxBodyBytes: number,
+    /** The status the first delivery was answered with. */
+    readonly status: number,
+    /** The size of the body it was answered with. */
+    readonly bytes: number,
   ) {
-    super(errorMessages.responseTooLarge(consumer, key, maxBodyBytes));
+    super(errorMessages.responseTooLarge(consumer, key, maxBodyBytes, status, bytes));
   }
 }
 

@@ -1,11 +1,11 @@
 /** The message texts of recorded responses and their encryption. */
 export const recordingMessages = {
   invalidRecordedErrors: (name: string, value: unknown) =>
-    `${name} must be a list of client-error statuses, from 400 to 499, e.g. [402, 403]; got ${JSON.stringify(value)}.`,
+    `${name} must be a list of error statuses, from 400 to 599 (a 5xx on a handler only), e.g. [402, 403]; got ${JSON.stringify(value)}.`,
   serverErrorRecorded: (name: string, status: number) =>
-    `${name} lists ${status}, a server error: a 5xx says the server failed, not that the request was refused, and a retry ` +
-    'may succeed, so it is never recorded (a recorded 5xx would be replayed for the whole retention). Remove it; list only ' +
-    'the 4xx refusals that must be answered once, e.g. [402].',
+    `${name} lists ${status}, a server error: a 5xx usually says the server failed, and a retry may succeed, so no handler ` +
+    'records one by default (a recorded 5xx is replayed for the whole retention). Remove it; list a 5xx in the recordErrors ' +
+    'of the handler whose 5xx is final (a provider that said no for good), e.g. @IdempotentHandler({ recordErrors: [502] }).',
   recordErrorsInLeaseMode: (handler: string) =>
     `${handler} sets recordErrors in lease mode: a refusal is recorded with the handler's work rolled back to a savepoint of ` +
     "the claim's transaction, and a lease-mode handler's work is outside it. Remove recordErrors, or use mode: 'transaction'.",

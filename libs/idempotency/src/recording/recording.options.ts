@@ -50,19 +50,20 @@ export function toRecordPolicy(name: string, value: unknown): RecordPolicy {
 }
 
 /**
- * `value` as the set of error statuses to record: whole numbers from 400 to 499.
- * @throws IdempotencyOptionsError naming `name`, saying why a 5xx never is.
+ * `value` as the set of error statuses to record: whole numbers from 400 to 499, and from 500 to
+ * 599 where `serverErrors` allows them (a handler's own list, never the module's default).
+ * @throws IdempotencyOptionsError naming `name`, saying why a 5xx is not a default.
  * @internal
  */
-export function toRecordedErrors(name: string, value: unknown): ReadonlySet<number> {
+export function toRecordedErrors(name: string, value: unknown, serverErrors: boolean): ReadonlySet<number> {
   if (!Array.isArray(value) || !value.every((status) => Number.isInteger(status))) {
     throw new IdempotencyOptionsError(recordingMessages.invalidRecordedErrors(name, value));
   }
   const serverError = (value as number[]).find((status) => status >= 500 && status <= 599);
-  if (serverError !== undefined) {
+  if (serverError !== undefined && !serverErrors) {
     throw new IdempotencyOptionsError(recordingMessages.serverErrorRecorded(name, serverError));
   }
-  if (!(value as number[]).every((status) => status >= 400 && status <= 499)) {
+  if (!(value as number[]).every((status) => status >= 400 && status <= 599)) {
     throw new IdempotencyOptionsError(recordingMessages.invalidRecordedErrors(name, value));
   }
   return new Set(value as number[]);

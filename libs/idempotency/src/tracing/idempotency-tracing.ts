@@ -52,6 +52,8 @@ export class IdempotencyTracing implements OnModuleInit {
     duplicate: channel(IDEMPOTENCY_CHANNELS.duplicate),
     commit: channel(IDEMPOTENCY_CHANNELS.commit),
     purge: channel(IDEMPOTENCY_CHANNELS.purge),
+    rejected: channel(IDEMPOTENCY_CHANNELS.rejected),
+    leaseLost: channel(IDEMPOTENCY_CHANNELS.leaseLost),
   };
 
   constructor(@Inject(TRACING_OPTIONS) private readonly options: ResolvedTracingOptions) {}

@@ -23,7 +23,7 @@ function nestRpcAnswer(error: Error): object {
  * Answers the library's delivery errors with an RFC 9457 `application/problem+json` body; 409 and
  * 503 carry `Retry-After`. A GraphQL mutation's error carries the same problem type in its
  * `extensions` (`code`, `type`, `status`, `retryAfter`). A message handler's requester gets
- * `{ status: 'error', name, message }`.
+ * `{ status: 'error', code, name, message }`; `code` is the same on every entry (`IDEMPOTENCY_KEY_REUSED`).
  * A failed message the module settled with its broker and logged itself (RabbitMQ, JetStream) is
  * answered as Nest would answer it, without Nest's second log line: the interceptors around the
  * handler still see the error. Applied by `@IdempotentHandler()`; other errors pass on to the
@@ -39,7 +39,8 @@ export class IdempotencyErrorFilter implements ExceptionFilter<Error> {
       return asGraphqlError(error as IdempotencyError);
     }
     if (host.getType() !== 'http') {
-      return throwError(() => (classify(error) ? { status: 'error', name: error.name, message: error.message } : nestRpcAnswer(error)));
+      const problem = classify(error);
+      return throwError(() => (problem ? { status: 'error', code: problem.code, name: error.name, message: error.message } : nestRpcAnswer(error)));
     }
     const answer = problemAnswer(error as IdempotencyError);
     const adapter = this.adapterHost.httpAdapter;

@@ -38,7 +38,7 @@ export interface InboundMessage {
   /** The value of the message header `name`, if it has one. */
   header(name: string): unknown;
   /**
-   * What a handler's `'request'` fingerprint (the default for a key the client chose) covers: a
+   * What a handler's `'request'` fingerprint (a mutation's default, whatever its key's source) covers: a
    * GraphQL mutation's arguments. Unset: nothing of the message is compared.
    */
   readonly request?: unknown;

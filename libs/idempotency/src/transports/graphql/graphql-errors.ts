@@ -13,14 +13,12 @@ export interface GraphqlErrorExtensions {
   readonly retryAfter?: number;
 }
 
-const PROBLEM_TYPE_PREFIX = 'urn:idempotency:';
-
 /** The GraphQL `extensions` of `error`, one of the classified delivery errors (`CLASSIFIED_ERRORS`). */
 export function graphqlExtensions(error: IdempotencyError): GraphqlErrorExtensions {
   const { status, headers, body } = problemAnswer(error);
   const retryAfter = headers['retry-after'];
   return {
-    code: `IDEMPOTENCY_${body.type.slice(PROBLEM_TYPE_PREFIX.length).toUpperCase().replaceAll('-', '_')}`,
+    code: body.code,
     type: body.type,
     status,
     ...(retryAfter === undefined ? {} : { retryAfter: Number(retryAfter) }),

@@ -78,6 +78,8 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
   private readonly plans = new HandlerPlans<HttpPlan>();
   /** Handlers already warned about a client key shared by authenticated callers. */
   private readonly warnedUnscoped = new WeakSet<ResolvedHandler>();
+  /** Handlers already warned about a response too large to record. */
+  private readonly warnedTooLarge = new WeakSet<ResolvedHandler>();
 
   constructor(
     private readonly core: DeliveryCore,
@@ -119,7 +121,7 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
   }
 
   async process(delivery: Delivery<HttpExchange>, { raw, before, next }: HttpExchange): Promise<unknown> {
-    const capture = ResponseCapture.attach(raw, this.options.replay.maxBodyBytes);
+    const capture = ResponseCapture.attach(raw);
     let settleHandler!: (ending: HandlerEnding) => void;
     const handled = new Promise<HandlerEnding>((resolve) => (settleHandler = resolve));
     capture.whenEnded((captured) => void this.finish(delivery, capture, captured, before, handled));
@@ -179,7 +181,7 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
     }
     const headers = mergeHeaders(exchange.before, recorded.headers ?? {}, { [IDEMPOTENT_REPLAYED_HEADER]: 'true' });
     const body = recorded.body ?? Buffer.alloc(0);
-    const capture = ResponseCapture.attach(exchange.raw, this.options.replay.maxBodyBytes);
+    const capture = ResponseCapture.attach(exchange.raw);
     capture.replaceWhenEnded(status, headers, body);
     if (handler.respondsItself) {
       exchange.raw.end();
@@ -193,6 +195,8 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
       key: keyReader(handler),
       request: ({ request }) => ({ method: request.method, url: request.originalUrl ?? request.url, body: request.body }),
       defaultInFlight: 'reject',
+      // A key the module's scope does not scope (one not from the client's Idempotency-Key header) is bound to its caller by the fingerprint.
+      caller: handler.scope === undefined ? this.options.scope : undefined,
       // Noted at debug level: a key claimed in the anonymous callers' namespace.
       onAnonymousCaller: (key) => this.logger.debug(httpMessages.anonymousCaller(handler.name, handler.consumer, key)),
     });
@@ -225,18 +229,21 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
       return;
     }
     try {
-      if (captured.overflowed) {
-        const tooLarge = new IdempotencyResponseTooLargeError(request.consumer, request.key, this.options.replay.maxBodyBytes);
-        await delivery.rollback('failed', tooLarge);
-        throw tooLarge;
-      }
-      await delivery.commit(this.recorded(captured, before), recordedError ? UNDO_WORK : undefined);
+      await delivery.commit(this.recorded(delivery, captured, before), recordedError ? UNDO_WORK : undefined);
       capture.flush();
     } catch (error) {
       const failure = asAnswerable(error, request);
       this.logger.error(failure.message, failure.cause instanceof Error ? failure.cause.stack : undefined);
       const answer = problemAnswer(failure);
       capture.replace(answer.status, mergeHeaders(before, answer.headers), Buffer.from(JSON.stringify(answer.body)));
+    }
+  }
+
+  /** Warns once per handler, at its first response too large to record, with the fix. */
+  private warnTooLarge(handler: ResolvedHandler, bytes: number): void {
+    if (!this.warnedTooLarge.has(handler)) {
+      this.warnedTooLarge.add(handler);
+      this.logger.warn(httpMessages.responseTooLarge(handler.name, handler.consumer, bytes, this.options.replay.maxBodyBytes));
     }
   }
 
@@ -259,9 +266,19 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
 
   /**
    * What is recorded: the status, the headers set since the pipeline started but those never
-   * recorded (by name as sent), the body.
+   * recorded (by name as sent), the body. A body larger than `replay.maxBodyBytes` that the
+   * handler's `record` policy would keep is not: the `response-too-large` problem answer is
+   * recorded in its place, for its duplicates, and the handler's first such response is warned about.
    */
-  private recorded(captured: CapturedResponse, before: HeaderValues): RecordedResponse {
+  private recorded(delivery: Delivery<HttpExchange>, captured: CapturedResponse, before: HeaderValues): RecordedResponse {
+    const { maxBodyBytes } = this.options.replay;
+    if (captured.body.length > maxBodyBytes && delivery.handler.record === 'response') {
+      const { consumer, key } = delivery.request!;
+      const tooLarge = new IdempotencyResponseTooLargeError(consumer, key, maxBodyBytes, captured.status, captured.body.length);
+      this.warnTooLarge(delivery.handler, captured.body.length);
+      const answer = problemAnswer(tooLarge);
+      return { status: answer.status, headers: answer.headers, body: Buffer.from(JSON.stringify(answer.body)) };
+    }
     const headers: HeaderValues = {};
     const excluded = this.options.replay.excludedHeaders;
     for (const name in captured.headers) {

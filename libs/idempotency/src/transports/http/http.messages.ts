@@ -7,6 +7,11 @@ export const httpMessages = {
     `replay.maxBodyBytes must be a whole number of bytes from 1 to ${max}; got ${JSON.stringify(value)}.`,
   invalidExcludedHeaders: (value: unknown) =>
     `replay.excludeHeaders must be a list of header names, e.g. ['x-request-id']; got ${JSON.stringify(value)}.`,
+  responseTooLarge: (handler: string, consumer: string, bytes: number, maxBodyBytes: number) =>
+    `${handler} (${consumer}) answered a body of ${bytes} bytes, larger than replay.maxBodyBytes (${maxBodyBytes} bytes): it was ` +
+    'sent and committed, but not recorded, so its duplicates are answered 500 response-too-large instead of it. Raise ' +
+    'replay.maxBodyBytes (up to 64 MiB) to replay such answers, or answer with less (an id and a link to the content). ' +
+    'Said once per handler.',
   unrecordedResponse: (consumer: string, key: string) =>
     `${shownKey(key)} was committed for ${consumer} without its response: its handler ended the claim's transaction itself, ` +
     'so this duplicate cannot be answered with what the first delivery was sent.',

@@ -13,9 +13,11 @@ import { httpMessages } from './http.messages.js';
  */
 export interface ReplayOptions {
   /**
-   * The largest response body recorded, in bytes. A larger response is not sent: the claim and the
-   * work roll back and the request is answered 500, naming this option.
-   * @default 1048576 (1 MiB)
+   * The largest response body recorded, in bytes. A larger response is sent and committed all the
+   * same, but not recorded: its duplicates are answered 500 problem+json `response-too-large`
+   * (replayed, the handler not run again), and the handler's first such response logs a warning
+   * naming this option. A handler with `record: 'status'` keeps no body, so no limit applies to it.
+   * @default 16777216 (16 MiB)
    */
   maxBodyBytes?: number;
   /**
@@ -47,7 +49,7 @@ const MAX_REPLAY_BODY_BYTES = 64 * 1024 * 1024;
  * @internal
  */
 export function resolveReplay(replay: ReplayOptions): ResolvedReplayOptions {
-  const maxBodyBytes = replay.maxBodyBytes ?? 1024 * 1024;
+  const maxBodyBytes = replay.maxBodyBytes ?? 16 * 1024 * 1024;
   if (!isPositiveInteger(maxBodyBytes) || maxBodyBytes > MAX_REPLAY_BODY_BYTES) {
     throw new IdempotencyOptionsError(httpMessages.invalidBodyLimit(maxBodyBytes, MAX_REPLAY_BODY_BYTES));
   }

@@ -2,11 +2,11 @@ import { classify, type DeliveryErrorClass } from '../../errors/delivery-error-c
 import type { IdempotencyError } from '../../errors/idempotency.errors.js';
 import { RETRY_AFTER_SECONDS } from './http.constants.js';
 
-/** An RFC 9457 problem answer. */
+/** An RFC 9457 problem answer; `code`, an extension member, is the failure's code on every entry. */
 export interface ProblemAnswer {
   readonly status: number;
   readonly headers: Record<string, string>;
-  readonly body: { type: string; title: string; status: number; detail: string };
+  readonly body: { type: string; title: string; status: number; detail: string; code: string };
 }
 
 /** The problem answer to `error`, one of the classified delivery errors (`CLASSIFIED_ERRORS`). */
@@ -18,6 +18,6 @@ export function problemAnswer(error: IdempotencyError): ProblemAnswer {
       'content-type': 'application/problem+json',
       ...(problem.retryable ? { 'retry-after': String(RETRY_AFTER_SECONDS) } : {}),
     },
-    body: { type: `urn:idempotency:${problem.slug}`, title: problem.title, status: problem.status, detail: error.message },
+    body: { type: `urn:idempotency:${problem.slug}`, title: problem.title, status: problem.status, detail: error.message, code: problem.code },
   };
 }

@@ -67,8 +67,6 @@ export interface CapturedResponse {
   /** Every header of the response at its end, by name as it is sent. */
   readonly headers: HeaderValues;
   readonly body: Buffer;
-  /** The body grew past the capture's limit; `body` holds none of it. */
-  readonly overflowed: boolean;
 }
 
 type WriteCallback = (error?: Error | null) => void;
@@ -86,7 +84,6 @@ type Writer = Pick<ServerResponse, 'writeHead' | 'write' | 'end' | 'flushHeaders
 export class ResponseCapture {
   private readonly chunks: Buffer[] = [];
   private size = 0;
-  private overflowed = false;
   private status: number | undefined;
   private headArguments: OutgoingHttpHeaders = {};
   private endCallback: (() => void) | undefined;
@@ -98,10 +95,7 @@ export class ResponseCapture {
   /** The writers the response had, its own (a middleware's, compression's say) or its class's: they get what is sent. */
   private readonly own: Writer;
 
-  private constructor(
-    private readonly raw: ServerResponse,
-    private readonly maxBodyBytes: number,
-  ) {
+  private constructor(private readonly raw: ServerResponse) {
     const { writeHead, write, end, flushHeaders } = raw;
     this.own = { writeHead, write, end, flushHeaders };
     Object.assign(raw, {
@@ -112,9 +106,9 @@ export class ResponseCapture {
     });
   }
 
-  /** Starts holding back what is written to `raw`; bodies beyond `maxBodyBytes` are counted, not kept. */
-  static attach(raw: ServerResponse, maxBodyBytes: number): ResponseCapture {
-    return new ResponseCapture(raw, maxBodyBytes);
+  /** Starts holding back what is written to `raw`. */
+  static attach(raw: ServerResponse): ResponseCapture {
+    return new ResponseCapture(raw);
   }
 
   /** Calls `onEnd` once the response has been ended (now, if it already was). */
@@ -148,7 +142,7 @@ export class ResponseCapture {
     }
     const ended = this.ended;
     this.release();
-    if (ended && !this.overflowed) {
+    if (ended) {
       const status = this.status ?? this.raw.statusCode;
       const framed = ['content-length', 'transfer-encoding'].some(
         (name) => this.raw.hasHeader(name) || findHeaderName(this.headArguments, name) !== undefined,
@@ -231,12 +225,7 @@ export class ResponseCapture {
     if (!this.ended && !this.discarding && chunk !== undefined && chunk !== null) {
       const bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
       this.size += bytes.length;
-      if (this.size > this.maxBodyBytes) {
-        this.overflowed = true;
-        this.chunks.length = 0;
-      } else {
-        this.chunks.push(bytes);
-      }
+      this.chunks.push(bytes);
     }
     if (done) {
       process.nextTick(done);
@@ -265,8 +254,7 @@ export class ResponseCapture {
     return {
       status: this.status ?? this.raw.statusCode,
       headers,
-      body: this.overflowed ? Buffer.alloc(0) : Buffer.concat(this.chunks),
-      overflowed: this.overflowed,
+      body: Buffer.concat(this.chunks),
     };
   }
 
