@@ -177,6 +177,29 @@ describe.each(LAYERS)('the claim on the %s data layer', (layer) => {
     expect(await rows('own')).toBe(2);
   });
 
+  it('run() inside an idempotent handler joins its claim: 6 concurrent requests on a pool of 2 all succeed, each work once; a handler that throws after run() rolls its work back', async () => {
+    const small = await startAppProcess(LAYER_APP, { DATABASE_URL: db.url, LAYER: layer, POOL_MAX: '2' }, '/round-trips');
+    processes.push(small);
+    const handled = (key: string, body: Record<string, unknown> = {}) =>
+      fetch(`${small.baseUrl}/handler-runs/handled`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'Idempotency-Key': `request-${key}` },
+        body: JSON.stringify({ cents: 7, key, ...body }),
+      });
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => handled(`handled-${i}`)));
+    expect(answers.map((answer) => answer.status)).toEqual(Array(6).fill(201));
+    expect(await rows('handled')).toBe(6);
+    expect(Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM processed_messages WHERE consumer = 'layer-handler-run'`))[0].n)).toBe(6);
+
+    expect((await handled('handled-failed', { fail: true })).status).toBe(500);
+    expect(await rows('handled')).toBe(6);
+    expect(await claims('handled-failed')).toBe(0);
+    expect(await claims('request-handled-failed')).toBe(0);
+    // Nothing of the work was kept: the next delivery runs it.
+    expect((await handled('handled-failed')).status).toBe(201);
+    expect(await rows('handled')).toBe(7);
+  });
+
   it('a message the handler publishes through the outbox leaves with its commit, once; a handler that throws after publishing leaves none', async () => {
     const announced = async () => (await (await fetch(`${app.baseUrl}/announced`)).json()) as string[];
     const outboxRows = async (id: string) => Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM outbox_messages WHERE id = $1', [id]))[0].n);
