@@ -24,6 +24,13 @@ const app = await NestFactory.create(AppModule);
 app.enableShutdownHooks();
 await app.listen(Number(process.env.PORT), '127.0.0.1');
 `;
+/** The package's whole public API, both entry points, for a compile that checks their declarations. */
+const API = `
+import type * as idempotency from 'nestjs-idempotent-consumer';
+import type * as testing from 'nestjs-idempotent-consumer/testing';
+
+export type Api = [typeof idempotency, typeof testing];
+`;
 
 /** What the guide's section of `layer` gives a new service: its install commands and its files, by path. */
 function guideSection(layer: Layer): { commands: string[][]; files: Record<string, string> } {
@@ -47,7 +54,8 @@ function guideSection(layer: Layer): { commands: string[][]; files: Record<strin
  * A new service on each data layer, made from the guide's section of that layer and nothing else:
  * its install lines (the packages pinned to the versions this repository tests, the library from
  * its packed tarball), its files, the shipped SQL printed by the package's command, and a main.ts
- * as `nest new` writes it. Then the effects are counted in PostgreSQL.
+ * as `nest new` writes it; the package's declarations compile there with `skipLibCheck: false`
+ * (a layer's own may not: Drizzle's do not). Then the effects are counted in PostgreSQL.
  */
 describe.each(LAYERS)("a new service on %s, set up from the guide's section alone", (layer) => {
   let folder: string;
@@ -89,6 +97,12 @@ describe.each(LAYERS)("a new service on %s, set up from the guide's section alon
       await run(npx, rest, { cwd: directory, timeout: 120_000, env: { ...process.env, PRISMA_SCHEMA_ENGINE_BINARY: '/bin/true' } });
     }
     await run(process.execPath, [resolve('node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: directory, timeout: 120_000 });
+    // The package's declarations, checked (skipLibCheck: false) with only this layer installed: no TypeORM.
+    await mkdir(join(directory, 'api-check'));
+    await writeFile(join(directory, 'api-check', 'api.ts'), API);
+    const apiCheck = { compilerOptions: { ...TSCONFIG.compilerOptions, skipLibCheck: false, noEmit: true, rootDir: 'api-check' }, include: ['api-check'] };
+    await writeFile(join(directory, 'tsconfig.api-check.json'), JSON.stringify(apiCheck, null, 2));
+    await run(process.execPath, [resolve('node_modules/typescript/bin/tsc'), '-p', 'tsconfig.api-check.json'], { cwd: directory, timeout: 120_000 });
 
     db = await createTestDatabase();
     const { stdout: schema } = await run('npx', ['nestjs-idempotent-consumer-sql'], { cwd: directory });

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AsyncLocalStorage } from 'node:async_hooks';
-import type { EntityManager, QueryRunner } from 'typeorm';
+import type { EntityManager, QueryRunner } from '../optional/typeorm-types.js';
 import { CLAIM_STORAGE, type ClaimConnection, type PgPoolClient } from '../data-layers/data-layer.js';
 import { type Duration, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
 import { IdempotencyContextError } from '../errors/idempotency.errors.js';
