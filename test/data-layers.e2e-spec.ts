@@ -138,7 +138,14 @@ describe.each(LAYERS)('the claim on the %s data layer', (layer) => {
   it("a handler that sends a bare COMMIT of the claim's transaction is refused before it commits: answered 500, nothing committed", async () => {
     const first = await credit(app.baseUrl, 'commits', 'commits', { commitItself: true });
     expect(first.status).toBe(500);
-    expect(JSON.parse(first.text)).toMatchObject({ type: 'urn:idempotency:claim-transaction' });
+    // The advice names each layer's nested transaction, not TypeORM's alone; the title fits a refusal as well as an ended transaction.
+    expect(JSON.parse(first.text)).toMatchObject({
+      type: 'urn:idempotency:claim-transaction',
+      title: "The handler's transaction control conflicts with the claim",
+      detail: expect.stringContaining('Prisma $transaction()'),
+    });
+    // Logged, as Nest logs the 500s it answers itself.
+    expect(app.output()).toContain("POST /credits/:account called COMMIT on the claim's transaction");
     expect(await rows('commits')).toBe(0);
     expect(await claims('commits')).toBe(0);
   });

@@ -59,7 +59,7 @@ const CLASSES = new Map<ErrorClass, DeliveryErrorClass>([
     { outcome: 'unavailable', status: HttpStatus.SERVICE_UNAVAILABLE, slug: 'unavailable', title: 'Database unavailable', retryable: true, deadLetter: false },
   ],
   [IdempotencyTransactionAbortedError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'transaction-aborted', 'Transaction aborted by a failed statement', false)],
-  [IdempotencyClaimTransactionError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'claim-transaction', "The claim's transaction was ended by the handler", false)],
+  [IdempotencyClaimTransactionError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'claim-transaction', "The handler's transaction control conflicts with the claim", false)],
   [IdempotencyResponseTooLargeError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'response-too-large', 'Response too large to record', false)],
   [IdempotencyRecordUnreadableError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'record-unreadable', 'Recorded response unreadable', false)],
   [IdempotencySchemaError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'store-schema', 'Idempotency store incomplete', false)],

@@ -55,8 +55,9 @@ export const errorMessages = {
     `The idempotency key ${shownKey(key)} was already used for a different payload; use a new key for a new operation.`,
   transactionAborted: (consumer: string, key: string) =>
     `PostgreSQL aborted the transaction of ${shownKey(key)} for ${consumer}: a statement in the handler failed and the handler ` +
-    'carried on, so nothing could be committed, the claim included. Run statements that may fail in a savepoint ' +
-    '(manager.transaction(...)) to carry on after their failure.',
+    'carried on, so nothing could be committed, the claim included. Run statements that may fail in a savepoint, a ' +
+    "transaction of your data layer nested in the handler's (TypeORM manager.transaction(), Drizzle or Kysely db.transaction(), " +
+    'Prisma $transaction(), MikroORM em.transactional()), to carry on after their failure.',
   leaseLost: (consumer: string, key: string, held?: { heldMs: number; leaseMs: number; renewLeaseForMs: number }) =>
     `The lease of ${shownKey(key)} for ${consumer} expired and another delivery took it over, so this delivery's result was not ` +
     'recorded' +
