@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -32,7 +32,7 @@ import type * as testing from 'nestjs-idempotent-consumer/testing';
 export type Api = [typeof idempotency, typeof testing];
 `;
 
-/** What the guide's section of `layer` gives a new service: its install commands and its files, by path. */
+/** What the guide gives a new service on `layer`: the install commands of its section, and its files, by path, wherever the guide shows them (`run()` shows one per layer). */
 function guideSection(layer: Layer): { commands: string[][]; files: Record<string, string> } {
   const markdown = readFileSync(GUIDE, 'utf8');
   const start = markdown.indexOf(`\n${SECTIONS[layer]}\n`);
@@ -45,7 +45,7 @@ function guideSection(layer: Layer): { commands: string[][]; files: Record<strin
       .map((line) => line.split(/\s+/)),
   );
   const files = Object.fromEntries(
-    [...section.matchAll(/<!-- layer example: (\S+) (\S+) -->\n```\w*\n([\s\S]*?)```/g)].filter(([, of]) => of === layer).map(([, , path, code]) => [path, code]),
+    [...markdown.matchAll(/<!-- layer example: (\S+) (\S+) -->\n```\w*\n([\s\S]*?)```/g)].filter(([, of]) => of === layer).map(([, , path, code]) => [path, code]),
   );
   return { commands, files };
 }
@@ -81,7 +81,9 @@ describe.each(LAYERS)("a new service on %s, set up from the guide's section alon
       const dev = packages.includes('--save-dev');
       for (const spec of packages.filter((word) => !word.startsWith('--'))) {
         const name = spec.replace(/(?<=.)@[^@/]*$/, '');
-        (dev ? manifest.devDependencies : manifest.dependencies)[name] = name === 'nestjs-idempotent-consumer' ? `file:${tarball}` : installed(name);
+        // The version this repository tests; a tool it does not install (drizzle-kit), at the version the guide names.
+        const version = name === 'nestjs-idempotent-consumer' ? `file:${tarball}` : existsSync(resolve('node_modules', name)) ? installed(name) : spec.slice(name.length + 1);
+        (dev ? manifest.devDependencies : manifest.dependencies)[name] = version;
       }
     }
     await mkdir(directory, { recursive: true });
