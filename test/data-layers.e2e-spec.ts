@@ -193,18 +193,23 @@ describe.each(LAYERS)('the claim on the %s data layer', (layer) => {
         headers: { 'content-type': 'application/json', 'Idempotency-Key': `request-${key}` },
         body: JSON.stringify({ cents: 7, key, ...body }),
       });
-    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => handled(`handled-${i}`)));
-    expect(answers.map((answer) => answer.status)).toEqual(Array(6).fill(201));
-    expect(await rows('handled')).toBe(6);
-    expect(Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM processed_messages WHERE consumer = 'layer-handler-run'`))[0].n)).toBe(6);
+    try {
+      const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => handled(`handled-${i}`)));
+      expect(answers.map((answer) => answer.status)).toEqual(Array(6).fill(201));
+      expect(await rows('handled')).toBe(6);
+      expect(Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM processed_messages WHERE consumer = 'layer-handler-run'`))[0].n)).toBe(6);
 
-    expect((await handled('handled-failed', { fail: true })).status).toBe(500);
-    expect(await rows('handled')).toBe(6);
-    expect(await claims('handled-failed')).toBe(0);
-    expect(await claims('request-handled-failed')).toBe(0);
-    // Nothing of the work was kept: the next delivery runs it.
-    expect((await handled('handled-failed')).status).toBe(201);
-    expect(await rows('handled')).toBe(7);
+      expect((await handled('handled-failed', { fail: true })).status).toBe(500);
+      expect(await rows('handled')).toBe(6);
+      expect(await claims('handled-failed')).toBe(0);
+      expect(await claims('request-handled-failed')).toBe(0);
+      // Nothing of the work was kept: the next delivery runs it.
+      expect((await handled('handled-failed')).status).toBe(201);
+      expect(await rows('handled')).toBe(7);
+    } finally {
+      // Its outbox relay would take the messages that the next tests wait for at the other service.
+      await small.kill('SIGKILL');
+    }
   });
 
   it('a message the handler publishes through the outbox leaves with its commit, once; a handler that throws after publishing leaves none', async () => {
