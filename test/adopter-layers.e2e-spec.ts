@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -24,8 +24,15 @@ const app = await NestFactory.create(AppModule);
 app.enableShutdownHooks();
 await app.listen(Number(process.env.PORT), '127.0.0.1');
 `;
+/** The package's whole public API, both entry points, for a compile that checks their declarations. */
+const API = `
+import type * as idempotency from 'nestjs-idempotent-consumer';
+import type * as testing from 'nestjs-idempotent-consumer/testing';
 
-/** What the guide's section of `layer` gives a new service: its install commands and its files, by path. */
+export type Api = [typeof idempotency, typeof testing];
+`;
+
+/** What the guide gives a new service on `layer`: the install commands of its section, and its files, by path, wherever the guide shows them (`run()` shows one per layer). */
 function guideSection(layer: Layer): { commands: string[][]; files: Record<string, string> } {
   const markdown = readFileSync(GUIDE, 'utf8');
   const start = markdown.indexOf(`\n${SECTIONS[layer]}\n`);
@@ -38,7 +45,7 @@ function guideSection(layer: Layer): { commands: string[][]; files: Record<strin
       .map((line) => line.split(/\s+/)),
   );
   const files = Object.fromEntries(
-    [...section.matchAll(/<!-- layer example: (\S+) (\S+) -->\n```\w*\n([\s\S]*?)```/g)].filter(([, of]) => of === layer).map(([, , path, code]) => [path, code]),
+    [...markdown.matchAll(/<!-- layer example: (\S+) (\S+) -->\n```\w*\n([\s\S]*?)```/g)].filter(([, of]) => of === layer).map(([, , path, code]) => [path, code]),
   );
   return { commands, files };
 }
@@ -47,7 +54,8 @@ function guideSection(layer: Layer): { commands: string[][]; files: Record<strin
  * A new service on each data layer, made from the guide's section of that layer and nothing else:
  * its install lines (the packages pinned to the versions this repository tests, the library from
  * its packed tarball), its files, the shipped SQL printed by the package's command, and a main.ts
- * as `nest new` writes it. Then the effects are counted in PostgreSQL.
+ * as `nest new` writes it; the package's declarations compile there with `skipLibCheck: false`
+ * (a layer's own may not: Drizzle's do not). Then the effects are counted in PostgreSQL.
  */
 describe.each(LAYERS)("a new service on %s, set up from the guide's section alone", (layer) => {
   let folder: string;
@@ -73,7 +81,9 @@ describe.each(LAYERS)("a new service on %s, set up from the guide's section alon
       const dev = packages.includes('--save-dev');
       for (const spec of packages.filter((word) => !word.startsWith('--'))) {
         const name = spec.replace(/(?<=.)@[^@/]*$/, '');
-        (dev ? manifest.devDependencies : manifest.dependencies)[name] = name === 'nestjs-idempotent-consumer' ? `file:${tarball}` : installed(name);
+        // The version this repository tests; a tool it does not install (drizzle-kit), at the version the guide names.
+        const version = name === 'nestjs-idempotent-consumer' ? `file:${tarball}` : existsSync(resolve('node_modules', name)) ? installed(name) : spec.slice(name.length + 1);
+        (dev ? manifest.devDependencies : manifest.dependencies)[name] = version;
       }
     }
     await mkdir(directory, { recursive: true });
@@ -89,6 +99,12 @@ describe.each(LAYERS)("a new service on %s, set up from the guide's section alon
       await run(npx, rest, { cwd: directory, timeout: 120_000, env: { ...process.env, PRISMA_SCHEMA_ENGINE_BINARY: '/bin/true' } });
     }
     await run(process.execPath, [resolve('node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: directory, timeout: 120_000 });
+    // The package's declarations, checked (skipLibCheck: false) with only this layer installed: no TypeORM.
+    await mkdir(join(directory, 'api-check'));
+    await writeFile(join(directory, 'api-check', 'api.ts'), API);
+    const apiCheck = { compilerOptions: { ...TSCONFIG.compilerOptions, skipLibCheck: false, noEmit: true, rootDir: 'api-check' }, include: ['api-check'] };
+    await writeFile(join(directory, 'tsconfig.api-check.json'), JSON.stringify(apiCheck, null, 2));
+    await run(process.execPath, [resolve('node_modules/typescript/bin/tsc'), '-p', 'tsconfig.api-check.json'], { cwd: directory, timeout: 120_000 });
 
     db = await createTestDatabase();
     const { stdout: schema } = await run('npx', ['nestjs-idempotent-consumer-sql'], { cwd: directory });

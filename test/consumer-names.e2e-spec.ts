@@ -1,6 +1,7 @@
 import type { INestApplication, Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { readFile } from 'node:fs/promises';
+import { type IdempotencyModuleOptions, IdempotentRunner } from 'nestjs-idempotent-consumer';
 import { AppModule } from '../apps/demo-api/src/app.module.js';
 import { FIXTURE_TABLES_SQL, FixtureModule } from './fixtures/fixture.module.js';
 import { LeaseChargesModule, RenamedStripeWebhookModule, StripeWebhookModule } from './fixtures/renamed-handlers.module.js';
@@ -23,7 +24,7 @@ describe('consumer names that survive refactors and upgrades', () => {
       (row) => row.consumer,
     );
 
-  async function start(modules: Type[], options: { warnOnUnusedConsumers?: boolean } = {}): Promise<string> {
+  async function start(modules: Type[], options: Pick<IdempotencyModuleOptions, 'warnOnUnusedConsumers' | 'knownConsumers'> = {}): Promise<string> {
     await app?.close();
     logger = new CapturingLogger();
     const started = await startDemoApp('express', db.url, modules, logger, options);
@@ -142,6 +143,21 @@ describe('consumer names that survive refactors and upgrades', () => {
 
     await start([RenamedStripeWebhookModule], { warnOnUnusedConsumers: false });
     expect(logger.lines.filter((line) => line.includes('no handler of this application claims'))).toEqual([]);
+  });
+
+  it("does not warn of the consumers run() claims under once they are listed in knownConsumers, and still warns of the others", async () => {
+    await start([RenamedStripeWebhookModule]);
+    await app!.get(IdempotentRunner).run({ consumer: 'settle-day', key: '2026-12-05' }, async () => ({ settled: 3 }));
+    await storeAsBefore('POST /webhooks/gone', 'evt_gone', {});
+
+    await start([RenamedStripeWebhookModule], { knownConsumers: ['settle-day'] });
+    const warning = logger.lines.find((line) => line.startsWith('WARN The store holds ids of consumers that no handler'));
+    expect(warning).toContain(`'POST /webhooks/gone'`);
+    expect(warning).not.toContain(`'settle-day'`);
+
+    await start([RenamedStripeWebhookModule]);
+    expect(logger.lines.find((line) => line.startsWith('WARN The store holds ids of consumers that no handler'))).toContain(`'settle-day'`);
+    await db.query(`DELETE FROM processed_messages WHERE consumer IN ('settle-day', 'POST /webhooks/gone')`);
   });
 
   it('warns once at start-up of senders that handlers name and the module does not declare', async () => {

@@ -165,7 +165,14 @@ describe.each(LAYERS)('the claim on the %s data layer', (layer) => {
   it("a handler that sends a bare COMMIT of the claim's transaction is refused before it commits: answered 500, nothing committed", async () => {
     const first = await credit(app.baseUrl, 'commits', 'commits', { commitItself: true });
     expect(first.status).toBe(500);
-    expect(JSON.parse(first.text)).toMatchObject({ type: 'urn:idempotency:claim-transaction' });
+    // The advice names each layer's nested transaction, not TypeORM's alone; the title fits a refusal as well as an ended transaction.
+    expect(JSON.parse(first.text)).toMatchObject({
+      type: 'urn:idempotency:claim-transaction',
+      title: "The handler's transaction control conflicts with the claim",
+      detail: expect.stringContaining('Prisma $transaction()'),
+    });
+    // Logged, as Nest logs the 500s it answers itself.
+    expect(app.output()).toContain("POST /credits/:account called COMMIT on the claim's transaction");
     expect(await rows('commits')).toBe(0);
     expect(await claims('commits')).toBe(0);
   });
@@ -202,6 +209,34 @@ describe.each(LAYERS)('the claim on the %s data layer', (layer) => {
     // The rolled-back key was never claimed: it runs now.
     expect(await run('own-rolled-back')).toEqual({ result: { account: 'own', cents: 7 } });
     expect(await rows('own')).toBe(2);
+  });
+
+  it('run() inside an idempotent handler joins its claim: 6 concurrent requests on a pool of 2 all succeed, each work once; a handler that throws after run() rolls its work back', async () => {
+    const small = await startAppProcess(LAYER_APP, { DATABASE_URL: db.url, LAYER: layer, POOL_MAX: '2' }, '/round-trips');
+    processes.push(small);
+    const handled = (key: string, body: Record<string, unknown> = {}) =>
+      fetch(`${small.baseUrl}/handler-runs/handled`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'Idempotency-Key': `request-${key}` },
+        body: JSON.stringify({ cents: 7, key, ...body }),
+      });
+    try {
+      const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => handled(`handled-${i}`)));
+      expect(answers.map((answer) => answer.status)).toEqual(Array(6).fill(201));
+      expect(await rows('handled')).toBe(6);
+      expect(Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM processed_messages WHERE consumer = 'layer-handler-run'`))[0].n)).toBe(6);
+
+      expect((await handled('handled-failed', { fail: true })).status).toBe(500);
+      expect(await rows('handled')).toBe(6);
+      expect(await claims('handled-failed')).toBe(0);
+      expect(await claims('request-handled-failed')).toBe(0);
+      // Nothing of the work was kept: the next delivery runs it.
+      expect((await handled('handled-failed')).status).toBe(201);
+      expect(await rows('handled')).toBe(7);
+    } finally {
+      // Its outbox relay would take the messages that the next tests wait for at the other service.
+      await small.kill('SIGKILL');
+    }
   });
 
   it('a message the handler publishes through the outbox leaves with its commit, once; a handler that throws after publishing leaves none', async () => {

@@ -223,6 +223,17 @@ describe('the SQL of the migrations, for migration tools other than TypeORM', ()
     expect(await storeOf(db, 'processed_messages')).toEqual(expected);
   });
 
+  it('leaves out the outbox table with --without-outbox, also after --from', async () => {
+    const files = await shippedFiles();
+    expect(await cli('--without-outbox')).toEqual({ code: 0, stdout: `${files[0].sql}\n${files[1].sql}\n${files[2].sql}`, stderr: '' });
+    expect(await cli('--without-outbox', '--from', '1796256000000')).toEqual({ code: 0, stdout: files[2].sql, stderr: '' });
+    expect(await cli('--without-outbox', '--from', '1796342400000')).toEqual({
+      code: 0,
+      stdout: '',
+      stderr: '-- nestjs-idempotent-consumer-sql: no migration after 1796342400000-upgrade-processed-messages-table: nothing to run.\n',
+    });
+  });
+
   it('refuses a bad table name, an unknown --from and an unknown option, saying why and printing no SQL', async () => {
     expect(await cli('--table', 'billing-claims')).toEqual({
       code: 2,

@@ -160,12 +160,19 @@ export interface IdempotencyModuleOptions {
   store?: string;
   /**
    * At start-up, warn when the processed-messages table holds ids of consumer names that no
-   * handler of this application claims (a renamed `consumer`, a removed handler): their
-   * redeliveries would be processed again. One bounded index scan. Turn it off where several
-   * applications share the table.
+   * handler of this application claims and `knownConsumers` does not list (a renamed `consumer`,
+   * a removed handler): their redeliveries would be processed again. One bounded index scan.
    * @default true
    */
   warnOnUnusedConsumers?: boolean;
+  /**
+   * Consumer names claimed outside this application's handlers, which the start-up warning of
+   * `warnOnUnusedConsumers` leaves out: the `consumer` of each `IdempotentRunner.run()` call,
+   * and the consumers of other applications that share the table.
+   * @default []
+   * @example `['settle-day', 'ledger-import']`
+   */
+  knownConsumers?: readonly string[];
 }
 
 /**
@@ -203,7 +210,7 @@ export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): Re
   const purge = resolvePurge(options.purge ?? {});
   return {
     ...resolveStore(options),
-    ...resolveDiscovery(options.senders, options.warnOnUnusedConsumers),
+    ...resolveDiscovery(options.senders, options.warnOnUnusedConsumers, options.knownConsumers),
     ...resolveLeasing(options.stores, options.store),
     retentionMs: toMilliseconds('retention', options.retention ?? '7d', MAX_RETENTION_MS),
     scope: resolveScope('scope', options.scope),
@@ -237,7 +244,11 @@ export function resolvedOptionsProviders<Given>(
   return [
     { provide: RESOLVED_OPTIONS, inject: [token], useFactory: (given: Given) => resolveModuleOptions(toModuleOptions(given)) },
     slice<ResolvedStoreOptions>(STORE_OPTIONS, ({ dataLayer, tableName }) => ({ dataLayer, tableName })),
-    slice<ResolvedDiscoveryOptions>(DISCOVERY_OPTIONS, ({ senderHorizonsMs, warnOnUnusedConsumers }) => ({ senderHorizonsMs, warnOnUnusedConsumers })),
+    slice<ResolvedDiscoveryOptions>(DISCOVERY_OPTIONS, ({ senderHorizonsMs, warnOnUnusedConsumers, knownConsumers }) => ({
+      senderHorizonsMs,
+      warnOnUnusedConsumers,
+      knownConsumers,
+    })),
     slice<ResolvedLeaseOptions>(LEASE_OPTIONS, ({ stores, store }) => ({ stores, store })),
     slice(PURGE_OPTIONS, (options) => options.purge),
     slice(OUTBOX_OPTIONS, (options) => options.outbox),

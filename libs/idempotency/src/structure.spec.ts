@@ -39,7 +39,10 @@ function readImports(): Map<string, string[]> {
     files.map((file) => {
       const text = readFileSync(join(SOURCE, file), 'utf8');
       const specifiers = [...text.matchAll(/(?:\bfrom|\bimport)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)].map((match) => match[1]);
-      const targets = specifiers.map((specifier) => relative(SOURCE, join(SOURCE, dirname(file), specifier)).split('\\').join('/').replace(/\.js$/, '.ts'));
+      // A specifier names the emitted .js: its source is a .ts, or a declaration file shipped as written (a .d.ts).
+      const targets = specifiers
+        .map((specifier) => relative(SOURCE, join(SOURCE, dirname(file), specifier)).split('\\').join('/').replace(/\.js$/, '.ts'))
+        .map((target) => (known.has(target) ? target : target.replace(/\.ts$/, '.d.ts')));
       for (const target of targets) {
         if (!known.has(target)) {
           throw new Error(`${file} imports ${target}, which is not a source file`);

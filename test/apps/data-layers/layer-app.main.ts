@@ -10,7 +10,8 @@ async function main(): Promise<void> {
   if (!LAYERS.includes(layer)) {
     throw new Error(`LAYER must be one of ${LAYERS.join(', ')}; got ${layer}`);
   }
-  const app = await NestFactory.create(LayerAppModule.register(layer, process.env.DATABASE_URL!), { logger: ['log', 'warn', 'error'] });
+  const poolMax = process.env.POOL_MAX === undefined ? undefined : Number(process.env.POOL_MAX);
+  const app = await NestFactory.create(LayerAppModule.register(layer, process.env.DATABASE_URL!, poolMax), { logger: ['log', 'warn', 'error'] });
   countRoundTrips(app);
   app.enableShutdownHooks();
   await app.listen(Number(process.env.PORT), '127.0.0.1');

@@ -143,6 +143,18 @@ class LayerController {
     }
   }
 
+  /** An idempotent handler whose credit is work run by `run()` (a shared service's, say), keyed by the body's `key`; `fail`: the handler throws after it. */
+  @Post('handler-runs/:account')
+  @IdempotentHandler()
+  async handlerRun(@Param('account') account: string, @Body() body: CreditBody & { key: string }) {
+    const result = await this.runner.run({ consumer: 'layer-handler-run', key: body.key }, async () => {
+      await this.writer.credit(account, body.cents);
+      return { account, cents: body.cents };
+    });
+    if (body.fail) throw new Error('the handler fails after run()');
+    return result;
+  }
+
   /** The same credit run by `run()` in a transaction the service opened itself; `fail`: the service throws after it, rolling back its transaction. */
   @Post('runs-own/:account')
   @HttpCode(200)
@@ -237,13 +249,14 @@ class OwnPool extends pg.Pool {
  */
 @Module({})
 export class LayerAppModule {
-  static register(layer: LayerName, databaseUrl: string): DynamicModule {
+  /** @param poolMax The size of the pool the claims take their connections from. */
+  static register(layer: LayerName, databaseUrl: string, poolMax = 10): DynamicModule {
     const options: IdempotencyModuleOptions = {
       purge: { interval: false },
       retention: '1h',
       outbox: { publishers: { recorder: ANNOUNCEMENTS }, relay: { pollInterval: '1m' } },
     };
-    const pool: Provider = { provide: PG_POOL, useFactory: () => new OwnPool({ connectionString: databaseUrl, max: 10 }) };
+    const pool: Provider = { provide: PG_POOL, useFactory: () => new OwnPool({ connectionString: databaseUrl, max: poolMax }) };
     const byLayer: Record<LayerName, { imports: DynamicModule[]; providers: Provider[] }> = {
       pg: { imports: [], providers: [pool, { provide: WRITER, useClass: PgWriter }] },
       drizzle: {
@@ -284,13 +297,13 @@ export class LayerAppModule {
           {
             provide: DB,
             useFactory: () =>
-              MikroORM.init({ driver: PostgreSqlDriver, clientUrl: databaseUrl, entities: [LayerCreditSchema], pool: { min: 0, max: 10 }, allowGlobalContext: true }),
+              MikroORM.init({ driver: PostgreSqlDriver, clientUrl: databaseUrl, entities: [LayerCreditSchema], pool: { min: 0, max: poolMax }, allowGlobalContext: true }),
           },
           { provide: WRITER, useClass: MikroOrmWriter },
         ],
       },
       typeorm: {
-        imports: [TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl, extra: { max: 10 } })],
+        imports: [TypeOrmModule.forRoot({ type: 'postgres', url: databaseUrl, extra: { max: poolMax } })],
         providers: [{ provide: WRITER, useClass: TypeOrmWriter }],
       },
     };

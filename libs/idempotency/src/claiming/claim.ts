@@ -1,4 +1,4 @@
-import type { TransactionStatements } from '../data-layers/data-layer.js';
+import type { ClaimConnection, TransactionStatements } from '../data-layers/data-layer.js';
 import type { IsolationLevel } from '../options/handler-values.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
 
@@ -27,6 +27,11 @@ export interface ClaimRequest {
   readonly savepoint: boolean;
   /** `run()` in the caller's own transaction: the claim joins it, and the caller commits it. */
   readonly callerTransaction?: TransactionStatements;
+  /**
+   * `run()` inside an idempotent handler: the handler's claim, in whose transaction
+   * `callerTransaction` runs; the work's writes through the data layer join it, as the handler's do.
+   */
+  readonly handlerClaim?: ClaimConnection;
 }
 
 /** The response recorded with a processed claim and replayed to its duplicates. */

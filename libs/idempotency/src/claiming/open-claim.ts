@@ -25,7 +25,8 @@ export class OpenClaim extends SettlingDelivery {
     onSettled: (outcome: DeliveryOutcome, recorded?: RecordedResponse) => void,
   ) {
     super(storage, onSettled);
-    this.active = new ClaimInHandler(request, transaction);
+    // Inside a handler's claim, the work's writes join the handler's transaction, which the layer knows.
+    this.active = new ClaimInHandler(request, request.handlerClaim ?? transaction);
   }
 
   /**

@@ -2,22 +2,31 @@
 /**
  * `nestjs-idempotent-consumer-sql`: prints the SQL of the library's migrations (`schemaSql()`), in
  * order, for a service whose migrations are not TypeORM's. `--table <name>` for another table,
- * `--outbox-table <name>` for another outbox table,
- * `--from <timestamp>` for only the migrations after one the database has run.
+ * `--outbox-table <name>` for another outbox table, `--without-outbox` for none (a service without
+ * the outbox), `--from <timestamp>` for only the migrations after one the database has run.
  */
 import { parseArgs } from 'node:util';
 import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 import { schemaSql, type SchemaMigrationSql } from '../migrations/schema-sql.js';
 import { cliMessages } from './cli.messages.js';
 
+/** The outbox's migrations, by name: the outbox table's. */
+const OUTBOX_MIGRATION = /-outbox-/;
+
 /** What to print on stdout and stderr, and the exit code, for the command's arguments. */
 async function run(args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
   const names = (await schemaSql()).map((migration) => migration.name);
-  let values: { table?: string; 'outbox-table'?: string; from?: string; help?: boolean };
+  let values: { table?: string; 'outbox-table'?: string; 'without-outbox'?: boolean; from?: string; help?: boolean };
   try {
     ({ values } = parseArgs({
       args,
-      options: { table: { type: 'string' }, 'outbox-table': { type: 'string' }, from: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        table: { type: 'string' },
+        'outbox-table': { type: 'string' },
+        'without-outbox': { type: 'boolean' },
+        from: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
       strict: true,
       allowPositionals: false,
     }));
@@ -36,16 +45,17 @@ async function run(args: string[]): Promise<{ stdout: string; stderr: string; co
     }
     throw error;
   }
-  const from = values.from;
-  if (from !== undefined) {
-    const applied = names.findIndex((name) => name === from || name.startsWith(`${from}-`));
-    if (applied < 0) {
-      return { stdout: '', stderr: cliMessages.unknownFrom(from, names), code: 2 };
-    }
-    migrations = migrations.slice(applied + 1);
-    if (migrations.length === 0) {
-      return { stdout: '', stderr: cliMessages.upToDate(names[applied]), code: 0 };
-    }
+  const { from } = values;
+  const applied = from === undefined ? -1 : names.findIndex((name) => name === from || name.startsWith(`${from}-`));
+  if (from !== undefined && applied < 0) {
+    return { stdout: '', stderr: cliMessages.unknownFrom(from, names), code: 2 };
+  }
+  migrations = migrations.slice(applied + 1);
+  if (values['without-outbox']) {
+    migrations = migrations.filter((migration) => !OUTBOX_MIGRATION.test(migration.name));
+  }
+  if (migrations.length === 0) {
+    return { stdout: '', stderr: cliMessages.upToDate(names[applied]), code: 0 };
   }
   return { stdout: migrations.map((migration) => migration.sql).join('\n'), stderr: '', code: 0 };
 }

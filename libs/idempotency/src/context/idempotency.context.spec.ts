@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { ClaimConnection } from '../data-layers/data-layer.js';
 import { IdempotencyContextError } from '../errors/idempotency.errors.js';
 import { type ActiveClaim, IdempotencyContext } from './idempotency.context.js';
 
@@ -24,6 +25,14 @@ describe('IdempotencyContext', () => {
     expect(extended).toEqual([30_000, 120_000]);
     await storage.run(claim, async () => {
       await expect(context.extendLease()).rejects.toThrow(/runs in the transactional mode, which holds no lease/);
+    });
+  });
+
+  it("has no object of the layer for run() in a transaction of the caller's own: it says to write through that transaction", async () => {
+    const callers = { isOpen: true, handle: undefined } as unknown as ClaimConnection;
+    await storage.run({ ...claim, transaction: callers }, async () => {
+      expect(() => context.manager).toThrow(IdempotencyContextError);
+      expect(() => context.client).toThrow(/Orders.place claims in a transaction of your own \(run\(\) given transaction\)/);
     });
   });
 });

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AsyncLocalStorage } from 'node:async_hooks';
-import type { EntityManager, QueryRunner } from 'typeorm';
+import type { EntityManager, QueryRunner } from '../optional/typeorm-types.js';
 import { CLAIM_STORAGE, type ClaimConnection, type PgPoolClient } from '../data-layers/data-layer.js';
 import { type Duration, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
 import { IdempotencyContextError } from '../errors/idempotency.errors.js';
@@ -68,7 +68,8 @@ export class IdempotencyContext {
 
   /**
    * TypeORM (`TypeOrmDataLayer`): the `EntityManager` of the transaction that holds the claim.
-   * @throws IdempotencyContextError outside an idempotent handler, in lease mode, and on another data layer.
+   * @throws IdempotencyContextError outside an idempotent handler, in lease mode, on another data
+   * layer, and in `run()` given a `transaction` of yours.
    */
   get manager(): EntityManager {
     const handle = this.claimTransaction('manager') as Partial<QueryRunner>;
@@ -82,7 +83,8 @@ export class IdempotencyContext {
    * A `pg` Pool (`PgPoolDataLayer`): the pooled client that holds the claim's transaction. The pool
    * itself, and Drizzle, Kysely or Prisma built on it, hand this client out while the handler runs,
    * so writing through them joins the claim as well; a transaction they open on it is a savepoint.
-   * @throws IdempotencyContextError outside an idempotent handler, in lease mode, and on another data layer.
+   * @throws IdempotencyContextError outside an idempotent handler, in lease mode, on another data
+   * layer, and in `run()` given a `transaction` of yours.
    */
   get client(): PgPoolClient {
     const handle = this.claimTransaction('client') as Partial<PgPoolClient>;
@@ -136,6 +138,9 @@ export class IdempotencyContext {
     const { transaction, consumer } = this.active();
     if (!transaction) {
       throw new IdempotencyContextError(contextMessages.noClaimTransactionInLeaseMode(consumer, accessor));
+    }
+    if (transaction.handle === undefined) {
+      throw new IdempotencyContextError(contextMessages.inCallersTransaction(consumer, accessor));
     }
     return transaction.handle;
   }

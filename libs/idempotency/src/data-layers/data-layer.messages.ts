@@ -46,7 +46,9 @@ export const dataLayerMessages = {
     'with the claim. The transaction belongs to @IdempotentHandler(): return from the handler to commit, throw to roll back.',
   claimTransactionControlled: (consumer: string, call: string) =>
     `${consumer} called ${call} on the claim's transaction, which belongs to @IdempotentHandler(): return from the ` +
-    'handler to commit it, throw to roll it back. Nested transactions (manager.transaction()) are savepoints and are fine.',
+    "handler to commit it, throw to roll it back. A transaction your data layer opens inside the handler is a savepoint " +
+    '(TypeORM manager.transaction(), Drizzle or Kysely db.transaction(), Prisma $transaction(), MikroORM em.transactional(), ' +
+    'a BEGIN and its COMMIT sent as SQL) and is fine.',
   strongerIsolationRequested: (consumer: string, requested: string, claim: string) =>
     `${consumer} asked for a ${requested} transaction inside the claim's ${claim} transaction, which cannot be raised. ` +
     `Run the handler at that level: @IdempotentHandler({ isolationLevel: '${requested}' }).`,

@@ -45,9 +45,10 @@ export interface PgPoolClient {
 /**
  * Runs one SQL statement (without parameters) in a transaction the caller opened, and answers its
  * rows (an array, or a result whose `rows` is one), as each data layer runs raw SQL: `pg`
- * `(sql) => client.query(sql)`, TypeORM `(sql) => manager.query(sql)`, Prisma
- * `(sql) => tx.$queryRawUnsafe(sql)`, Drizzle `(sql) => tx.execute(sql.raw(sql))`, Kysely
- * `(sql) => sql.raw(sql).execute(trx)`.
+ * `(statement) => client.query(statement)`, TypeORM `(statement) => manager.query(statement)`,
+ * Prisma `(statement) => tx.$queryRawUnsafe(statement)`, Drizzle
+ * `(statement) => tx.execute(sql.raw(statement))` and Kysely `(statement) => sql.raw(statement).execute(trx)`
+ * (`sql` from `drizzle-orm`, from `kysely`).
  */
 export type TransactionStatements = (sql: string) => Promise<unknown>;
 

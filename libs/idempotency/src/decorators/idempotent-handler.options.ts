@@ -87,8 +87,11 @@ export interface IdempotentHandlerOptions {
   /**
    * The name the claim is scoped to: a key is processed once per consumer. Each handler needs its
    * own; the module refuses to start when two handlers claim the same name.
-   * @default the concrete class and the method name, e.g. `'CreditsController.grant'`; a method
-   * inherited from a base class gets the name of each controller that extends it
+   * @default the route (`'POST /credits'`), the message pattern, or the mutation
+   * (`'graphql Mutation.grantCredit'`): a name that survives renaming the class or the method; a
+   * method inherited from a base class gets the route of each controller that extends it. (Before
+   * 0.3.0 it was the class and the method name, `'CreditsController.grant'`; ids stored under it
+   * are still recognised.)
    */
   consumer?: string;
   /**

@@ -1,6 +1,6 @@
 import type { ExecutionContext, Type } from '@nestjs/common';
 import type { ClaimOutcome, ClaimRequest, RecordedResponse } from '../claiming/claim.js';
-import type { TransactionStatements } from '../data-layers/data-layer.js';
+import type { ClaimConnection, TransactionStatements } from '../data-layers/data-layer.js';
 import type { ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
 import type { InFlightPolicy } from '../options/handler-values.js';
 import { IdempotencyKeyError } from '../errors/idempotency.errors.js';
@@ -35,6 +35,8 @@ export interface EntryReading<S> {
   readonly caller?: (context: ExecutionContext) => unknown;
   /** `run()`: the caller's own transaction, when it gives one, which the claim joins. */
   readonly callerTransaction?: (source: S) => TransactionStatements | undefined;
+  /** `run()` inside an idempotent handler: the handler's claim, which the claim joins. */
+  readonly handlerClaim?: (source: S) => ClaimConnection | undefined;
 }
 
 /**
@@ -74,7 +76,7 @@ export function requestBuilder<S>(handler: ResolvedHandler, reading: EntryReadin
   const savepoint = handler.recordErrors.size > 0;
   const readKey = reading.key;
   const fingerprintOf = fingerprintReader(handler, reading);
-  const { callerTransaction } = reading;
+  const { callerTransaction, handlerClaim } = reading;
   const claimRequest = (key: string, clientKey: string | undefined, context: ExecutionContext, source: S, sender: string) => ({
     consumer,
     key,
@@ -86,6 +88,7 @@ export function requestBuilder<S>(handler: ResolvedHandler, reading: EntryReadin
     isolationLevel,
     savepoint,
     callerTransaction: callerTransaction?.(source),
+    handlerClaim: handlerClaim?.(source),
     leaseMs,
     renewLeaseForMs,
     store,

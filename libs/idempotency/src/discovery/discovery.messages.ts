@@ -8,6 +8,8 @@ export const UNSCOPED_CLIENT_KEY_ADVICE =
 export const discoveryMessages = {
   invalidSenders: (value: unknown) =>
     `senders must map sender names to { redeliveryHorizon }, e.g. { payments: { redeliveryHorizon: '3d' } }; got ${JSON.stringify(value)}.`,
+  invalidKnownConsumers: (value: unknown) =>
+    `knownConsumers must list consumer names (non-empty texts), e.g. ['settle-day']; got ${JSON.stringify(value)}.`,
   unknownStore: (handler: string, store: string, known: readonly string[]) =>
     `${handler} uses the lease store '${store}', which is not configured; the stores are ${known.map((name) => `'${name}'`).join(', ')}. ` +
     `Add it to the module's stores: { ${store}: ... }.`,
@@ -38,7 +40,8 @@ export const discoveryMessages = {
     `${more ? ', and more' : ''}. A handler whose consumer name changed would process their redeliveries again. ` +
     "If they are a handler's ids under a former `consumer`, or under its default name before 0.3.0 ('Class.method') and its class or " +
     "method was renamed before this version first started, move them to its current name (see the guide's 'Stable consumer names'). " +
-    "(Set the module's warnOnUnusedConsumers: false where other applications share the table.)",
+    "If they are claimed elsewhere (the consumers of IdempotentRunner.run(), another application's handlers on the same table), " +
+    "list them in the module's knownConsumers option.",
   legacyLeaseHeld: (handler: string, consumer: string, legacy: string) =>
     `${handler} is a lease-mode handler with ids stored under its name before 0.3.0, '${legacy}'. They were moved to '${consumer}', ` +
     'except those an instance of an earlier version holds under a live lease right now, which a lease claim under the new name ' +

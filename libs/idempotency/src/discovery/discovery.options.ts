@@ -20,17 +20,35 @@ export interface ResolvedDiscoveryOptions {
   /** Redelivery horizon of each declared sender, in milliseconds. */
   readonly senderHorizonsMs: Readonly<Record<string, number>>;
   readonly warnOnUnusedConsumers: boolean;
+  /** Consumer names claimed outside this application's handlers, which the warning leaves out. */
+  readonly knownConsumers: ReadonlySet<string>;
 }
 
 /** The token of the start-up checks' slice of the module's options. @internal */
 export const DISCOVERY_OPTIONS = Symbol('IDEMPOTENCY:DISCOVERY_OPTIONS');
 
 /**
- * `senders` and `warnOnUnusedConsumers` with their defaults applied. @throws IdempotencyOptionsError
+ * `senders`, `warnOnUnusedConsumers` and `knownConsumers` with their defaults applied. @throws IdempotencyOptionsError
  * @internal
  */
-export function resolveDiscovery(senders: Record<string, SenderOptions> | undefined, warnOnUnusedConsumers: boolean | undefined): ResolvedDiscoveryOptions {
-  return { senderHorizonsMs: resolveSenders(senders ?? {}), warnOnUnusedConsumers: toFlag('warnOnUnusedConsumers', warnOnUnusedConsumers ?? true) };
+export function resolveDiscovery(
+  senders: Record<string, SenderOptions> | undefined,
+  warnOnUnusedConsumers: boolean | undefined,
+  knownConsumers: readonly string[] | undefined,
+): ResolvedDiscoveryOptions {
+  return {
+    senderHorizonsMs: resolveSenders(senders ?? {}),
+    warnOnUnusedConsumers: toFlag('warnOnUnusedConsumers', warnOnUnusedConsumers ?? true),
+    knownConsumers: resolveKnownConsumers(knownConsumers ?? []),
+  };
+}
+
+/** The names of `knownConsumers`. @throws IdempotencyOptionsError when it is not a list of non-empty texts. */
+function resolveKnownConsumers(names: readonly string[]): ReadonlySet<string> {
+  if (!Array.isArray(names) || !names.every((name) => typeof name === 'string' && name.length > 0)) {
+    throw new IdempotencyOptionsError(discoveryMessages.invalidKnownConsumers(names));
+  }
+  return new Set(names);
 }
 
 /** The redelivery horizon of each declared sender, in milliseconds. @throws IdempotencyOptionsError */

@@ -22,8 +22,8 @@ const MOVE_BATCH = 5_000;
  * batches safe beside concurrent claims, so that renaming the class or the method later loses
  * none of them; the claims of such a handler also keep recognising its former name while this
  * process runs (an instance of the earlier version may still store under it during a rolling
- * deploy). Stored names that no handler claims are warned about (a renamed `consumer` processes
- * its redeliveries again). The distinct names come from one skip scan of the primary key, one
+ * deploy). Stored names that no handler claims and that `knownConsumers` does not list are warned
+ * about (a renamed `consumer` processes its redeliveries again). The distinct names come from one skip scan of the primary key, one
  * index probe per name, bounded.
  * @internal
  */
@@ -53,7 +53,7 @@ export class StoredConsumers implements OnApplicationBootstrap {
       return;
     }
     const stored = await this.storedNames();
-    const claimed = new Set(handlers.map((handler) => handler.consumer));
+    const claimed = new Set([...handlers.map((handler) => handler.consumer), ...this.options.knownConsumers]);
     const moved: [string, string, number][] = [];
     for (const handler of inTable) {
       const legacy = handler.legacyConsumer;

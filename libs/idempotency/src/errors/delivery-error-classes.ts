@@ -72,7 +72,7 @@ const CLASSES = new Map<ErrorClass, DeliveryErrorClass>([
   ],
   [IdempotencyTransactionAbortedError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'transaction-aborted', 'Transaction aborted by a failed statement', false)],
   [IdempotencyCommitRefusedError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'commit-refused', 'Commit refused by a constraint', false)],
-  [IdempotencyClaimTransactionError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'claim-transaction', "The claim's transaction was ended by the handler", false)],
+  [IdempotencyClaimTransactionError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'claim-transaction', "The handler's transaction control conflicts with the claim", false)],
   [IdempotencyResponseTooLargeError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'response-too-large', 'Response too large to record', false)],
   [IdempotencyRecordUnreadableError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'record-unreadable', 'Recorded response unreadable', false)],
   [IdempotencySchemaError, failed(HttpStatus.INTERNAL_SERVER_ERROR, 'store-schema', 'Idempotency store incomplete', false)],

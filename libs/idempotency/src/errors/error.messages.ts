@@ -55,8 +55,9 @@ export const errorMessages = {
     `The idempotency key ${shownKey(key)} was already used for a different payload; use a new key for a new operation.`,
   transactionAborted: (consumer: string, key: string) =>
     `PostgreSQL aborted the transaction of ${shownKey(key)} for ${consumer}: a statement in the handler failed and the handler ` +
-    'carried on, so nothing could be committed, the claim included. Run statements that may fail in a savepoint ' +
-    '(manager.transaction(...)) to carry on after their failure.',
+    'carried on, so nothing could be committed, the claim included. Run statements that may fail in a savepoint, a ' +
+    "transaction of your data layer nested in the handler's (TypeORM manager.transaction(), Drizzle or Kysely db.transaction(), " +
+    'Prisma $transaction(), MikroORM em.transactional()), to carry on after their failure.',
   commitRefused: (consumer: string, key: string, reason: string) =>
     `PostgreSQL refused the COMMIT of ${shownKey(key)} for ${consumer} (${reason}): nothing was committed, the claim included, ` +
     'and a retry meets the same refusal. An outbox message whose id another message took: give each message an id of its own ' +

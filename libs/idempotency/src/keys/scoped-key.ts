@@ -12,8 +12,9 @@ function digest(text: string): string {
 /**
  * The message id stored for `key` sent by the caller `scope`: the scope's SHA-256 (43
  * characters, so no user or tenant id is stored or logged in clear), a separator, and the key;
- * a key too long to fit the 255 characters of the column beside the digest (over 211 characters)
- * is stored as its own SHA-256. At most 87 characters more than nothing, never over 255.
+ * a key too long to fit the 255 characters of the column beside the digest (over 211 UTF-16 code
+ * units, as `length` counts them: a character outside the Basic Multilingual Plane, an emoji,
+ * counts two) is stored as its own SHA-256. At most 87 characters more than nothing, never over 255.
  * @param scope the caller's identity, validated (1 to 255 printable characters), or `ANONYMOUS_SCOPE`
  * @internal
  */

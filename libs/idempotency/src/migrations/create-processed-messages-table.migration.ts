@@ -1,4 +1,4 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from '../optional/typeorm-types.js';
 import { DEFAULT_TABLE_NAME } from '../idempotency.constants.js';
 
 /**

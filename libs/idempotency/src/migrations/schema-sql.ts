@@ -1,4 +1,4 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from '../optional/typeorm-types.js';
 import { toTableName } from '../data-layers/table-name.js';
 import { IdempotencyError } from '../errors/idempotency.errors.js';
 import { DEFAULT_OUTBOX_TABLE_NAME, DEFAULT_TABLE_NAME } from '../idempotency.constants.js';

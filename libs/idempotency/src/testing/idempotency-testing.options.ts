@@ -1,4 +1,4 @@
-import type { EntityManager } from 'typeorm';
+import type { EntityManager } from '../optional/typeorm-types.js';
 
 /** What `IdempotencyContext` answers under `IdempotencyTestingModule`. */
 export interface IdempotencyTestingOptions {

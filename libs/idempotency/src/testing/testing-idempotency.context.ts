@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { EntityManager } from 'typeorm';
+import type { EntityManager } from '../optional/typeorm-types.js';
 import { IdempotencyContext } from '../context/idempotency.context.js';
 import { type Duration, MAX_TIMER_MS, toMilliseconds } from '../duration/duration.js';
 import { IdempotencyContextError } from '../errors/idempotency.errors.js';

@@ -1,4 +1,4 @@
-import { type CallHandler, type ExecutionContext, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { type CallHandler, type ExecutionContext, HttpStatus, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
 import { lastValueFrom } from 'rxjs';
 import type { ClaimRequest, CommitOptions, RecordedResponse } from '../../claiming/claim.js';
@@ -8,7 +8,7 @@ import { type HandlerPlan, HandlerPlans } from '../../delivery/handler-plan.js';
 import { IdempotencyMetadataAccessor, type ResolvedHandler } from '../../decorators/idempotency-metadata.accessor.js';
 import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
 import { classify, failureOutcome, statusOutcome } from '../../errors/delivery-error-classes.js';
-import { IdempotencyClaimTransactionError, IdempotencyError, IdempotencyResponseTooLargeError, IdempotencySchemaError, IdempotencyTransientError } from '../../errors/idempotency.errors.js';
+import { IdempotencyClaimTransactionError, IdempotencyError, IdempotencyResponseTooLargeError, IdempotencyTransientError } from '../../errors/idempotency.errors.js';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from '../../idempotency.constants.js';
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../../idempotency.options.js';
 import { readPath, toMessageKey } from '../../keys/message-key.js';
@@ -153,10 +153,14 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
     }
   }
 
-  /** Answers the failure as the module's exception filter will; a store's missing schema is the operator's to fix, logged besides. */
+  /**
+   * Answers the failure as the module's exception filter will; one answered 500 is the server's to
+   * fix (a store's missing schema, a handler that ended the claim's transaction), logged besides,
+   * as Nest logs the 500s it answers itself.
+   */
   fail(error: unknown): never {
-    if (error instanceof IdempotencySchemaError) {
-      this.logger.error(error.message);
+    if (classify(error)?.status === HttpStatus.INTERNAL_SERVER_ERROR) {
+      this.logger.error((error as Error).message);
     }
     throw error;
   }

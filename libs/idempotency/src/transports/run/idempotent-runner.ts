@@ -1,7 +1,11 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { RecordedResponse } from '../../claiming/claim.js';
-import type { TransactionStatements } from '../../data-layers/data-layer.js';
+import type { ActiveClaim } from '../../context/idempotency.context.js';
+import { CallerClaimConnection } from '../../data-layers/caller-claim-connection.js';
+import { DataLayerJoin } from '../../data-layers/data-layer-join.js';
+import { CLAIM_STORAGE, type ClaimConnection, type TransactionStatements } from '../../data-layers/data-layer.js';
 import { IdempotencyOptionsError } from '../../errors/idempotency.errors.js';
 import { runnerMessages } from './runner.messages.js';
 import { type Delivery, DeliveryCore, type DeliveryEntry, processJson } from '../../delivery/delivery-core.js';
@@ -25,7 +29,8 @@ export interface IdempotentRunOptions extends Pick<IdempotentHandlerOptions, 're
    * A transaction you opened, for the claim to join instead of opening its own: how to run one
    * SQL statement in it (see `TransactionStatements`). The claim, `work`'s writes through that
    * transaction and the recorded result then commit when you commit it, and roll back with it;
-   * nothing of the claim is durable before. Not in lease mode.
+   * nothing of the claim is durable before. Not in lease mode. Unset inside an idempotent
+   * handler in the transactional mode: the claim joins the handler's transaction the same way.
    */
   transaction?: TransactionStatements;
 }
@@ -35,6 +40,8 @@ interface RunSource {
   readonly key: string;
   readonly work: () => Promise<unknown>;
   readonly transaction: TransactionStatements | undefined;
+  /** The claim of the idempotent handler that called `run()`, which the call's claim joins. */
+  readonly handlerClaim: ClaimConnection | undefined;
 }
 
 /** `run()` reads nothing of a Nest execution context: the key and the sender come with the call. */
@@ -80,12 +87,17 @@ export class IdempotentRunner {
   constructor(
     private readonly core: DeliveryCore,
     private readonly accessor: IdempotencyMetadataAccessor,
+    @Inject(CLAIM_STORAGE) private readonly storage: AsyncLocalStorage<ActiveClaim>,
+    private readonly join: DataLayerJoin,
   ) {}
 
   /**
    * Claims `options.key` for `options.consumer` in a transaction of the module's data layer, runs
    * `work` in it (its writes through the layer join the claim, as a handler's do; `IdempotencyContext`
-   * answers inside it), records its result as JSON and commits both. A later call with the same key
+   * answers inside it), records its result as JSON and commits both. Inside an idempotent handler
+   * in the transactional mode (and without `transaction`), the claim is a savepoint in the
+   * handler's transaction instead, on its connection: the claim, the work and its result commit
+   * with the handler, or roll back with it. A later call with the same key
    * does not run `work`: it answers the recorded result, parsed from its JSON (a `Date` comes back
    * as its ISO text). A call while another is in flight waits for it (`inFlight: 'reject'`: throws
    * `IdempotencyInFlightError`). When `work` throws, nothing commits and the error is thrown.
@@ -97,7 +109,16 @@ export class IdempotentRunner {
     if (options.transaction !== undefined && (typeof options.transaction !== 'function' || options.mode === 'lease')) {
       throw new IdempotencyOptionsError(runnerMessages.invalidTransaction(options.consumer, options.mode));
     }
-    return this.core.deliver(this.planOf(options), NO_CONTEXT, { key: options.key, work, transaction: options.transaction }, RUN_ENTRY) as Promise<T>;
+    const handlerClaim = options.transaction === undefined && options.mode !== 'lease' ? this.openHandlerClaim() : undefined;
+    // Inside the handler, a statement through the data layer runs on its claim's connection.
+    const transaction = handlerClaim ? (sql: string) => this.join.query(sql) : options.transaction;
+    return this.core.deliver(this.planOf(options), NO_CONTEXT, { key: options.key, work, transaction, handlerClaim }, RUN_ENTRY) as Promise<T>;
+  }
+
+  /** The open claim transaction of the idempotent handler this call runs in, if any (not a caller's own, which the data layer does not know). */
+  private openHandlerClaim(): ClaimConnection | undefined {
+    const transaction = this.storage.getStore()?.transaction;
+    return transaction?.isOpen && !(transaction instanceof CallerClaimConnection) ? transaction : undefined;
   }
 
   private planOf(options: IdempotentRunOptions): HandlerPlan<RunSource> {
@@ -110,6 +131,7 @@ export class IdempotentRunner {
         key: (_context, source) => toMessageKey(source.key, 'run()'),
         defaultInFlight: 'wait',
         callerTransaction: (source) => source.transaction,
+        handlerClaim: (source) => source.handlerClaim,
       });
       this.plans.set(id, plan);
     }
