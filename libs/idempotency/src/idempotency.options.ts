@@ -8,6 +8,7 @@ import { HEALTH_OPTIONS, type HealthOptions, resolveHealth, type ResolvedHealthO
 import type { IdempotencyDataLayer } from './data-layers/data-layer.js';
 import { resolveStore, type ResolvedStoreOptions, STORE_OPTIONS } from './data-layers/store.options.js';
 import { keyMessages } from './keys/key.messages.js';
+import { optionValueMessages } from './options/option-values.messages.js';
 import { LEASE_OPTIONS, resolveLeasing, type ResolvedLeaseOptions } from './leasing/lease.options.js';
 import type { LeaseStore } from './leasing/lease-store.js';
 import { METRICS_OPTIONS, type MetricsOptions, resolveMetrics, type ResolvedMetricsOptions } from './metrics/metrics.options.js';
@@ -224,16 +225,25 @@ export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): Re
  * The resolved options under `RESOLVED_OPTIONS`, resolved from the options given under `token`,
  * and each feature's slice of them under the token of its `*.options.ts`: a feature injects its
  * slice, never the whole.
+ * @param moduleName The module the options were given to, for the error when there are none.
  * @param toModuleOptions What of the options under `token` are `IdempotencyModule` options.
+ * @throws IdempotencyOptionsError when the options given are no object: a `forRootAsync()` factory that returned nothing.
  * @internal
  */
 export function resolvedOptionsProviders<Given>(
   token: string,
+  moduleName: string,
   toModuleOptions: (given: Given) => IdempotencyModuleOptions = (given) => given as IdempotencyModuleOptions,
 ): Provider[] {
   const slice = <Slice>(provide: symbol, of: (options: ResolvedIdempotencyOptions) => Slice): Provider => ({ provide, inject: [RESOLVED_OPTIONS], useFactory: of });
+  const resolveGiven = (given: Given) => {
+    if (given === null || typeof given !== 'object') {
+      throw new IdempotencyOptionsError(optionValueMessages.optionsMissing(moduleName, given));
+    }
+    return resolveModuleOptions(toModuleOptions(given));
+  };
   return [
-    { provide: RESOLVED_OPTIONS, inject: [token], useFactory: (given: Given) => resolveModuleOptions(toModuleOptions(given)) },
+    { provide: RESOLVED_OPTIONS, inject: [token], useFactory: resolveGiven },
     slice<ResolvedStoreOptions>(STORE_OPTIONS, ({ dataLayer, tableName }) => ({ dataLayer, tableName })),
     slice<ResolvedDiscoveryOptions>(DISCOVERY_OPTIONS, ({ senderHorizonsMs, warnOnUnusedConsumers }) => ({ senderHorizonsMs, warnOnUnusedConsumers })),
     slice<ResolvedLeaseOptions>(LEASE_OPTIONS, ({ stores, store }) => ({ stores, store })),

@@ -4,4 +4,7 @@ export const optionValueMessages = {
     `${name} must be one of ${allowed.map((choice) => `'${choice}'`).join(', ')}; got ${JSON.stringify(value)}.`,
   invalidFlag: (name: string, value: unknown) => `${name} must be true or false; got ${JSON.stringify(value)}.`,
   invalidCount: (name: string, value: unknown) => `${name} must be a whole number above 0; got ${JSON.stringify(value)}.`,
+  optionsMissing: (moduleName: string, given: unknown) =>
+    `${moduleName} was given ${String(given)} as its options: its forRootAsync() factory (useFactory, or the create() method ` +
+    'of useClass or useExisting) returned no options object. Return the options object: {} for every default.',
 };
