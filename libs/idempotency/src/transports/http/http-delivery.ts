@@ -12,7 +12,7 @@ import { IdempotencyClaimTransactionError, IdempotencyError, IdempotencyResponse
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from '../../idempotency.constants.js';
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../../idempotency.options.js';
 import { readPath, toMessageKey } from '../../keys/message-key.js';
-import { type HeaderSource, requestHeaderText } from './header-text.js';
+import { type HeaderSource, requestKeyHeader } from './header-text.js';
 import { httpMessages } from './http.messages.js';
 import { problemAnswer } from './problem-details.js';
 import { type CapturedResponse, findHeaderName, headersAsSent, type HeaderValues, mergeHeaders, ResponseCapture } from './response-capture.js';
@@ -284,7 +284,7 @@ function keyReader(handler: ResolvedHandler): (context: ExecutionContext, exchan
   if ('header' in source) {
     const name = source.header.toLowerCase();
     const where = `the ${source.header} header`;
-    return (_context, { request }) => toMessageKey(requestHeaderText(request, name, where), where);
+    return (_context, { request }) => toMessageKey(requestKeyHeader(request, name, where), where);
   }
   const path = source.body;
   const where = `'${path}' in the request body`;
