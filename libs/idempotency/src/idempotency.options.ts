@@ -1,4 +1,4 @@
-import type { ExecutionContext, Provider } from '@nestjs/common';
+import type { Provider } from '@nestjs/common';
 import { CLAIM_OPTIONS, type ResolvedClaimOptions } from './claiming/claim.options.js';
 import type { RecordPolicy } from './options/handler-values.js';
 import { DISCOVERY_OPTIONS, resolveDiscovery, type ResolvedDiscoveryOptions, type SenderOptions } from './discovery/discovery.options.js';
@@ -7,7 +7,9 @@ import { IdempotencyOptionsError } from './errors/idempotency.errors.js';
 import { HEALTH_OPTIONS, type HealthOptions, resolveHealth, type ResolvedHealthOptions } from './health/health.options.js';
 import type { IdempotencyDataLayer } from './data-layers/data-layer.js';
 import { resolveStore, type ResolvedStoreOptions, STORE_OPTIONS } from './data-layers/store.options.js';
+import type { KeyEntry, KeySource, ScopeSource } from './decorators/idempotent-handler.options.js';
 import { keyMessages } from './keys/key.messages.js';
+import { toKeySources } from './keys/message-key.js';
 import { optionValueMessages } from './options/option-values.messages.js';
 import { LEASE_OPTIONS, resolveLeasing, type ResolvedLeaseOptions } from './leasing/lease.options.js';
 import type { LeaseStore } from './leasing/lease-store.js';
@@ -19,6 +21,11 @@ import type { Keyring } from './recording/response-seal.js';
 import { REPLAY_CACHE_OPTIONS, type ReplayCacheOptions, resolveReplayCache, type ResolvedReplayCacheOptions } from './replay-cache/replay-cache.options.js';
 import { resolveTracing, type ResolvedTracingOptions, TRACING_OPTIONS, type TracingOptions } from './tracing/tracing.options.js';
 import { type ReplayOptions, type ResolvedReplayOptions, resolveReplay } from './transports/http/http.options.js';
+
+/** A scope function: the caller's identity, from the execution context. */
+export type ScopeFunction = Exclude<ScopeSource, false>;
+
+export type { KeyEntry };
 
 /** The token of the resolved options. @internal */
 export const RESOLVED_OPTIONS = Symbol('IDEMPOTENCY:RESOLVED_OPTIONS');
@@ -52,15 +59,29 @@ export interface IdempotencyModuleOptions {
    */
   retention?: Duration;
   /**
-   * The caller's identity that scopes the keys of every handler keyed by the client's
-   * `Idempotency-Key` header (HTTP) and setting no `scope` of its own: a function of the execution
-   * context, run after guards; `undefined` or `null` means a caller who is not signed in, whose
-   * keys share the anonymous callers' namespace. A handler opts out with `scope: false`. Handlers
-   * keyed by a webhook body, a message header or a function are not scoped by it.
+   * Where the handlers of each entry that set no `key` read their key: a `KeySource` or a list of
+   * them tried in order, for `http` (controllers' routes), `graphql` (mutations) and `rpc`
+   * (`@MessagePattern()` / `@EventPattern()` handlers). Checked at start-up. A handler's own `key`
+   * replaces it.
+   * @default none: each entry's own default (the `Idempotency-Key` header for HTTP and GraphQL, the
+   * broker's message id for RPC; see the handler option `key`)
+   * @example A GraphQL `idempotencyKey` argument, else the header:
+   * `key: { graphql: [{ body: 'idempotencyKey' }, { header: 'Idempotency-Key' }] }`
+   */
+  key?: Partial<Record<KeyEntry, KeySource | readonly KeySource[]>>;
+  /**
+   * The caller's identity that scopes the keys of handlers that set no `scope` of their own: a
+   * function of the execution context, run after guards. A function alone applies to the handlers
+   * keyed by the client's `Idempotency-Key` header, over HTTP and GraphQL; per entry, `{ http,
+   * graphql, rpc }`: `http` and `graphql` apply to those handlers of that entry, `rpc` to every
+   * message handler (whose owner its payload names, a tenant id, say). Over HTTP, `undefined` or
+   * `null` means a caller who is not signed in, whose keys share the anonymous callers' namespace;
+   * a message whose scope answers nothing is refused. A handler opts out with `scope: false`.
+   * Webhooks (keyed by a body field or a header of their own) are not scoped by it.
    * @default none: keys are shared by every caller of a handler
    * @example `scope: (context) => context.switchToHttp().getRequest().user?.id`
    */
-  scope?: (context: ExecutionContext) => string | number | undefined;
+  scope?: ScopeFunction | Partial<Record<KeyEntry, ScopeFunction>>;
   /**
    * How long a delivery whose handler uses `inFlight: 'wait'` waits for its twin to finish before
    * it is answered as in flight (409) or requeued after all. It waits without holding a pooled
@@ -174,7 +195,10 @@ export interface IdempotencyModuleOptions {
  */
 export interface ResolvedIdempotencyOptions extends ResolvedStoreOptions, ResolvedDiscoveryOptions, ResolvedLeaseOptions {
   retentionMs: number;
-  scope: ((context: ExecutionContext) => string | number | undefined) | undefined;
+  /** The key sources of the handlers of each entry that set none; absent: the entry's default. */
+  key: Readonly<Partial<Record<KeyEntry, readonly KeySource[]>>>;
+  /** The scope of the handlers of each entry that set none (`http` and `graphql`: those keyed by the client). */
+  scope: Readonly<Partial<Record<KeyEntry, ScopeFunction>>>;
   inFlightWaitTimeoutMs: number;
   connectionTimeoutMs: number;
   replay: ResolvedReplayOptions;
@@ -205,7 +229,8 @@ export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): Re
     ...resolveDiscovery(options.senders, options.warnOnUnusedConsumers),
     ...resolveLeasing(options.stores, options.store),
     retentionMs: toMilliseconds('retention', options.retention ?? '7d', MAX_RETENTION_MS),
-    scope: resolveScope('scope', options.scope),
+    key: perEntry('key', options.key, toKeySources),
+    scope: resolveScope(options.scope),
     inFlightWaitTimeoutMs: toMilliseconds('inFlightWaitTimeout', options.inFlightWaitTimeout ?? '30s', MAX_TIMER_MS),
     connectionTimeoutMs: toMilliseconds('connectionTimeout', options.connectionTimeout ?? '5s', MAX_TIMER_MS),
     replay: resolveReplay(options.replay ?? {}),
@@ -258,9 +283,33 @@ export function resolvedOptionsProviders<Given>(
   ];
 }
 
-function resolveScope(name: string, scope: unknown): ResolvedIdempotencyOptions['scope'] {
-  if (scope !== undefined && typeof scope !== 'function') {
-    throw new IdempotencyOptionsError(keyMessages.invalidScope(name, scope));
+/** The module's scope per entry: a function alone scopes the client's keys, over HTTP and GraphQL. */
+function resolveScope(scope: unknown): ResolvedIdempotencyOptions['scope'] {
+  const given = typeof scope === 'function' ? { http: scope, graphql: scope } : scope;
+  return perEntry('scope', given, (name, value) => {
+    if (typeof value !== 'function') {
+      throw new IdempotencyOptionsError(keyMessages.invalidScope(name, value));
+    }
+    return value as ScopeFunction;
+  });
+}
+
+const KEY_ENTRIES: readonly KeyEntry[] = ['http', 'graphql', 'rpc'];
+
+/** An option given per entry (`{ http, graphql, rpc }`), each value checked by `check`. */
+function perEntry<T>(name: string, value: unknown, check: (name: string, value: unknown) => T): Partial<Record<KeyEntry, T>> {
+  if (value === undefined) {
+    return {};
   }
-  return scope as ResolvedIdempotencyOptions['scope'];
+  const entries = value !== null && typeof value === 'object' && !Array.isArray(value) ? Object.entries(value) : [];
+  if (entries.length === 0 || entries.some(([entry]) => !KEY_ENTRIES.includes(entry as KeyEntry))) {
+    throw new IdempotencyOptionsError(optionValueMessages.invalidPerEntry(name, value, KEY_ENTRIES));
+  }
+  const resolved: Partial<Record<KeyEntry, T>> = {};
+  for (const [entry, each] of entries) {
+    if (each !== undefined) {
+      resolved[entry as KeyEntry] = check(`${name}.${entry}`, each);
+    }
+  }
+  return resolved;
 }

@@ -134,6 +134,7 @@ describe('IdempotencyMetadataAccessor', () => {
       successStatus: 201,
       requestMethod: 'POST',
       key: undefined,
+      required: true,
       sender: 'default',
       retentionMs: 7 * 86_400_000,
       inFlight: undefined,
@@ -160,7 +161,8 @@ describe('IdempotencyMetadataAccessor', () => {
       namesConsumer: true,
       successStatus: undefined,
       requestMethod: undefined,
-      key: { body: 'id' },
+      key: [{ body: 'id' }],
+      required: true,
       sender: 'stripe',
       retentionMs: 72 * 3_600_000,
       inFlight: 'wait',
@@ -265,6 +267,44 @@ describe('IdempotencyMetadataAccessor', () => {
     expect(respondsItself('writesItself')).toBe(true);
     expect(respondsItself('passesThrough')).toBe(false);
     expect(respondsItself('callsNext')).toBe(true);
+  });
+
+  it('reads the module\'s key and scope for the handlers of each entry that set none; a handler\'s own replace them', () => {
+    const requestId = { header: 'X-Request-Id' };
+    const tenant = () => 'tenant-1';
+    const caller = () => 'alice';
+    const withDefaults = new IdempotencyMetadataAccessor(
+      new Reflector(),
+      resolveModuleOptions({ key: { http: [requestId, { header: 'Idempotency-Key' }], rpc: { body: 'eventId' } }, scope: { http: caller, rpc: tenant } }),
+      [],
+    );
+    expect(withDefaults.resolveFor(PaymentsController, 'plain')).toMatchObject({ key: [requestId, { header: 'Idempotency-Key' }], clientKey: true, scope: caller, fingerprint: 'request' });
+    expect(withDefaults.resolveFor(PaymentsController, 'refund')).toMatchObject({ key: [{ body: 'id' }], clientKey: false, scope: undefined });
+    expect(withDefaults.resolveFor(PaymentsController, 'settled')).toMatchObject({ key: [{ body: 'eventId' }], clientKey: false, scope: tenant, fingerprint: false });
+    expect(() => resolveModuleOptions({ key: { header: 'X-Request-Id' } as never })).toThrow(
+      'key must be given per entry, an object of \'http\', \'graphql\', \'rpc\'; got {"header":"X-Request-Id"}.',
+    );
+    expect(() => resolveModuleOptions({ key: { http: { query: 'k' } as never } })).toThrow(/^key\.http must be \{ header: 'Name' \}/);
+    expect(() => resolveModuleOptions({ scope: { rpc: 'tenant' as never } })).toThrow(/^scope\.rpc must be a function/);
+  });
+
+  it('takes required: false on an HTTP route, and refuses it on a message handler, saying why', () => {
+    class OptionalKeys {
+      @Post('optional')
+      @IdempotentHandler({ required: false })
+      route() {}
+
+      @EventPattern('optional')
+      @IdempotentHandler({ required: false })
+      event(payload: unknown) {
+        return payload;
+      }
+    }
+    expect(accessor.resolveFor(OptionalKeys, 'route').required).toBe(false);
+    expect(() => accessor.resolveFor(OptionalKeys, 'event')).toThrow(
+      'OptionalKeys.event sets required: false, but it is no HTTP route nor GraphQL mutation: a message without a key would run unclaimed, ' +
+        'and its broker would not be told whether it was processed. Remove required: false; give the handler a key it always finds (key: ...).',
+    );
   });
 
   it('answers undefined for a method without the decorator', () => {

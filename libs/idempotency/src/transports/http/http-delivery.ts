@@ -11,7 +11,7 @@ import { classify, failureOutcome, statusOutcome } from '../../errors/delivery-e
 import { IdempotencyClaimTransactionError, IdempotencyError, IdempotencyResponseTooLargeError, IdempotencySchemaError, IdempotencyTransientError } from '../../errors/idempotency.errors.js';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from '../../idempotency.constants.js';
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../../idempotency.options.js';
-import { readPath, toMessageKey } from '../../keys/message-key.js';
+import { keyAbsence, type KeyLookup, keyReader, readPath } from '../../keys/message-key.js';
 import { type HeaderSource, requestKeyHeader } from './header-text.js';
 import { httpMessages } from './http.messages.js';
 import { problemAnswer } from './problem-details.js';
@@ -56,9 +56,13 @@ interface HttpExchange {
   readonly next: CallHandler;
 }
 
-/** An HTTP handler's plan: the core's, and whether its client's key is shared by the callers (no `scope`). */
+/**
+ * An HTTP handler's plan: the core's, whether its client's key is shared by the callers (no
+ * `scope`), and, for a handler whose key is optional, whether a request carries none.
+ */
 interface HttpPlan extends HandlerPlan<HttpExchange> {
   readonly unscopedClientKey: boolean;
+  readonly keyless: ((context: ExecutionContext, exchange: HttpExchange) => boolean) | undefined;
 }
 
 /** Subscribes to the route handler's answer once, as Nest's own pipeline does. */
@@ -107,6 +111,9 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
     }
     // Set before the handler's pipeline: set anew for every request.
     const exchange: HttpExchange = { request, raw, before: headersAsSent(raw, response.getHeaders()), next };
+    if (plan.keyless?.(context, exchange)) {
+      return lastValueFrom(next.handle(), LAST_VALUE);
+    }
     return this.core.deliver(plan, context, exchange, this);
   }
 
@@ -189,14 +196,15 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
 
   /** The plan of `handler`, an HTTP route. */
   private compile(handler: ResolvedHandler): HttpPlan {
+    const lookups = keyLookups(handler);
     const plan = this.core.plan<HttpExchange>(handler, {
-      key: keyReader(handler),
+      key: keyReader(lookups),
       request: ({ request }) => ({ method: request.method, url: request.originalUrl ?? request.url, body: request.body }),
       defaultInFlight: 'reject',
       // Noted at debug level: a key claimed in the anonymous callers' namespace.
       onAnonymousCaller: (key) => this.logger.debug(httpMessages.anonymousCaller(handler.name, handler.consumer, key)),
     });
-    return { ...plan, unscopedClientKey: handler.scope === undefined && handler.clientKey };
+    return { ...plan, unscopedClientKey: handler.scope === undefined && handler.clientKey, keyless: handler.required ? undefined : keyAbsence(lookups) };
   }
 
   /**
@@ -275,20 +283,20 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
   }
 }
 
-/** The key reader of `handler`: its key function, a request header (the client's `Idempotency-Key` by default), or a field of the body. */
-function keyReader(handler: ResolvedHandler): (context: ExecutionContext, exchange: HttpExchange) => string {
-  const source = handler.key ?? { header: IDEMPOTENCY_KEY_HEADER };
-  if (typeof source === 'function') {
-    return (context) => toMessageKey(source(context), 'the key function');
-  }
-  if ('header' in source) {
-    const name = source.header.toLowerCase();
-    const where = `the ${source.header} header`;
-    return (_context, { request }) => toMessageKey(requestKeyHeader(request, name, where), where);
-  }
-  const path = source.body;
-  const where = `'${path}' in the request body`;
-  return (_context, { request }) => toMessageKey(readPath(request.body, path), where);
+/** Where `handler` looks for its key: its key functions, request headers (the client's `Idempotency-Key` by default), fields of the body. */
+function keyLookups(handler: ResolvedHandler): KeyLookup<HttpExchange>[] {
+  return (handler.key ?? [{ header: IDEMPOTENCY_KEY_HEADER }]).map((source): KeyLookup<HttpExchange> => {
+    if (typeof source === 'function') {
+      return { where: 'the key function', find: (context) => source(context) };
+    }
+    if ('header' in source) {
+      const name = source.header.toLowerCase();
+      const where = `the ${source.header} header`;
+      return { where, find: (_context, { request }) => requestKeyHeader(request, name, where) };
+    }
+    const path = source.body;
+    return { where: `'${path}' in the request body`, find: (_context, { request }) => readPath(request.body, path) };
+  });
 }
 
 /** A status that commits: 2xx, and 3xx but 304 (an answer to a conditional request, not the operation's). */
