@@ -1,4 +1,4 @@
-import { Controller, Next, Post, Put, Res } from '@nestjs/common';
+import { Controller, Delete, Get, Next, Patch, Post, Put, Res } from '@nestjs/common';
 import { EventPattern } from '@nestjs/microservices';
 import { Reflector } from '@nestjs/core';
 import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
@@ -305,6 +305,31 @@ describe('IdempotencyMetadataAccessor', () => {
       'OptionalKeys.event sets required: false, but it is no HTTP route nor GraphQL mutation: a message without a key would run unclaimed, ' +
         'and its broker would not be told whether it was processed. Remove required: false; give the handler a key it always finds (key: ...).',
     );
+  });
+
+  it('applies a class-level decorator to the routes that change state, the handler\'s own options over the class\'s, and leaves a base class as it is', () => {
+    class OrdersBase {
+      @Delete(':id')
+      remove() {}
+    }
+    @Controller('orders')
+    @IdempotentHandler({ retention: '3d', sender: 'shop' })
+    class OrdersController extends OrdersBase {
+      @Get()
+      list() {}
+
+      @Post()
+      place() {}
+
+      @Patch(':id')
+      @IdempotentHandler({ sender: 'backoffice', key: { body: 'requestId' } })
+      amend() {}
+    }
+    expect(accessor.getOptions(OrdersController.prototype.list)).toBeUndefined();
+    expect(accessor.resolveFor(OrdersController, 'place')).toMatchObject({ consumer: 'POST /orders', retentionMs: 3 * 86_400_000, sender: 'shop', key: undefined });
+    expect(accessor.resolveFor(OrdersController, 'amend')).toMatchObject({ consumer: 'PATCH /orders/:id', retentionMs: 3 * 86_400_000, sender: 'backoffice', key: [{ body: 'requestId' }] });
+    expect(accessor.resolveFor(OrdersController, 'remove')).toMatchObject({ consumer: 'DELETE /orders/:id', sender: 'shop' });
+    expect(accessor.getOptions(OrdersBase.prototype.remove)).toBeUndefined();
   });
 
   it('answers undefined for a method without the decorator', () => {
