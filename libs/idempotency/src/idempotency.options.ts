@@ -25,8 +25,6 @@ import { type ReplayOptions, type ResolvedReplayOptions, resolveReplay } from '.
 /** A scope function: the caller's identity, from the execution context. */
 export type ScopeFunction = Exclude<ScopeSource, false>;
 
-export type { KeyEntry };
-
 /** The token of the resolved options. @internal */
 export const RESOLVED_OPTIONS = Symbol('IDEMPOTENCY:RESOLVED_OPTIONS');
 

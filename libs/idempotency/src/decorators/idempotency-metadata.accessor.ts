@@ -22,10 +22,10 @@ import {
   TRANSPORT_METADATA,
 } from './idempotency-metadata.constants.js';
 import { GRAPHQL_TRANSPORT } from '../transports/graphql/graphql-resolvers.handler-kind.js';
-import { type KeyEntry, RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
 import { toRecordedErrors, toRecordPolicy } from '../recording/recording.options.js';
 import { recordingMessages } from '../recording/recording.messages.js';
-import type { IdempotentHandlerOptions, KeySource } from './idempotent-handler.options.js';
+import type { IdempotentHandlerOptions, KeyEntry, KeySource } from './idempotent-handler.options.js';
 import type { IdempotencyMode, InFlightPolicy, IsolationLevel, RecordPolicy } from '../options/handler-values.js';
 
 /** How long a lease is renewed while its handler runs, unless the handler says otherwise. */
