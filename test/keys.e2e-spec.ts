@@ -9,9 +9,33 @@ import {
   IdempotentHandler,
   UpgradeProcessedMessagesTable1796342400000,
 } from 'nestjs-idempotent-consumer';
-import { KEY_EFFECTS_SQL, KeysGraphqlModule, KeysModule } from './fixtures/keys.module.js';
+import { KEY_EFFECTS_SQL, KEYS_GATE, KeysGraphqlModule, KeysModule } from './fixtures/keys.module.js';
 import { PLATFORMS, post, startDemoApp } from './support/demo-app.js';
-import { createTestDatabase, type TestDatabase } from './support/test-database.js';
+import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
+
+/**
+ * The Retry-After a twin of an in-flight request to `route` is answered: the first request waits at
+ * the fixtures' gate (an advisory lock the test holds) with its claim written, the twin is refused
+ * at once (409), then the gate opens and the first commits.
+ */
+async function retryAfterOfTwin(db: TestDatabase, url: string, key: string, headers: Record<string, string> = { 'Idempotency-Key': key }): Promise<string | null> {
+  const gate = await db.connect();
+  try {
+    await gate.query('SELECT pg_advisory_lock($1)', [KEYS_GATE]);
+    const first = post(url, {}, headers);
+    await until(
+      async () => (await db.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).length > 0,
+      'the first request waits at the gate',
+    );
+    const twin = await post(url, {}, headers);
+    expect(twin).toMatchObject({ status: 409, body: { type: 'urn:idempotency:in-flight' } });
+    await gate.query('SELECT pg_advisory_unlock($1)', [KEYS_GATE]);
+    expect((await first).status).toBe(201);
+    return twin.headers.get('retry-after');
+  } finally {
+    await gate.end();
+  }
+}
 
 /**
  * What users of NestJS's first-party @nestjs/idempotency look for (issue 40), from the user's side:
@@ -71,6 +95,11 @@ describe.each(PLATFORMS)('keys, on %s', (platform) => {
       expect(missing).toMatchObject({ status: 400, body: { type: 'urn:idempotency:invalid-key' } });
       expect(await runs('required')).toBe(0);
     });
+  });
+
+  it("answers a twin in flight Retry-After: 1 by default, and the handler's retryAfter where it sets one", async () => {
+    expect(await retryAfterOfTwin(db, `${baseUrl}/keys/gated`, newKey('gated'))).toBe('1');
+    expect(await retryAfterOfTwin(db, `${baseUrl}/keys/gated-patient`, newKey('patient'))).toBe('5');
   });
 
   describe('the Idempotency-Key as a Structured Field string', () => {
@@ -167,6 +196,7 @@ describe('module-level key sources', () => {
     db = await createTestDatabase();
     ({ app, baseUrl } = await startDemoApp('express', db.url, [KeysModule, KeysGraphqlModule], false, {
       purge: { interval: false },
+      retryAfter: '3s',
       key: {
         http: [{ header: 'X-Request-Id' }, { header: 'Idempotency-Key' }],
         graphql: [{ body: 'idempotencyKey' }, { header: 'Idempotency-Key' }],
@@ -195,6 +225,11 @@ describe('module-level key sources', () => {
     expect(byBody.body?.key).toBe('body-1');
   });
 
+  it("answers a twin in flight with the module's retryAfter, unless the handler sets its own", async () => {
+    expect(await retryAfterOfTwin(db, `${baseUrl}/keys/gated`, 'gated-module', { 'X-Request-Id': 'gated-module' })).toBe('3');
+    expect(await retryAfterOfTwin(db, `${baseUrl}/keys/gated-patient`, 'patient-module', { 'X-Request-Id': 'patient-module' })).toBe('5');
+  });
+
   it('GraphQL reads an idempotencyKey argument, then the Idempotency-Key header', async () => {
     const byArgument = await mutate('mutation { keyedNote(text: "a", idempotencyKey: "gql-arg-1") }', 'gql-header-1');
     const byArgumentAgain = await mutate('mutation { keyedNote(text: "a", idempotencyKey: "gql-arg-1") }', 'gql-header-2');
@@ -211,6 +246,17 @@ describe('module-level key sources', () => {
     const none = await mutate('mutation { keyedNote(text: "c") }');
     expect(none.errors?.[0].extensions.code).toBe('IDEMPOTENCY_INVALID_KEY');
     expect(await runs('note-c')).toBe(0);
+  });
+
+  it('makes the mutations of a resolver with @IdempotentHandler() on its class idempotent, and leaves its queries as they are', async () => {
+    const first = await mutate('mutation { classNote(text: "z") }', 'gql-class-1');
+    const again = await mutate('mutation { classNote(text: "z") }', 'gql-class-1');
+    expect(first).toMatchObject({ replayed: false, data: { classNote: expect.any(Number) } });
+    expect(again).toMatchObject({ replayed: true, data: first.data });
+    expect(await runs('class-note-z')).toBe(1);
+    expect((await mutate('mutation { classNote(text: "w") }')).errors?.[0].extensions.code).toBe('IDEMPOTENCY_INVALID_KEY');
+    const ping = (await (await fetch(`${baseUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ classPing }' }) })).json()) as object;
+    expect(ping).toEqual({ data: { classPing: 'pong' } });
   });
 
   it('runs a GraphQL mutation with required: false unclaimed without a key, and once with one', async () => {

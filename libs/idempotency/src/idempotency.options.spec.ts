@@ -10,6 +10,7 @@ describe('resolveModuleOptions', () => {
       dataLayer: new TypeOrmDataLayer(),
       tableName: 'processed_messages',
       retentionMs: 7 * 86_400_000,
+      retryAfterSeconds: 1,
       inFlightWaitTimeoutMs: 30_000,
       connectionTimeoutMs: 5_000,
       senderHorizonsMs: {},

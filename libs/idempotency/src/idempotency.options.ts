@@ -20,6 +20,7 @@ import { type EncryptionOptions, RECORDING_OPTIONS, resolveKeyring, type Resolve
 import type { Keyring } from './recording/response-seal.js';
 import { REPLAY_CACHE_OPTIONS, type ReplayCacheOptions, resolveReplayCache, type ResolvedReplayCacheOptions } from './replay-cache/replay-cache.options.js';
 import { resolveTracing, type ResolvedTracingOptions, TRACING_OPTIONS, type TracingOptions } from './tracing/tracing.options.js';
+import { RETRY_AFTER_SECONDS } from './transports/http/http.constants.js';
 import { type ReplayOptions, type ResolvedReplayOptions, resolveReplay } from './transports/http/http.options.js';
 
 /** A scope function: the caller's identity, from the execution context. */
@@ -87,6 +88,14 @@ export interface IdempotencyModuleOptions {
    * @default '30s'
    */
   inFlightWaitTimeout?: Duration;
+  /**
+   * HTTP and GraphQL: how long a client is told to wait before it retries a refusal that a retry
+   * may settle (a twin in flight: 409; no connection in time: 503), for handlers that set no
+   * `retryAfter`: the `Retry-After` header (GraphQL: `extensions.retryAfter`), in whole seconds
+   * (rounded up).
+   * @default '1s'
+   */
+  retryAfter?: Duration;
   /**
    * How long a delivery waits for a connection from the data source's pool. Past it the delivery
    * is answered 503 with `Retry-After` (HTTP) or retried after a delay (RabbitMQ), and counted as
@@ -193,6 +202,8 @@ export interface IdempotencyModuleOptions {
  */
 export interface ResolvedIdempotencyOptions extends ResolvedStoreOptions, ResolvedDiscoveryOptions, ResolvedLeaseOptions {
   retentionMs: number;
+  /** The `Retry-After` of handlers that set none, in seconds. */
+  retryAfterSeconds: number;
   /** The key sources of the handlers of each entry that set none; absent: the entry's default. */
   key: Readonly<Partial<Record<KeyEntry, readonly KeySource[]>>>;
   /** The scope of the handlers of each entry that set none (`http` and `graphql`: those keyed by the client). */
@@ -227,6 +238,7 @@ export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): Re
     ...resolveDiscovery(options.senders, options.warnOnUnusedConsumers),
     ...resolveLeasing(options.stores, options.store),
     retentionMs: toMilliseconds('retention', options.retention ?? '7d', MAX_RETENTION_MS),
+    retryAfterSeconds: toRetryAfterSeconds('retryAfter', options.retryAfter ?? `${RETRY_AFTER_SECONDS}s`),
     key: perEntry('key', options.key, toKeySources),
     scope: resolveScope(options.scope),
     inFlightWaitTimeoutMs: toMilliseconds('inFlightWaitTimeout', options.inFlightWaitTimeout ?? '30s', MAX_TIMER_MS),
@@ -279,6 +291,14 @@ export function resolvedOptionsProviders<Given>(
     slice(TRACING_OPTIONS, (options) => options.tracing),
     slice<ResolvedRecordingOptions>(RECORDING_OPTIONS, ({ keyring }) => ({ keyring })),
   ];
+}
+
+/**
+ * A `retryAfter` in the whole seconds of a `Retry-After` header, rounded up.
+ * @internal
+ */
+export function toRetryAfterSeconds(name: string, value: unknown): number {
+  return Math.ceil(toMilliseconds(name, value, MAX_TIMER_MS) / 1000);
 }
 
 /** The module's scope per entry: a function alone scopes the client's keys, over HTTP and GraphQL. */

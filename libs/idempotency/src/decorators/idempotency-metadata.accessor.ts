@@ -22,7 +22,7 @@ import {
   TRANSPORT_METADATA,
 } from './idempotency-metadata.constants.js';
 import { GRAPHQL_TRANSPORT } from '../transports/graphql/graphql-resolvers.handler-kind.js';
-import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions, toRetryAfterSeconds } from '../idempotency.options.js';
 import { toRecordedErrors, toRecordPolicy } from '../recording/recording.options.js';
 import { recordingMessages } from '../recording/recording.messages.js';
 import type { IdempotentHandlerOptions, KeyEntry, KeySource } from './idempotent-handler.options.js';
@@ -85,6 +85,8 @@ export interface ResolvedHandler {
   readonly isolationLevel: IsolationLevel | undefined;
   readonly maxAttempts: number;
   readonly retryDelayMs: number;
+  /** HTTP and GraphQL: the seconds of the `Retry-After` of a refusal a retry may settle (409, 503). */
+  readonly retryAfterSeconds: number;
   /** HTTP: the handler takes `@Res()` or `@Next()` without `passthrough`, so Nest sends nothing for it. */
   readonly respondsItself: boolean;
   readonly mode: IdempotencyMode;
@@ -247,6 +249,8 @@ export class IdempotencyMetadataAccessor {
       isolationLevel: oneOf(`isolationLevel of ${name}`, options.isolationLevel, ISOLATION_LEVELS),
       maxAttempts: toAttemptLimit(`maxAttempts of ${name}`, options.maxAttempts ?? 5),
       retryDelayMs: toMilliseconds(`retryDelay of ${name}`, options.retryDelay ?? '1s', MAX_TIMER_MS),
+      retryAfterSeconds:
+        options.retryAfter === undefined ? this.moduleOptions.retryAfterSeconds : toRetryAfterSeconds(`retryAfter of ${name}`, options.retryAfter),
       respondsItself: shape.respondsItself,
       mode,
       leaseMs: toMilliseconds(`lease of ${name}`, options.lease ?? '30s', MAX_TIMER_MS),

@@ -191,4 +191,11 @@ export interface IdempotentHandlerOptions {
    * @default '1s'
    */
   retryDelay?: Duration;
+  /**
+   * HTTP and GraphQL: how long a client is told to wait before it retries a refusal that a retry
+   * may settle: a twin still in flight (409) and no database connection in time (503), in the
+   * `Retry-After` header (GraphQL: `extensions.retryAfter`), in whole seconds (rounded up).
+   * @default the module's `retryAfter` (`'1s'`)
+   */
+  retryAfter?: Duration;
 }

@@ -10,6 +10,7 @@ import { IdempotencyKeyError, IdempotencyUnsupportedHandlerError } from '../erro
 import { keyAbsence, type KeyLookup, keyReader, readPath, toMessageKey } from '../keys/message-key.js';
 import { type InboundMessage, MESSAGE_TRANSPORTS, type MessageTransport, type Verdict } from './message-transport.js';
 import { markReported } from './reported-failures.js';
+import { answerRetryAfter } from './http/retry-after.js';
 import { transportMessages } from './transport.messages.js';
 
 /** One message to an idempotent handler, as the core hands it back to this entry. */
@@ -101,8 +102,9 @@ export class MessageDelivery implements DeliveryEntry<MessageSource>, OnApplicat
     return result;
   }
 
-  /** Settles the failed message with its broker, and answers what its adapter says. */
+  /** Settles the failed message with its broker, and answers what its adapter says (GraphQL: with the handler's `retryAfter`). */
   fail(error: unknown, delivery: Delivery<MessageSource>, { message }: MessageSource): unknown {
+    answerRetryAfter(error, delivery.handler.retryAfterSeconds);
     const answer = message.settle?.(verdictFor(error, delivery), delivery.consumer);
     if (answer && 'reply' in answer) {
       return answer.reply;

@@ -15,6 +15,7 @@ import { keyAbsence, type KeyLookup, keyReader, readPath } from '../../keys/mess
 import { type HeaderSource, requestKeyHeader } from './header-text.js';
 import { httpMessages } from './http.messages.js';
 import { problemAnswer } from './problem-details.js';
+import { answerRetryAfter } from './retry-after.js';
 import { type CapturedResponse, findHeaderName, headersAsSent, type HeaderValues, mergeHeaders, ResponseCapture } from './response-capture.js';
 
 /**
@@ -158,8 +159,12 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
     }
   }
 
-  /** Answers the failure as the module's exception filter will; a store's missing schema is the operator's to fix, logged besides. */
-  fail(error: unknown): never {
+  /**
+   * Answers the failure as the module's exception filter will, with the handler's `Retry-After`; a
+   * store's missing schema is the operator's to fix, logged besides.
+   */
+  fail(error: unknown, delivery: Delivery<HttpExchange>): never {
+    answerRetryAfter(error, delivery.handler.retryAfterSeconds);
     if (error instanceof IdempotencySchemaError) {
       this.logger.error(error.message);
     }
@@ -242,6 +247,7 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
       capture.flush();
     } catch (error) {
       const failure = asAnswerable(error, request);
+      answerRetryAfter(failure, delivery.handler.retryAfterSeconds);
       this.logger.error(failure.message, failure.cause instanceof Error ? failure.cause.stack : undefined);
       const answer = problemAnswer(failure);
       capture.replace(answer.status, mergeHeaders(before, answer.headers), Buffer.from(JSON.stringify(answer.body)));
