@@ -1,4 +1,6 @@
-import { Controller, type INestApplication, Module, Post } from '@nestjs/common';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { Controller, type ExecutionContext, type INestApplication, Module, Post } from '@nestjs/common';
+import { type NatsOptions, Transport } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import {
@@ -9,7 +11,8 @@ import {
   IdempotentHandler,
   UpgradeProcessedMessagesTable1796342400000,
 } from 'nestjs-idempotent-consumer';
-import { KEY_EFFECTS_SQL, KEYS_GATE, KeysGraphqlModule, KeysModule } from './fixtures/keys.module.js';
+import { KEY_EFFECTS_SQL, KEYED_EVENT_SUBJECT, KEYS_GATE, KeysGraphqlModule, KeysModule } from './fixtures/keys.module.js';
+import { NATS_URL, natsAvailable } from './support/brokers.js';
 import { PLATFORMS, post, startDemoApp } from './support/demo-app.js';
 import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
 
@@ -267,6 +270,46 @@ describe('module-level key sources', () => {
     const keyedAgain = await mutate('mutation { optionalNote(text: "y") }', 'gql-optional-1');
     expect(keyedAgain).toMatchObject({ replayed: true, data: keyed.data });
     expect(await runs('optional-note-y')).toBe(1);
+  });
+});
+
+const describeWithNats = (await natsAvailable()) ? describe : describe.skip;
+
+describeWithNats("the module's key and scope for message handlers (rpc, over NATS)", () => {
+  let db: TestDatabase;
+  let app: INestApplication;
+  let nats: NatsConnection;
+
+  /** A request to the handler, without a Nats-Msg-Id: its key is the payload's eventId. */
+  async function send(data: { eventId: string; tenant: string }): Promise<Record<string, unknown>> {
+    const reply = await nats.request(KEYED_EVENT_SUBJECT, JSON.stringify({ pattern: KEYED_EVENT_SUBJECT, data, id: crypto.randomUUID() }), { timeout: 10_000 });
+    return reply.json<{ response: Record<string, unknown> }>().response;
+  }
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    const tenant = (context: ExecutionContext) => context.switchToRpc().getData<{ tenant?: string }>().tenant;
+    ({ app } = await startDemoApp('express', db.url, [KeysModule], false, { purge: { interval: false }, key: { rpc: { body: 'eventId' } }, scope: { rpc: tenant } }));
+    await db.query(KEY_EFFECTS_SQL);
+    app.connectMicroservice<NatsOptions>({ transport: Transport.NATS, options: { servers: [NATS_URL] } });
+    await app.startAllMicroservices();
+    nats = await connect({ servers: NATS_URL });
+  });
+
+  afterAll(async () => {
+    await nats?.close();
+    await app?.close();
+    await db?.drop();
+  });
+
+  it("keys a handler that sets none by the module's rpc key, per tenant by its rpc scope: one run per tenant, each redelivery replayed", async () => {
+    const acme = await send({ eventId: 'evt-1', tenant: 'acme' });
+    const globex = await send({ eventId: 'evt-1', tenant: 'globex' });
+    const acmeAgain = await send({ eventId: 'evt-1', tenant: 'acme' });
+    expect([acme.key, globex.key]).toEqual(['evt-1', 'evt-1']);
+    expect(globex.effect).not.toBe(acme.effect);
+    expect(acmeAgain).toEqual(acme);
+    expect(await db.query("SELECT key FROM key_effects WHERE handler = 'event' ORDER BY id")).toEqual([{ key: 'evt-1' }, { key: 'evt-1' }]);
   });
 });
 
