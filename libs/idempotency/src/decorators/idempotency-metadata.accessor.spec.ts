@@ -291,6 +291,18 @@ describe('IdempotencyMetadataAccessor', () => {
     expect(() => resolveModuleOptions({ scope: { rpc: 'tenant' as never } })).toThrow(/^scope\.rpc must be a function/);
   });
 
+  it("does not scope a provider handler of another framework (a BullMQ processor) by the module's scope, which reads an HTTP caller", () => {
+    class PaymentsProcessor {
+      @IdempotentHandler()
+      process(job: unknown) {
+        return job;
+      }
+    }
+    const bullmq = { transport: 'bullmq', contract: (target: unknown, method: string) => (target === PaymentsProcessor && method === 'process' ? 'bullmq payments' : undefined) };
+    const scoped = new IdempotencyMetadataAccessor(new Reflector(), resolveModuleOptions({ scope: () => 'alice' }), [bullmq]);
+    expect(scoped.resolveFor(PaymentsProcessor, 'process')).toMatchObject({ consumer: 'bullmq payments', scope: undefined });
+  });
+
   it('takes required: false on an HTTP route, and refuses it on a message handler, saying why', () => {
     class OptionalKeys {
       @Post('optional')
