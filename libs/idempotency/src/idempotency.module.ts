@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { type DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { IdempotencyAdmin } from './admin/idempotency-admin.service.js';
@@ -10,7 +10,7 @@ import { IdempotencyExplorer } from './discovery/idempotency.explorer.js';
 import { StoreSchemaCheck } from './discovery/store-schema.check.js';
 import { StoredConsumers } from './discovery/stored-consumers.js';
 import { IdempotencyHealthIndicator } from './health/idempotency.health.js';
-import { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } from './idempotency.module-definition.js';
+import { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN, type OPTIONS_TYPE } from './idempotency.module-definition.js';
 import { resolvedOptionsProviders } from './idempotency.options.js';
 import { DeliveryCore } from './delivery/delivery-core.js';
 import { DeliveryObserver } from './delivery/delivery-observer.js';
@@ -58,7 +58,7 @@ import { OutboxSampler } from './outbox/outbox.sampler.js';
 @Module({
   imports: [DiscoveryModule],
   providers: [
-    ...resolvedOptionsProviders(MODULE_OPTIONS_TOKEN),
+    ...resolvedOptionsProviders(MODULE_OPTIONS_TOKEN, 'IdempotencyModule'),
     { provide: CLAIM_STORAGE, useFactory: () => new AsyncLocalStorage() },
     IdempotencyContext,
     IdempotencyMetadataAccessor,
@@ -93,4 +93,13 @@ import { OutboxSampler } from './outbox/outbox.sampler.js';
   // HttpDelivery and MessageDelivery: what @IdempotentHandler()'s interceptor needs in the controllers' modules.
   exports: [IdempotencyContext, IdempotentRunner, Outbox, IdempotencyAdmin, IdempotencyMetricsService, IdempotencyPurgeService, IdempotencyHealthIndicator, HttpDelivery, MessageDelivery],
 })
-export class IdempotencyModule extends ConfigurableModuleClass {}
+export class IdempotencyModule extends ConfigurableModuleClass {
+  /**
+   * The module with `options`; with no argument, every default (the default TypeORM data source,
+   * `retention: '7d'`, ...). `forRootAsync()` takes a factory, whose answer must be an options
+   * object (`{}` for every default): one that returns nothing is refused at start-up.
+   */
+  static forRoot(options: typeof OPTIONS_TYPE = {}): DynamicModule {
+    return super.forRoot(options);
+  }
+}

@@ -1,4 +1,4 @@
-import type { ExecutionContext, Provider } from '@nestjs/common';
+import type { Provider } from '@nestjs/common';
 import { CLAIM_OPTIONS, type ResolvedClaimOptions } from './claiming/claim.options.js';
 import type { RecordPolicy } from './options/handler-values.js';
 import { DISCOVERY_OPTIONS, resolveDiscovery, type ResolvedDiscoveryOptions, type SenderOptions } from './discovery/discovery.options.js';
@@ -7,7 +7,10 @@ import { IdempotencyOptionsError } from './errors/idempotency.errors.js';
 import { HEALTH_OPTIONS, type HealthOptions, resolveHealth, type ResolvedHealthOptions } from './health/health.options.js';
 import type { IdempotencyDataLayer } from './data-layers/data-layer.js';
 import { resolveStore, type ResolvedStoreOptions, STORE_OPTIONS } from './data-layers/store.options.js';
+import type { KeyEntry, KeySource, ScopeSource } from './decorators/idempotent-handler.options.js';
 import { keyMessages } from './keys/key.messages.js';
+import { toKeySources } from './keys/message-key.js';
+import { optionValueMessages } from './options/option-values.messages.js';
 import { LEASE_OPTIONS, resolveLeasing, type ResolvedLeaseOptions } from './leasing/lease.options.js';
 import type { LeaseStore } from './leasing/lease-store.js';
 import { METRICS_OPTIONS, type MetricsOptions, resolveMetrics, type ResolvedMetricsOptions } from './metrics/metrics.options.js';
@@ -17,7 +20,11 @@ import { type EncryptionOptions, RECORDING_OPTIONS, resolveKeyring, type Resolve
 import type { Keyring } from './recording/response-seal.js';
 import { REPLAY_CACHE_OPTIONS, type ReplayCacheOptions, resolveReplayCache, type ResolvedReplayCacheOptions } from './replay-cache/replay-cache.options.js';
 import { resolveTracing, type ResolvedTracingOptions, TRACING_OPTIONS, type TracingOptions } from './tracing/tracing.options.js';
+import { RETRY_AFTER_SECONDS } from './transports/http/http.constants.js';
 import { type ReplayOptions, type ResolvedReplayOptions, resolveReplay } from './transports/http/http.options.js';
+
+/** A scope function: the caller's identity, from the execution context. */
+export type ScopeFunction = Exclude<ScopeSource, false>;
 
 /** The token of the resolved options. @internal */
 export const RESOLVED_OPTIONS = Symbol('IDEMPOTENCY:RESOLVED_OPTIONS');
@@ -51,17 +58,31 @@ export interface IdempotencyModuleOptions {
    */
   retention?: Duration;
   /**
-   * The caller's identity that scopes the keys of every handler keyed by the client's
-   * `Idempotency-Key` header (HTTP) and setting no `scope` of its own: a function of the execution
-   * context, run after guards; `undefined` or `null` means a caller who is not signed in, whose
-   * keys share the anonymous callers' namespace. A handler opts out with `scope: false`. Handlers
-   * keyed by a webhook body, a message header or a function are not scoped by it; over HTTP, their
-   * fingerprint binds the caller it answers, so another caller's request with the same key is
+   * Where the handlers of each entry that set no `key` read their key: a `KeySource` or a list of
+   * them tried in order, for `http` (controllers' routes), `graphql` (mutations) and `rpc`
+   * (`@MessagePattern()` / `@EventPattern()` handlers). Checked at start-up. A handler's own `key`
+   * replaces it.
+   * @default none: each entry's own default (the `Idempotency-Key` header for HTTP and GraphQL, the
+   * broker's message id for RPC; see the handler option `key`)
+   * @example A GraphQL `idempotencyKey` argument, else the header:
+   * `key: { graphql: [{ body: 'idempotencyKey' }, { header: 'Idempotency-Key' }] }`
+   */
+  key?: Partial<Record<KeyEntry, KeySource | readonly KeySource[]>>;
+  /**
+   * The caller's identity that scopes the keys of handlers that set no `scope` of their own: a
+   * function of the execution context, run after guards. A function alone applies to the handlers
+   * keyed by the client's `Idempotency-Key` header, over HTTP and GraphQL; per entry, `{ http,
+   * graphql, rpc }`: `http` and `graphql` apply to those handlers of that entry, `rpc` to every
+   * message handler (whose owner its payload names, a tenant id, say). Over HTTP, `undefined` or
+   * `null` means a caller who is not signed in, whose keys share the anonymous callers' namespace;
+   * a message whose scope answers nothing is refused. A handler opts out with `scope: false`.
+   * Webhooks (keyed by a body field or a header of their own) are not scoped by it; over HTTP,
+   * their fingerprint binds the caller it answers, so another caller's request with the same key is
    * answered 422, never the first caller's response.
    * @default none: keys are shared by every caller of a handler
    * @example `scope: (context) => context.switchToHttp().getRequest().user?.id`
    */
-  scope?: (context: ExecutionContext) => string | number | undefined;
+  scope?: ScopeFunction | Partial<Record<KeyEntry, ScopeFunction>>;
   /**
    * How long a delivery whose handler uses `inFlight: 'wait'` waits for its twin to finish before
    * it is answered as in flight (409) or requeued after all. It waits without holding a pooled
@@ -69,6 +90,14 @@ export interface IdempotencyModuleOptions {
    * @default '30s'
    */
   inFlightWaitTimeout?: Duration;
+  /**
+   * HTTP and GraphQL: how long a client is told to wait before it retries a refusal that a retry
+   * may settle (a twin in flight: 409; no connection in time: 503), for handlers that set no
+   * `retryAfter`: the `Retry-After` header (GraphQL: `extensions.retryAfter`), in whole seconds
+   * (rounded up).
+   * @default '1s'
+   */
+  retryAfter?: Duration;
   /**
    * How long a delivery waits for a connection from the data source's pool. Past it the delivery
    * is answered 503 with `Retry-After` (HTTP) or retried after a delay (RabbitMQ), and counted as
@@ -182,7 +211,12 @@ export interface IdempotencyModuleOptions {
  */
 export interface ResolvedIdempotencyOptions extends ResolvedStoreOptions, ResolvedDiscoveryOptions, ResolvedLeaseOptions {
   retentionMs: number;
-  scope: ((context: ExecutionContext) => string | number | undefined) | undefined;
+  /** The `Retry-After` of handlers that set none, in seconds. */
+  retryAfterSeconds: number;
+  /** The key sources of the handlers of each entry that set none; absent: the entry's default. */
+  key: Readonly<Partial<Record<KeyEntry, readonly KeySource[]>>>;
+  /** The scope of the handlers of each entry that set none (`http` and `graphql`: those keyed by the client). */
+  scope: Readonly<Partial<Record<KeyEntry, ScopeFunction>>>;
   inFlightWaitTimeoutMs: number;
   connectionTimeoutMs: number;
   replay: ResolvedReplayOptions;
@@ -213,7 +247,9 @@ export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): Re
     ...resolveDiscovery(options.senders, options.warnOnUnusedConsumers, options.knownConsumers),
     ...resolveLeasing(options.stores, options.store),
     retentionMs: toMilliseconds('retention', options.retention ?? '7d', MAX_RETENTION_MS),
-    scope: resolveScope('scope', options.scope),
+    retryAfterSeconds: toRetryAfterSeconds('retryAfter', options.retryAfter ?? `${RETRY_AFTER_SECONDS}s`),
+    key: perEntry('key', options.key, toKeySources),
+    scope: resolveScope(options.scope),
     inFlightWaitTimeoutMs: toMilliseconds('inFlightWaitTimeout', options.inFlightWaitTimeout ?? '30s', MAX_TIMER_MS),
     connectionTimeoutMs: toMilliseconds('connectionTimeout', options.connectionTimeout ?? '5s', MAX_TIMER_MS),
     replay: resolveReplay(options.replay ?? {}),
@@ -233,16 +269,25 @@ export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): Re
  * The resolved options under `RESOLVED_OPTIONS`, resolved from the options given under `token`,
  * and each feature's slice of them under the token of its `*.options.ts`: a feature injects its
  * slice, never the whole.
+ * @param moduleName The module the options were given to, for the error when there are none.
  * @param toModuleOptions What of the options under `token` are `IdempotencyModule` options.
+ * @throws IdempotencyOptionsError when the options given are no object: a `forRootAsync()` factory that returned nothing.
  * @internal
  */
 export function resolvedOptionsProviders<Given>(
   token: string,
+  moduleName: string,
   toModuleOptions: (given: Given) => IdempotencyModuleOptions = (given) => given as IdempotencyModuleOptions,
 ): Provider[] {
   const slice = <Slice>(provide: symbol, of: (options: ResolvedIdempotencyOptions) => Slice): Provider => ({ provide, inject: [RESOLVED_OPTIONS], useFactory: of });
+  const resolveGiven = (given: Given) => {
+    if (given === null || typeof given !== 'object') {
+      throw new IdempotencyOptionsError(optionValueMessages.optionsMissing(moduleName, given));
+    }
+    return resolveModuleOptions(toModuleOptions(given));
+  };
   return [
-    { provide: RESOLVED_OPTIONS, inject: [token], useFactory: (given: Given) => resolveModuleOptions(toModuleOptions(given)) },
+    { provide: RESOLVED_OPTIONS, inject: [token], useFactory: resolveGiven },
     slice<ResolvedStoreOptions>(STORE_OPTIONS, ({ dataLayer, tableName }) => ({ dataLayer, tableName })),
     slice<ResolvedDiscoveryOptions>(DISCOVERY_OPTIONS, ({ senderHorizonsMs, warnOnUnusedConsumers, knownConsumers }) => ({
       senderHorizonsMs,
@@ -261,9 +306,41 @@ export function resolvedOptionsProviders<Given>(
   ];
 }
 
-function resolveScope(name: string, scope: unknown): ResolvedIdempotencyOptions['scope'] {
-  if (scope !== undefined && typeof scope !== 'function') {
-    throw new IdempotencyOptionsError(keyMessages.invalidScope(name, scope));
+/**
+ * A `retryAfter` in the whole seconds of a `Retry-After` header, rounded up.
+ * @internal
+ */
+export function toRetryAfterSeconds(name: string, value: unknown): number {
+  return Math.ceil(toMilliseconds(name, value, MAX_TIMER_MS) / 1000);
+}
+
+/** The module's scope per entry: a function alone scopes the client's keys, over HTTP and GraphQL. */
+function resolveScope(scope: unknown): ResolvedIdempotencyOptions['scope'] {
+  const given = typeof scope === 'function' ? { http: scope, graphql: scope } : scope;
+  return perEntry('scope', given, (name, value) => {
+    if (typeof value !== 'function') {
+      throw new IdempotencyOptionsError(keyMessages.invalidScope(name, value));
+    }
+    return value as ScopeFunction;
+  });
+}
+
+const KEY_ENTRIES: readonly KeyEntry[] = ['http', 'graphql', 'rpc'];
+
+/** An option given per entry (`{ http, graphql, rpc }`), each value checked by `check`. */
+function perEntry<T>(name: string, value: unknown, check: (name: string, value: unknown) => T): Partial<Record<KeyEntry, T>> {
+  if (value === undefined) {
+    return {};
   }
-  return scope as ResolvedIdempotencyOptions['scope'];
+  const entries = value !== null && typeof value === 'object' && !Array.isArray(value) ? Object.entries(value) : [];
+  if (entries.length === 0 || entries.some(([entry]) => !KEY_ENTRIES.includes(entry as KeyEntry))) {
+    throw new IdempotencyOptionsError(optionValueMessages.invalidPerEntry(name, value, KEY_ENTRIES));
+  }
+  const resolved: Partial<Record<KeyEntry, T>> = {};
+  for (const [entry, each] of entries) {
+    if (each !== undefined) {
+      resolved[entry as KeyEntry] = check(`${name}.${entry}`, each);
+    }
+  }
+  return resolved;
 }

@@ -1,5 +1,5 @@
 export { IdempotencyModule } from './idempotency.module.js';
-export type { IdempotencyModuleOptions } from './idempotency.options.js';
+export type { IdempotencyModuleOptions, ScopeFunction } from './idempotency.options.js';
 export type { HealthOptions } from './health/health.options.js';
 export type { MetricsOptions, MetricsRegistry } from './metrics/metrics.options.js';
 export type { EncryptionOptions } from './recording/recording.options.js';
@@ -10,7 +10,7 @@ export type { SenderOptions } from './discovery/discovery.options.js';
 export type { TracingOptions } from './tracing/tracing.options.js';
 export { IdempotentHandler } from './decorators/idempotent-handler.decorator.js';
 export { IdempotencyInterceptor } from './transports/idempotency.interceptor.js';
-export type { IdempotentHandlerOptions, KeySource, ScopeSource } from './decorators/idempotent-handler.options.js';
+export type { IdempotentHandlerOptions, KeyEntry, KeySource, ScopeSource } from './decorators/idempotent-handler.options.js';
 export type { IdempotencyMode, InFlightPolicy, IsolationLevel, RecordPolicy } from './options/handler-values.js';
 export { IdempotencyContext } from './context/idempotency.context.js';
 export { IdempotentRunner } from './transports/run/idempotent-runner.js';

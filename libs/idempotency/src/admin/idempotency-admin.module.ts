@@ -39,7 +39,7 @@ import { IdempotencyAdmin } from './idempotency-admin.service.js';
 @Module({
   imports: [DiscoveryModule],
   providers: [
-    ...resolvedOptionsProviders(ADMIN_MODULE_OPTIONS_TOKEN, adminModuleOptions),
+    ...resolvedOptionsProviders(ADMIN_MODULE_OPTIONS_TOKEN, 'IdempotencyAdminModule', adminModuleOptions),
     { provide: CLAIM_STORAGE, useFactory: () => new AsyncLocalStorage() },
     DataLayerJoin,
     LeaseStores,

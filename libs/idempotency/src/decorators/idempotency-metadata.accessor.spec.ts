@@ -1,4 +1,4 @@
-import { Controller, Next, Post, Put, Res } from '@nestjs/common';
+import { Controller, Delete, Get, Next, Patch, Post, Put, Res } from '@nestjs/common';
 import { EventPattern } from '@nestjs/microservices';
 import { Reflector } from '@nestjs/core';
 import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
@@ -29,6 +29,7 @@ class PaymentsController {
     inFlight: 'wait',
     maxAttempts: 2,
     retryDelay: '250ms',
+    retryAfter: '2500ms',
     isolationLevel: 'SERIALIZABLE',
     fingerprint: false,
     key: { body: 'id' },
@@ -134,6 +135,7 @@ describe('IdempotencyMetadataAccessor', () => {
       successStatus: 201,
       requestMethod: 'POST',
       key: undefined,
+      required: true,
       sender: 'default',
       retentionMs: 7 * 86_400_000,
       inFlight: undefined,
@@ -141,6 +143,7 @@ describe('IdempotencyMetadataAccessor', () => {
       isolationLevel: undefined,
       maxAttempts: 5,
       retryDelayMs: 1_000,
+      retryAfterSeconds: 1,
       respondsItself: false,
       mode: 'transaction',
       leaseMs: 30_000,
@@ -160,7 +163,8 @@ describe('IdempotencyMetadataAccessor', () => {
       namesConsumer: true,
       successStatus: undefined,
       requestMethod: undefined,
-      key: { body: 'id' },
+      key: [{ body: 'id' }],
+      required: true,
       sender: 'stripe',
       retentionMs: 72 * 3_600_000,
       inFlight: 'wait',
@@ -168,6 +172,7 @@ describe('IdempotencyMetadataAccessor', () => {
       isolationLevel: 'SERIALIZABLE',
       maxAttempts: 2,
       retryDelayMs: 250,
+      retryAfterSeconds: 3,
       respondsItself: false,
       mode: 'lease',
       leaseMs: 5_000,
@@ -261,6 +266,81 @@ describe('IdempotencyMetadataAccessor', () => {
     expect(respondsItself('writesItself')).toBe(true);
     expect(respondsItself('passesThrough')).toBe(false);
     expect(respondsItself('callsNext')).toBe(true);
+  });
+
+  it('reads the module\'s key and scope for the handlers of each entry that set none; a handler\'s own replace them', () => {
+    const requestId = { header: 'X-Request-Id' };
+    const tenant = () => 'tenant-1';
+    const caller = () => 'alice';
+    const withDefaults = new IdempotencyMetadataAccessor(
+      new Reflector(),
+      resolveModuleOptions({ key: { http: [requestId, { header: 'Idempotency-Key' }], rpc: { body: 'eventId' } }, scope: { http: caller, rpc: tenant } }),
+      [],
+    );
+    expect(withDefaults.resolveFor(PaymentsController, 'plain')).toMatchObject({ key: [requestId, { header: 'Idempotency-Key' }], clientKey: true, scope: caller, fingerprint: 'request' });
+    expect(withDefaults.resolveFor(PaymentsController, 'refund')).toMatchObject({ key: [{ body: 'id' }], clientKey: false, scope: undefined });
+    expect(withDefaults.resolveFor(PaymentsController, 'settled')).toMatchObject({ key: [{ body: 'eventId' }], clientKey: false, scope: tenant, fingerprint: false });
+    expect(() => resolveModuleOptions({ key: { header: 'X-Request-Id' } as never })).toThrow(
+      'key must be given per entry, an object of \'http\', \'graphql\', \'rpc\'; got {"header":"X-Request-Id"}.',
+    );
+    expect(() => resolveModuleOptions({ key: { http: { query: 'k' } as never } })).toThrow(/^key\.http must be \{ header: 'Name' \}/);
+    expect(() => resolveModuleOptions({ scope: { rpc: 'tenant' as never } })).toThrow(/^scope\.rpc must be a function/);
+  });
+
+  it("does not scope a provider handler of another framework (a BullMQ processor) by the module's scope, which reads an HTTP caller", () => {
+    class PaymentsProcessor {
+      @IdempotentHandler()
+      process(job: unknown) {
+        return job;
+      }
+    }
+    const bullmq = { transport: 'bullmq', contract: (target: unknown, method: string) => (target === PaymentsProcessor && method === 'process' ? 'bullmq payments' : undefined) };
+    const scoped = new IdempotencyMetadataAccessor(new Reflector(), resolveModuleOptions({ scope: () => 'alice' }), [bullmq]);
+    expect(scoped.resolveFor(PaymentsProcessor, 'process')).toMatchObject({ consumer: 'bullmq payments', scope: undefined });
+  });
+
+  it('takes required: false on an HTTP route, and refuses it on a message handler, saying why', () => {
+    class OptionalKeys {
+      @Post('optional')
+      @IdempotentHandler({ required: false })
+      route() {}
+
+      @EventPattern('optional')
+      @IdempotentHandler({ required: false })
+      event(payload: unknown) {
+        return payload;
+      }
+    }
+    expect(accessor.resolveFor(OptionalKeys, 'route').required).toBe(false);
+    expect(() => accessor.resolveFor(OptionalKeys, 'event')).toThrow(
+      'OptionalKeys.event sets required: false, but it is no HTTP route nor GraphQL mutation: a message without a key would run unclaimed, ' +
+        'and its broker would not be told whether it was processed. Remove required: false; give the handler a key it always finds (key: ...).',
+    );
+  });
+
+  it('applies a class-level decorator to the routes that change state, the handler\'s own options over the class\'s, and leaves a base class as it is', () => {
+    class OrdersBase {
+      @Delete(':id')
+      remove() {}
+    }
+    @Controller('orders')
+    @IdempotentHandler({ retention: '3d', sender: 'shop' })
+    class OrdersController extends OrdersBase {
+      @Get()
+      list() {}
+
+      @Post()
+      place() {}
+
+      @Patch(':id')
+      @IdempotentHandler({ sender: 'backoffice', key: { body: 'requestId' } })
+      amend() {}
+    }
+    expect(accessor.getOptions(OrdersController.prototype.list)).toBeUndefined();
+    expect(accessor.resolveFor(OrdersController, 'place')).toMatchObject({ consumer: 'POST /orders', retentionMs: 3 * 86_400_000, sender: 'shop', key: undefined });
+    expect(accessor.resolveFor(OrdersController, 'amend')).toMatchObject({ consumer: 'PATCH /orders/:id', retentionMs: 3 * 86_400_000, sender: 'backoffice', key: [{ body: 'requestId' }] });
+    expect(accessor.resolveFor(OrdersController, 'remove')).toMatchObject({ consumer: 'DELETE /orders/:id', sender: 'shop' });
+    expect(accessor.getOptions(OrdersBase.prototype.remove)).toBeUndefined();
   });
 
   it('answers undefined for a method without the decorator', () => {

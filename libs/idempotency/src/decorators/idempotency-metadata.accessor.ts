@@ -8,7 +8,8 @@ import { IDEMPOTENCY_KEY_HEADER } from '../idempotency.constants.js';
 import { handlerMessages } from './idempotent-handler.messages.js';
 import { keyMessages } from '../keys/key.messages.js';
 import { optionValueMessages } from '../options/option-values.messages.js';
-import { toSenderName } from '../keys/message-key.js';
+import { toFlag } from '../options/option-values.js';
+import { toKeySources, toSenderName } from '../keys/message-key.js';
 import { patternKey } from './pattern-key.js';
 import { PROVIDER_HANDLER_KINDS, type ProviderHandlerKind, providerHandlerOf } from '../transports/message-transport.js';
 import {
@@ -20,10 +21,11 @@ import {
   RESPONSE_PARAMTYPE,
   TRANSPORT_METADATA,
 } from './idempotency-metadata.constants.js';
-import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
+import { GRAPHQL_TRANSPORT } from '../transports/graphql/graphql-resolvers.handler-kind.js';
+import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions, toRetryAfterSeconds } from '../idempotency.options.js';
 import { toRecordedErrors, toRecordPolicy } from '../recording/recording.options.js';
 import { recordingMessages } from '../recording/recording.messages.js';
-import type { IdempotentHandlerOptions, KeySource } from './idempotent-handler.options.js';
+import type { IdempotentHandlerOptions, KeyEntry, KeySource } from './idempotent-handler.options.js';
 import type { IdempotencyMode, InFlightPolicy, IsolationLevel, RecordPolicy } from '../options/handler-values.js';
 
 /** How long a lease is renewed while its handler runs, unless the handler says otherwise. */
@@ -56,7 +58,10 @@ export interface ResolvedHandler {
   readonly successStatus: number | undefined;
   /** HTTP: the route's request method (`'POST'`, ...); undefined for a message handler. */
   readonly requestMethod: string | undefined;
-  readonly key: KeySource | undefined;
+  /** Where its key is read, first found first (its `key`, else the module's `key` for its entry); undefined: the entry's default. */
+  readonly key: readonly KeySource[] | undefined;
+  /** False: a delivery without a key runs the handler unclaimed, as if it were not decorated (HTTP and GraphQL only). */
+  readonly required: boolean;
   /**
    * The function answering the caller a key is scoped to (the handler's `scope`, else the module's
    * for a key from the client's `Idempotency-Key` header); `false`: shared on purpose; undefined:
@@ -80,6 +85,8 @@ export interface ResolvedHandler {
   readonly isolationLevel: IsolationLevel | undefined;
   readonly maxAttempts: number;
   readonly retryDelayMs: number;
+  /** HTTP and GraphQL: the seconds of the `Retry-After` of a refusal a retry may settle (409, 503). */
+  readonly retryAfterSeconds: number;
   /** HTTP: the handler takes `@Res()` or `@Next()` without `passthrough`, so Nest sends nothing for it. */
   readonly respondsItself: boolean;
   readonly mode: IdempotencyMode;
@@ -187,7 +194,7 @@ export class IdempotencyMetadataAccessor {
     if (typeof options.consumer !== 'string' || options.consumer.length === 0 || options.consumer.length > 255) {
       throw new IdempotencyOptionsError(handlerMessages.invalidRunConsumer(options.consumer));
     }
-    return this.resolveOptions(`run(${options.consumer})`, options.consumer, { ...options, fingerprint: false }, { requestMethod: undefined, clientKey: false, respondsItself: false, request: false });
+    return this.resolveOptions(`run(${options.consumer})`, options.consumer, { ...options, fingerprint: false }, { requestMethod: undefined, entry: undefined, sendersKey: true, respondsItself: false, request: false });
   }
 
   private resolveNew(target: Type, methodName: string): ResolvedHandler {
@@ -196,14 +203,13 @@ export class IdempotencyMetadataAccessor {
     const options = this.getOptions(method) ?? {};
     const patterns = this.getPatterns(method);
     const requestMethod = patterns ? undefined : routeMethod(method);
-    const contract = patterns
-      ? patterns.patterns.map(patternKey).join(' | ')
-      : requestMethod
-        ? `${requestMethod} ${routePath(target, method)}`
-        : providerHandlerOf(this.providerHandlerKinds, target, methodName)?.contract;
+    const provider = patterns || requestMethod ? undefined : providerHandlerOf(this.providerHandlerKinds, target, methodName);
+    const contract = patterns ? patterns.patterns.map(patternKey).join(' | ') : requestMethod ? `${requestMethod} ${routePath(target, method)}` : provider?.contract;
+    const entry: KeyEntry | undefined = patterns ? 'rpc' : requestMethod ? 'http' : provider?.kind.transport === GRAPHQL_TRANSPORT ? 'graphql' : undefined;
     const handler = this.resolveOptions(name, options.consumer ?? contract ?? name, options, {
       requestMethod,
-      clientKey: !patterns && isClientKey(options.key),
+      entry,
+      sendersKey: entry === 'rpc',
       respondsItself: respondsItself(target, methodName),
       request: !patterns,
     });
@@ -217,10 +223,13 @@ export class IdempotencyMetadataAccessor {
     name: string,
     consumer: string,
     options: IdempotentHandlerOptions,
-    shape: { requestMethod: string | undefined; clientKey: boolean; respondsItself: boolean; request: boolean },
+    shape: { requestMethod: string | undefined; entry: KeyEntry | undefined; sendersKey: boolean; respondsItself: boolean; request: boolean },
   ): ResolvedHandler {
-    const { requestMethod, clientKey } = shape;
+    const { requestMethod, entry } = shape;
     const mode = oneOf(`mode of ${name}`, options.mode, MODES) ?? 'transaction';
+    const key = options.key === undefined ? entry && this.moduleOptions.key[entry] : toKeySources(`key of ${name}`, options.key);
+    const clientKey = !shape.sendersKey && isClientKey(key);
+    const moduleScope = entry === 'rpc' || (entry && clientKey) ? this.moduleOptions.scope[entry] : undefined;
     return {
       name,
       consumer,
@@ -228,8 +237,9 @@ export class IdempotencyMetadataAccessor {
       namesConsumer: options.consumer !== undefined,
       successStatus: undefined,
       requestMethod,
-      key: options.key,
-      scope: toScope(name, options.scope, clientKey ? this.moduleOptions.scope : undefined),
+      key,
+      required: toRequired(name, options.required, entry),
+      scope: toScope(name, options.scope, moduleScope),
       clientKey,
       sender: toSender(name, options.sender ?? DEFAULT_SENDER),
       retentionMs: options.retention
@@ -240,6 +250,8 @@ export class IdempotencyMetadataAccessor {
       isolationLevel: oneOf(`isolationLevel of ${name}`, options.isolationLevel, ISOLATION_LEVELS),
       maxAttempts: toAttemptLimit(`maxAttempts of ${name}`, options.maxAttempts ?? 5),
       retryDelayMs: toMilliseconds(`retryDelay of ${name}`, options.retryDelay ?? '1s', MAX_TIMER_MS),
+      retryAfterSeconds:
+        options.retryAfter === undefined ? this.moduleOptions.retryAfterSeconds : toRetryAfterSeconds(`retryAfter of ${name}`, options.retryAfter),
       respondsItself: shape.respondsItself,
       mode,
       leaseMs: toMilliseconds(`lease of ${name}`, options.lease ?? '30s', MAX_TIMER_MS),
@@ -314,9 +326,21 @@ function routePath(target: Type, method: object): string {
   return `/${segments.filter(Boolean).join('/')}`;
 }
 
-/** Whether the key is one the client chose, in the `Idempotency-Key` header (the HTTP default). */
-function isClientKey(key: KeySource | undefined): boolean {
-  return key === undefined || (typeof key === 'object' && 'header' in key && key.header.toLowerCase() === IDEMPOTENCY_KEY_HEADER.toLowerCase());
+/** Whether the key is one the client chose, in the `Idempotency-Key` header (the HTTP default), when it is sent there. */
+function isClientKey(key: readonly KeySource[] | undefined): boolean {
+  return key === undefined || key.some((source) => typeof source === 'object' && 'header' in source && source.header.toLowerCase() === IDEMPOTENCY_KEY_HEADER.toLowerCase());
+}
+
+/** `required`, which only a handler whose callers may send no key (an HTTP route, a GraphQL mutation) may turn off. */
+function toRequired(name: string, value: unknown, entry: KeyEntry | undefined): boolean {
+  if (value === undefined) {
+    return true;
+  }
+  const required = toFlag(`required of ${name}`, value);
+  if (!required && entry !== 'http' && entry !== 'graphql') {
+    throw new IdempotencyOptionsError(handlerMessages.optionalKeyNotHttp(name));
+  }
+  return required;
 }
 
 function toScope(name: string, value: unknown, moduleDefault: ResolvedHandler['scope']): ResolvedHandler['scope'] {

@@ -4,15 +4,27 @@ import type { IdempotencyMode, InFlightPolicy, IsolationLevel, RecordPolicy } fr
 
 /**
  * Where a message's idempotency key is read from:
- * - `{ header: 'Idempotency-Key' }`: a request header (HTTP) or message header (brokers);
+ * - `{ header: 'Idempotency-Key' }`: a request header (HTTP) or message header (brokers); the
+ *   `Idempotency-Key` header of an HTTP request may hold the key bare (`k1`) or as the IETF draft
+ *   writes it, a Structured Field string (`"k1"`): both are the key `k1`;
  * - `{ body: 'data.id' }`: a dotted path in the HTTP body, the message payload (webhooks) or a
- *   GraphQL mutation's arguments (`'input.requestId'`);
- * - a function of the execution context that returns the key.
+ *   GraphQL mutation's arguments (`'input.requestId'`, `'idempotencyKey'`);
+ * - a function of the execution context that returns the key (`undefined` or `null`: none).
+ *
+ * A list of them is tried in order, and the first that holds a value is the key:
+ * `[{ body: 'idempotencyKey' }, { header: 'Idempotency-Key' }]`.
  */
 export type KeySource =
   | { header: string }
   | { body: string }
-  | ((context: ExecutionContext) => string | number | undefined);
+  | ((context: ExecutionContext) => string | number | undefined | null);
+
+/**
+ * The ways in which deliveries reach handlers, for the module's defaults per entry: `http` (a
+ * controller's route), `graphql` (a resolver's `@Mutation()`), `rpc` (a `@MessagePattern()` or
+ * `@EventPattern()` of a Nest microservice: RabbitMQ, NATS, ...).
+ */
+export type KeyEntry = 'http' | 'graphql' | 'rpc';
 
 /**
  * Whose namespace a key belongs to: a function of the execution context that answers the caller's
@@ -52,13 +64,23 @@ export interface IdempotentHandlerOptions {
    */
   store?: string;
   /**
-   * Where the idempotency key comes from.
-   * @default `{ header: 'Idempotency-Key' }` for HTTP and GraphQL mutations (the header of the
+   * Where the idempotency key comes from: a source, or a list of them tried in order (see `KeySource`).
+   * @default the module's `key` for the handler's entry (`http`, `graphql`, `rpc`); else
+   * `{ header: 'Idempotency-Key' }` for HTTP and GraphQL mutations (the header of the
    * request that carries the operation); the AMQP `messageId` property for RabbitMQ;
    * the `Nats-Msg-Id` header for NATS and NATS JetStream; for SQS the `MessageDeduplicationId`
    * (FIFO queues), else the `MessageId`; the job id for BullMQ
    */
-  key?: KeySource;
+  key?: KeySource | readonly KeySource[];
+  /**
+   * `false`: a request that carries no key (none of the key's sources holds a value) runs the
+   * handler as if it were not decorated: no claim, no transaction of the module, nothing recorded,
+   * `IdempotencyContext` not active. A request with a key is processed exactly once, as ever, and
+   * a key that is there but invalid (empty, too long) is still refused. HTTP routes and GraphQL
+   * mutations only: on a message handler it is refused at start-up.
+   * @default true (a request without a key is refused: HTTP 400, GraphQL `IDEMPOTENCY_INVALID_KEY`)
+   */
+  required?: boolean;
   /**
    * Scopes the key to the caller: two callers who send the same key each get their own claim,
    * their own handler run and their own recorded answer. A function of the execution context
@@ -87,11 +109,12 @@ export interface IdempotentHandlerOptions {
   /**
    * The name the claim is scoped to: a key is processed once per consumer. Each handler needs its
    * own; the module refuses to start when two handlers claim the same name.
-   * @default the route (`'POST /credits'`), the message pattern, or the mutation
-   * (`'graphql Mutation.grantCredit'`): a name that survives renaming the class or the method; a
-   * method inherited from a base class gets the route of each controller that extends it. (Before
-   * 0.3.0 it was the class and the method name, `'CreditsController.grant'`; ids stored under it
-   * are still recognised.)
+   * @default the handler's external contract, which renaming its class or method leaves as it is:
+   * a route's method and path as the controller and the method declare them (`'POST /credits'`,
+   * no global prefix, no version), a message pattern (`'credits.grant'`), a GraphQL mutation's
+   * schema coordinate (`'graphql Mutation.grantCredit'`), a BullMQ queue (`'bullmq payments'`).
+   * A method inherited by several controllers gets the contract of each. (Before 0.3.0 it was the
+   * class and the method name, `'CreditsController.grant'`; ids stored under it are still recognised.)
    */
   consumer?: string;
   /**
@@ -171,4 +194,11 @@ export interface IdempotentHandlerOptions {
    * @default '1s'
    */
   retryDelay?: Duration;
+  /**
+   * HTTP and GraphQL: how long a client is told to wait before it retries a refusal that a retry
+   * may settle: a twin still in flight (409) and no database connection in time (503), in the
+   * `Retry-After` header (GraphQL: `extensions.retryAfter`), in whole seconds (rounded up).
+   * @default the module's `retryAfter` (`'1s'`)
+   */
+  retryAfter?: Duration;
 }

@@ -1,5 +1,7 @@
+import type { ExecutionContext } from '@nestjs/common';
+import type { KeySource } from '../decorators/idempotent-handler.options.js';
 import { MAX_KEY_LENGTH } from '../idempotency.constants.js';
-import { IdempotencyKeyError } from '../errors/idempotency.errors.js';
+import { IdempotencyKeyError, IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 import { keyMessages } from './key.messages.js';
 
 // eslint-disable-next-line no-control-regex
@@ -66,6 +68,76 @@ function characterCount(text: string): number {
     }
   }
   return count;
+}
+
+/**
+ * A handler's or the module's `key` as a list of sources, tried in order.
+ * @throws IdempotencyOptionsError naming `name` when it is no source nor a non-empty list of them.
+ * @internal
+ */
+export function toKeySources(name: string, value: unknown): readonly KeySource[] {
+  const sources: unknown[] = Array.isArray(value) ? value : [value];
+  if (sources.length === 0 || !sources.every(isKeySource)) {
+    throw new IdempotencyOptionsError(keyMessages.invalidKeySource(name, value));
+  }
+  return sources as KeySource[];
+}
+
+function isKeySource(value: unknown): boolean {
+  if (typeof value === 'function') {
+    return true;
+  }
+  const fields = value !== null && typeof value === 'object' ? Object.entries(value) : [];
+  return fields.length === 1 && (fields[0][0] === 'header' || fields[0][0] === 'body') && typeof fields[0][1] === 'string' && fields[0][1].length > 0;
+}
+
+/**
+ * One place a delivery's key may be: where, for errors (`the Idempotency-Key header`), and what a
+ * delivery from `source` holds there (`undefined` or `null`: nothing).
+ * @internal
+ */
+export interface KeyLookup<S> {
+  readonly where: string;
+  readonly find: (context: ExecutionContext, source: S) => unknown;
+}
+
+/**
+ * The key reader of `lookups`: the value of the first that holds one, checked as a key.
+ * @throws IdempotencyKeyError when none holds a value (naming every place looked at), or the value is no valid key.
+ * @internal
+ */
+export function keyReader<S>(lookups: readonly KeyLookup<S>[]): (context: ExecutionContext, source: S) => string {
+  if (lookups.length === 1) {
+    const [{ where, find }] = lookups;
+    return (context, source) => toMessageKey(find(context, source), where);
+  }
+  const everywhere = lookups.map(({ where }) => where).join(' or ');
+  return (context, source) => {
+    for (const { where, find } of lookups) {
+      const value = find(context, source);
+      if (value !== undefined && value !== null) {
+        return toMessageKey(value, where);
+      }
+    }
+    return toMessageKey(undefined, everywhere);
+  };
+}
+
+/**
+ * Whether a delivery holds no key in any of `lookups`; a place that cannot be read (a header sent
+ * twice) holds one, for the key reader to refuse.
+ * @internal
+ */
+export function keyAbsence<S>(lookups: readonly KeyLookup<S>[]): (context: ExecutionContext, source: S) => boolean {
+  return (context, source) =>
+    lookups.every(({ find }) => {
+      try {
+        const value = find(context, source);
+        return value === undefined || value === null;
+      } catch {
+        return false;
+      }
+    });
 }
 
 /** Reads a dotted path such as `'data.id'` out of a parsed body or payload. */

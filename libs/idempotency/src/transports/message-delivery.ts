@@ -7,9 +7,10 @@ import { IdempotencyMetadataAccessor, type ResolvedHandler } from '../decorators
 import { IdempotencyExplorer } from '../discovery/idempotency.explorer.js';
 import { classify } from '../errors/delivery-error-classes.js';
 import { IdempotencyKeyError, IdempotencyUnsupportedHandlerError } from '../errors/idempotency.errors.js';
-import { readPath, toMessageKey } from '../keys/message-key.js';
+import { keyAbsence, type KeyLookup, keyReader, readPath, toMessageKey } from '../keys/message-key.js';
 import { type InboundMessage, MESSAGE_TRANSPORTS, type MessageTransport, type Verdict } from './message-transport.js';
 import { markReported } from './reported-failures.js';
+import { answerRetryAfter } from './http/retry-after.js';
 import { transportMessages } from './transport.messages.js';
 
 /** One message to an idempotent handler, as the core hands it back to this entry. */
@@ -20,7 +21,10 @@ interface MessageSource {
   readonly run: () => Promise<unknown>;
 }
 
-type MessagePlan = HandlerPlan<MessageSource>;
+/** A message handler's plan: the core's, and, for a GraphQL mutation whose key is optional, whether a delivery carries none. */
+interface MessagePlan extends HandlerPlan<MessageSource> {
+  readonly keyless: ((context: ExecutionContext, source: MessageSource) => boolean) | undefined;
+}
 
 /**
  * The values a handler's Observable emitted when they were not one (`from([{ page: 1 }, { page: 2 }])`):
@@ -83,8 +87,8 @@ export class MessageDelivery implements DeliveryEntry<MessageSource>, OnApplicat
         const target = context.getClass();
         const method = context.getHandler();
         const plan = this.plans.get(target, method) ?? this.plans.set(target, method, this.planOf(this.accessor.resolve(context), transport));
-        const run = async () => replyOfValues(await lastValueFrom(next.handle().pipe(toArray())));
-        return from(this.core.deliver(plan, context, { transport, message, run }, this)).pipe(mergeMap(emitted));
+        const source: MessageSource = { transport, message, run: async () => replyOfValues(await lastValueFrom(next.handle().pipe(toArray()))) };
+        return plan.keyless?.(context, source) ? next.handle() : from(this.core.deliver(plan, context, source, this)).pipe(mergeMap(emitted));
       }
     }
     const handler = `${context.getClass().name}.${context.getHandler().name}`;
@@ -124,8 +128,9 @@ export class MessageDelivery implements DeliveryEntry<MessageSource>, OnApplicat
     return answering ? answering.answer(result, false) : result;
   }
 
-  /** Settles the failed message with its broker, and answers what its adapter says. */
+  /** Settles the failed message with its broker, and answers what its adapter says (GraphQL: with the handler's `retryAfter`). */
   fail(error: unknown, delivery: Delivery<MessageSource>, { message }: MessageSource): unknown {
+    answerRetryAfter(error, delivery.handler.retryAfterSeconds);
     const answer = message.settle?.(verdictFor(error, delivery), delivery.consumer);
     if (answer && 'reply' in answer) {
       return answer.reply;
@@ -141,11 +146,13 @@ export class MessageDelivery implements DeliveryEntry<MessageSource>, OnApplicat
   private planOf(handler: ResolvedHandler, transport?: MessageTransport): MessagePlan {
     let plan = this.byHandler.get(handler);
     if (!plan) {
-      plan = this.core.plan<MessageSource>(handler, {
-        key: keyReader(handler),
+      const lookups = keyLookups(handler);
+      const core = this.core.plan<MessageSource>(handler, {
+        key: lookups ? keyReader(lookups) : messageIdReader,
         request: ({ message }) => message.request,
         defaultInFlight: transport?.defaultInFlight ?? 'wait',
       });
+      plan = { ...core, keyless: handler.required ? undefined : keyAbsence(lookups ?? [MESSAGE_ID]) };
       this.byHandler.set(handler, plan);
     }
     return plan;
@@ -197,26 +204,28 @@ function verdictFor(error: unknown, { handler, request }: Delivery<MessageSource
   };
 }
 
-/** The key reader of `handler`: its `key` option (a function, a payload field, a message header), else the broker's own message id. */
-function keyReader(handler: ResolvedHandler): (context: ExecutionContext, source: MessageSource) => string {
-  const source = handler.key;
-  if (typeof source === 'function') {
-    return (context) => toMessageKey(source(context), 'the key function');
-  }
-  if (source && 'body' in source) {
-    const path = source.body;
-    const where = `'${path}' in the message payload`;
-    return (_context, { message }) => toMessageKey(readPath(message.payload, path), where);
-  }
-  if (source) {
-    const name = source.header;
-    const where = `the ${name} message header`;
-    return (_context, { message }) => toMessageKey(message.header(name), where);
-  }
-  return (_context, { transport, message }) => {
-    if (transport.messageIdSource === undefined) {
-      throw new IdempotencyKeyError(transportMessages.unsupportedTransport(transport.name), 'transport');
+/** Where `handler` looks for its key (`key`: functions, payload fields, message headers); undefined: the broker's own message id. */
+function keyLookups(handler: ResolvedHandler): KeyLookup<MessageSource>[] | undefined {
+  return handler.key?.map((source): KeyLookup<MessageSource> => {
+    if (typeof source === 'function') {
+      return { where: 'the key function', find: (context) => source(context) };
     }
-    return toMessageKey(message.messageId, transport.messageIdSource);
-  };
+    if ('body' in source) {
+      const path = source.body;
+      return { where: `'${path}' in the message payload`, find: (_context, { message }) => readPath(message.payload, path) };
+    }
+    const name = source.header;
+    return { where: `the ${name} message header`, find: (_context, { message }) => message.header(name) };
+  });
+}
+
+/** The broker's own id of the message, the default key. */
+const MESSAGE_ID: KeyLookup<MessageSource> = { where: 'the message id', find: (_context, { message }) => message.messageId };
+
+/** Reads the default key, the broker's own id of the message, where its transport names one. */
+function messageIdReader(_context: ExecutionContext, { transport, message }: MessageSource): string {
+  if (transport.messageIdSource === undefined) {
+    throw new IdempotencyKeyError(transportMessages.unsupportedTransport(transport.name), 'transport');
+  }
+  return toMessageKey(message.messageId, transport.messageIdSource);
 }

@@ -1,6 +1,6 @@
 import { type ExecutionContext, Injectable } from '@nestjs/common';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from '../../idempotency.constants.js';
-import { type HeaderSource, requestHeaderText } from '../http/header-text.js';
+import { type HeaderSource, requestKeyHeader } from '../http/header-text.js';
 import type { InboundMessage, MessageTransport } from '../message-transport.js';
 import { answerOf, type GraphqlResolveInfo, recordAnswer } from './graphql-replay.js';
 import { GRAPHQL_TRANSPORT } from './graphql-resolvers.handler-kind.js';
@@ -37,7 +37,7 @@ export class GraphqlTransport implements MessageTransport {
     }
     const [, args, graphqlContext, info] = context.getArgs<[unknown, unknown, GraphqlContext | undefined, GraphqlResolveInfo]>();
     const request = graphqlContext?.req;
-    const header = (name: string) => requestHeaderText(request, name.toLowerCase(), `the ${name} header`);
+    const header = (name: string) => requestKeyHeader(request, name.toLowerCase(), `the ${name} header`);
     return {
       payload: args,
       get messageId() {

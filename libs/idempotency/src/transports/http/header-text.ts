@@ -1,5 +1,8 @@
 import { IdempotencyKeyError } from '../../errors/idempotency.errors.js';
+import { IDEMPOTENCY_KEY_HEADER } from '../../idempotency.constants.js';
 import { keyMessages } from '../../keys/key.messages.js';
+
+const KEY_HEADER = IDEMPOTENCY_KEY_HEADER.toLowerCase();
 
 // eslint-disable-next-line no-control-regex
 const NON_ASCII = /[^\u0000-\u007f]/;
@@ -52,6 +55,48 @@ export function requestHeaderText(request: HeaderSource | undefined, name: strin
     }
   }
   return headerText(value, source);
+}
+
+/**
+ * A key in the request header `name` (lower-case), as `requestHeaderText` reads it. The
+ * `Idempotency-Key` header's value is, as the IETF draft defines it, a Structured Field string
+ * (RFC 8941: `"8e03978e-..."`): the key is what the quotes hold, its escapes (`\"`, `\\`)
+ * undone. A value that does not start with a double quote is the key as it is (a bare token, as
+ * clients sent it before), so `"k1"` and `k1` are one key.
+ * @throws IdempotencyKeyError as `requestHeaderText` does, and when a quoted `Idempotency-Key` is
+ * no sf-string: no closing quote, anything after it (parameters too), a character outside
+ * printable ASCII, or a backslash before anything but `"` or `\`.
+ * @internal
+ */
+export function requestKeyHeader(request: HeaderSource | undefined, name: string, source: string): unknown {
+  const value = requestHeaderText(request, name, source);
+  return name === KEY_HEADER && typeof value === 'string' && value.startsWith('"') ? structuredString(value, source) : value;
+}
+
+/** The text of the sf-string `value` (RFC 8941, section 4.2.5), which starts with its opening quote. */
+function structuredString(value: string, source: string): string {
+  let text = '';
+  for (let index = 1; index < value.length; index++) {
+    const character = value[index];
+    if (character === '"') {
+      if (index === value.length - 1) {
+        return text;
+      }
+      break;
+    }
+    if (character === '\\') {
+      const escaped = value[++index];
+      if (escaped !== '"' && escaped !== '\\') {
+        break;
+      }
+      text += escaped;
+    } else if (character < ' ' || character > '~') {
+      break;
+    } else {
+      text += character;
+    }
+  }
+  throw new IdempotencyKeyError(keyMessages.textNotStructuredString('idempotency key', source), source);
 }
 
 /** How many lines of `rawHeaders` carry the header `name` (lower-case). */

@@ -11,10 +11,11 @@ import { classify, failureOutcome, statusOutcome } from '../../errors/delivery-e
 import { IdempotencyClaimTransactionError, IdempotencyError, IdempotencyResponseTooLargeError, IdempotencyTransientError } from '../../errors/idempotency.errors.js';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from '../../idempotency.constants.js';
 import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../../idempotency.options.js';
-import { readPath, toMessageKey } from '../../keys/message-key.js';
-import { type HeaderSource, requestHeaderText } from './header-text.js';
+import { keyAbsence, type KeyLookup, keyReader, readPath } from '../../keys/message-key.js';
+import { type HeaderSource, requestKeyHeader } from './header-text.js';
 import { httpMessages } from './http.messages.js';
 import { problemAnswer } from './problem-details.js';
+import { answerRetryAfter } from './retry-after.js';
 import { type CapturedResponse, findHeaderName, headersAsSent, type HeaderValues, mergeHeaders, ResponseCapture } from './response-capture.js';
 
 /**
@@ -56,9 +57,13 @@ interface HttpExchange {
   readonly next: CallHandler;
 }
 
-/** An HTTP handler's plan: the core's, and whether its client's key is shared by the callers (no `scope`). */
+/**
+ * An HTTP handler's plan: the core's, whether its client's key is shared by the callers (no
+ * `scope`), and, for a handler whose key is optional, whether a request carries none.
+ */
 interface HttpPlan extends HandlerPlan<HttpExchange> {
   readonly unscopedClientKey: boolean;
+  readonly keyless: ((context: ExecutionContext, exchange: HttpExchange) => boolean) | undefined;
 }
 
 /** Subscribes to the route handler's answer once, as Nest's own pipeline does. */
@@ -109,6 +114,9 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
     }
     // Set before the handler's pipeline: set anew for every request.
     const exchange: HttpExchange = { request, raw, before: headersAsSent(raw, response.getHeaders()), next };
+    if (plan.keyless?.(context, exchange)) {
+      return lastValueFrom(next.handle(), LAST_VALUE);
+    }
     return this.core.deliver(plan, context, exchange, this);
   }
 
@@ -154,11 +162,12 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
   }
 
   /**
-   * Answers the failure as the module's exception filter will; one answered 500 is the server's to
-   * fix (a store's missing schema, a handler that ended the claim's transaction), logged besides,
-   * as Nest logs the 500s it answers itself.
+   * Answers the failure as the module's exception filter will, with the handler's `Retry-After`;
+   * one answered 500 is the server's to fix (a store's missing schema, a handler that ended the
+   * claim's transaction), logged besides, as Nest logs the 500s it answers itself.
    */
-  fail(error: unknown): never {
+  fail(error: unknown, delivery: Delivery<HttpExchange>): never {
+    answerRetryAfter(error, delivery.handler.retryAfterSeconds);
     if (classify(error)?.status === HttpStatus.INTERNAL_SERVER_ERROR) {
       this.logger.error((error as Error).message);
     }
@@ -195,8 +204,9 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
 
   /** The plan of `handler`, an HTTP route. */
   private compile(handler: ResolvedHandler): HttpPlan {
+    const lookups = keyLookups(handler);
     const plan = this.core.plan<HttpExchange>(handler, {
-      key: keyReader(handler),
+      key: keyReader(lookups),
       request: ({ request }) => ({ method: request.method, url: request.originalUrl ?? request.url, body: request.body }),
       defaultInFlight: 'reject',
       // A key the module's scope does not scope (one not from the client's Idempotency-Key header) is bound to its caller by the fingerprint.
@@ -204,7 +214,7 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
       // Noted at debug level: a key claimed in the anonymous callers' namespace.
       onAnonymousCaller: (key) => this.logger.debug(httpMessages.anonymousCaller(handler.name, handler.consumer, key)),
     });
-    return { ...plan, unscopedClientKey: handler.scope === undefined && handler.clientKey };
+    return { ...plan, unscopedClientKey: handler.scope === undefined && handler.clientKey, keyless: handler.required ? undefined : keyAbsence(lookups) };
   }
 
   /**
@@ -237,6 +247,7 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
       capture.flush();
     } catch (error) {
       const failure = asAnswerable(error, request);
+      answerRetryAfter(failure, delivery.handler.retryAfterSeconds);
       this.logger.error(failure.message, failure.cause instanceof Error ? failure.cause.stack : undefined);
       const answer = problemAnswer(failure);
       capture.replace(answer.status, mergeHeaders(before, answer.headers), Buffer.from(JSON.stringify(answer.body)));
@@ -296,20 +307,20 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
   }
 }
 
-/** The key reader of `handler`: its key function, a request header (the client's `Idempotency-Key` by default), or a field of the body. */
-function keyReader(handler: ResolvedHandler): (context: ExecutionContext, exchange: HttpExchange) => string {
-  const source = handler.key ?? { header: IDEMPOTENCY_KEY_HEADER };
-  if (typeof source === 'function') {
-    return (context) => toMessageKey(source(context), 'the key function');
-  }
-  if ('header' in source) {
-    const name = source.header.toLowerCase();
-    const where = `the ${source.header} header`;
-    return (_context, { request }) => toMessageKey(requestHeaderText(request, name, where), where);
-  }
-  const path = source.body;
-  const where = `'${path}' in the request body`;
-  return (_context, { request }) => toMessageKey(readPath(request.body, path), where);
+/** Where `handler` looks for its key: its key functions, request headers (the client's `Idempotency-Key` by default), fields of the body. */
+function keyLookups(handler: ResolvedHandler): KeyLookup<HttpExchange>[] {
+  return (handler.key ?? [{ header: IDEMPOTENCY_KEY_HEADER }]).map((source): KeyLookup<HttpExchange> => {
+    if (typeof source === 'function') {
+      return { where: 'the key function', find: (context) => source(context) };
+    }
+    if ('header' in source) {
+      const name = source.header.toLowerCase();
+      const where = `the ${source.header} header`;
+      return { where, find: (_context, { request }) => requestKeyHeader(request, name, where) };
+    }
+    const path = source.body;
+    return { where: `'${path}' in the request body`, find: (_context, { request }) => readPath(request.body, path) };
+  });
 }
 
 /** A status that commits: 2xx, and 3xx but 304 (an answer to a conditional request, not the operation's). */

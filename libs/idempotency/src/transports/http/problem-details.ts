@@ -1,6 +1,6 @@
 import { classify, type DeliveryErrorClass } from '../../errors/delivery-error-classes.js';
 import type { IdempotencyError } from '../../errors/idempotency.errors.js';
-import { RETRY_AFTER_SECONDS } from './http.constants.js';
+import { retryAfterOf } from './retry-after.js';
 
 /** An RFC 9457 problem answer; `code`, an extension member, is the failure's code on every entry. */
 export interface ProblemAnswer {
@@ -16,7 +16,7 @@ export function problemAnswer(error: IdempotencyError): ProblemAnswer {
     status: problem.status,
     headers: {
       'content-type': 'application/problem+json',
-      ...(problem.retryable ? { 'retry-after': String(RETRY_AFTER_SECONDS) } : {}),
+      ...(problem.retryable ? { 'retry-after': String(retryAfterOf(error)) } : {}),
     },
     body: { type: `urn:idempotency:${problem.slug}`, title: problem.title, status: problem.status, detail: error.message, code: problem.code },
   };
