@@ -210,7 +210,7 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
       request: ({ request }) => ({ method: request.method, url: request.originalUrl ?? request.url, body: request.body }),
       defaultInFlight: 'reject',
       // A key the module's scope does not scope (one not from the client's Idempotency-Key header) is bound to its caller by the fingerprint.
-      caller: handler.scope === undefined ? this.options.scope : undefined,
+      caller: handler.scope === undefined ? this.options.scope.http : undefined,
       // Noted at debug level: a key claimed in the anonymous callers' namespace.
       onAnonymousCaller: (key) => this.logger.debug(httpMessages.anonymousCaller(handler.name, handler.consumer, key)),
     });
