@@ -143,6 +143,12 @@ describe.each(LAYERS)('the claim on the %s data layer', (layer) => {
     expect(await rows(account)).toBe(2);
   });
 
+  it("statements the handler sends at once take turns on the claim's connection, without node-postgres's warning of a query sent while another runs", async () => {
+    expect((await credit(app.baseUrl, 'at-once', 'at-once', { concurrent: 3 })).status).toBe(201);
+    expect(await rows('at-once')).toBe(4);
+    expect(app.output()).not.toContain('already executing a query');
+  });
+
   it('two handlers that resume in one tick each read their own uncommitted write, and not the other\'s', async () => {
     const meet = (key: string) =>
       fetch(`${app.baseUrl}/meets/meets`, { method: 'POST', headers: { 'content-type': 'application/json', 'Idempotency-Key': key }, body: JSON.stringify({ meeting: 'tick' }) }).then(

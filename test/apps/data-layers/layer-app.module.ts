@@ -67,6 +67,8 @@ interface CreditBody {
   nested?: NestedEnding;
   /** Credits in transactions of the layer's own that run at once, ended as listed: the i-th writes cents × 10^(i+1). */
   parallel?: NestedEnding[];
+  /** Credits written at once, each a statement of its own. */
+  concurrent?: number;
   commitItself?: boolean;
 }
 
@@ -104,6 +106,7 @@ class LayerController {
   async credit(@Param('account') account: string, @Body() body: CreditBody) {
     await this.writer.credit(account, body.cents);
     if (body.nested) await this.writer.creditNested(account, body.cents * 100, body.nested);
+    if (body.concurrent) await Promise.all(Array.from({ length: body.concurrent }, () => this.writer.credit(account, body.cents)));
     if (body.parallel) await Promise.all(body.parallel.map((ending, i) => this.writer.creditNested(account, body.cents * 10 ** (i + 1), ending)));
     if (body.gate) await this.writer.waitAtGate(body.gate);
     if (body.commitItself) await this.writer.commitItself();

@@ -91,17 +91,17 @@ export class JoinedClaimConnection extends PgClaimConnection {
       }
       return Promise.reject(error);
     }
-    if (rewritten === undefined) {
-      return (this.pooled.query as Query)(...args);
-    }
-    const send = (sql: string) => (this.pooled.query as Query)(typeof first === 'string' ? sql : { ...(first as object), text: sql }, ...args.slice(1));
-    if (typeof rewritten === 'string') {
-      return send(rewritten);
-    }
-    if (typeof callback === 'function') {
-      rewritten.then(send, (error: unknown) => (callback as (error: unknown) => void)(error));
+    const pooled = this.pooled;
+    const send = (sql: string | undefined) =>
+      (pooled.query as Query).apply(pooled, sql === undefined ? args : [typeof first === 'string' ? sql : { ...(first as object), text: sql }, ...args.slice(1)]) as Promise<unknown>;
+    if (typeof callback === 'function' || typeof (first as { submit?: unknown } | null)?.submit === 'function') {
+      // A callback or a submittable (a cursor, a stream) answers no promise to wait for: sent as it comes.
+      if (typeof rewritten !== 'object') {
+        return send(rewritten);
+      }
+      rewritten.then(send, (error: unknown) => (typeof callback === 'function' ? (callback as (error: unknown) => void)(error) : undefined));
       return undefined;
     }
-    return rewritten.then(send);
+    return typeof rewritten === 'object' ? rewritten.then((sql) => this.inTurn(() => send(sql))) : this.inTurn(() => send(rewritten));
   }
 }

@@ -48,6 +48,9 @@ export abstract class PgClaimConnection implements ClaimConnection {
   protected readonly nested: NestedTransactions;
   /** What the handler's work added to the COMMIT (outbox messages). */
   private deferred: string[] = [];
+  /** The handler's statements sent and not yet answered, and the last of them, settled either way. */
+  private statementsInFlight = 0;
+  private lastStatement: Promise<unknown> | undefined;
   /** The level the claim's BEGIN set. */
   protected isolationLevel: IsolationLevel = 'READ COMMITTED';
 
@@ -153,6 +156,21 @@ export abstract class PgClaimConnection implements ClaimConnection {
     }
     this.mark(false);
     await this.release();
+  }
+
+  /**
+   * Sends a statement of the handler's once the ones it sent before are answered: statements that
+   * a pool would spread over several connections (`Promise.all` of writes) meet on the claim's one,
+   * where node-postgres 8 warns of a query sent while another runs (and 9 refuses it).
+   */
+  protected inTurn<T>(send: () => Promise<T>): Promise<T> {
+    const sent = this.statementsInFlight === 0 ? send() : this.lastStatement!.then(send);
+    this.statementsInFlight += 1;
+    const answered = () => {
+      this.statementsInFlight -= 1;
+    };
+    this.lastStatement = sent.then(answered, answered);
+    return sent;
   }
 
   /** Refuses a handler's COMMIT or ROLLBACK of the claim's own transaction (`atClaimLevel`), naming `call`. */

@@ -137,7 +137,7 @@ export class TypeOrmClaimConnection extends PgClaimConnection {
     } catch (error) {
       return Promise.reject(error);
     }
-    const run = (text: string) => (this.own.query as (...args: unknown[]) => Promise<never>).call(lease, text, parameters, structured);
+    const run = (text: string) => this.inTurn(() => (this.own.query as (...args: unknown[]) => Promise<never>).call(lease, text, parameters, structured));
     return typeof sent === 'object' ? sent.then(run) : run(sent ?? statement);
   }
 
