@@ -1,13 +1,14 @@
 import type { CallHandler, ExecutionContext } from '@nestjs/common';
-import { lastValueFrom } from 'rxjs';
+import type { Observable } from 'rxjs';
 
 /**
  * Stands in for the HTTP and message deliveries of `IdempotencyInterceptor` under
- * `IdempotencyTestingModule`: runs the handler once per call, claims nothing, replays nothing.
+ * `IdempotencyTestingModule`: runs the handler once per call, claims nothing, replays nothing, and
+ * answers what the handler emits, as it emits it.
  * @internal
  */
 export class PassThroughDelivery {
-  handle(_context: ExecutionContext, next: CallHandler): Promise<unknown> {
-    return lastValueFrom(next.handle(), { defaultValue: undefined });
+  handle(_context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    return next.handle();
   }
 }
