@@ -187,6 +187,27 @@ describe('the outbox: writes with the work, relay order, retries, dead letters, 
     expect(await db.query('SELECT id FROM outbox_messages WHERE id = $1', [rolledBack])).toEqual([]);
   });
 
+  it('refuses a `transaction` that is not an open transaction (the pool, a client before BEGIN, after COMMIT): nothing written, nothing sent', async () => {
+    const outbox = app.get(Outbox);
+    const [pooled, beforeBegin, afterCommit] = [newId('pooled'), newId('before-begin'), newId('after-commit')];
+    const message = (id: string) => ({ to: 'scripted', address: 'credits', payload: { id }, id });
+    const client = await db.connect();
+    try {
+      await expect(outbox.publish(message(pooled), { transaction: (sql) => app.get(DataSource).query(sql) })).rejects.toThrow(/outside a transaction block/);
+      await expect(outbox.publish(message(beforeBegin), { transaction: (sql) => client.query(sql) })).rejects.toThrow(IdempotencyOutboxError);
+      await client.query('BEGIN');
+      await client.query('COMMIT');
+      await expect(outbox.publish(message(afterCommit), { transaction: (sql) => client.query(sql) })).rejects.toThrow(IdempotencyOutboxError);
+    } finally {
+      await client.end();
+    }
+    const marker = newId('marker');
+    expect((await credit({ id: marker, account: 'acc-3' })).status).toBe(201);
+    await until(async () => received(marker), `${marker} was sent`);
+    expect(await db.query('SELECT id FROM outbox_messages WHERE id = ANY ($1)', [[pooled, beforeBegin, afterCommit]])).toEqual([]);
+    expect(broker.idsReceived().filter((id) => [pooled, beforeBegin, afterCommit].includes(id))).toEqual([]);
+  });
+
   it('retries a failed publish, and keeps the order of an ordering key through the retries', async () => {
     const [first, second, third] = [newId('ordered'), newId('ordered'), newId('ordered')];
     broker.failures.set(first, 2);

@@ -13,6 +13,10 @@ export const outboxMessages = {
       : `Outbox.publish() was called in ${inLease}, a handler in the lease mode, which has no transaction, and without \`transaction\`: `) +
     'a message must be written in the transaction of the work it announces. Call it inside an idempotent handler in the ' +
     "transactional mode, or pass `{ transaction: (sql) => ... }`, a function that runs a statement in your open transaction.",
+  notInTransaction: () =>
+    'Outbox.publish(): the `transaction` function ran its statement outside a transaction block (PostgreSQL: "LOCK TABLE can only be used in transaction blocks"), ' +
+    'where the message would commit on its own and be sent even if your work rolled back; nothing was written. Give a function that runs the statement in a ' +
+    'transaction you opened and have not ended: `(sql) => manager.query(sql)` in `dataSource.transaction()`, `(sql) => client.query(sql)` after BEGIN; not the pool.',
   unknownDestination: (to: unknown, known: readonly string[]) => `Outbox.publish(): no publisher ${JSON.stringify(to)}; outbox.publishers has ${known.join(', ')}.`,
   invalidField: (field: string, rule: string, value: unknown) => `Outbox.publish(): \`${field}\` must be ${rule}; got ${JSON.stringify(value)?.slice(0, 100)}.`,
   refused: (to: string, reason: string) => `Outbox.publish(): the publisher '${to}' cannot send this message: ${reason}`,

@@ -32,6 +32,15 @@ export function insertOutboxSql(table: string, row: OutboxRowLiterals): string {
   return `WITH ${written} SELECT count(*)::int AS written FROM (SELECT pg_notify('${table}', '') FROM written) AS woken`;
 }
 
+/**
+ * The check that a caller's statement function runs in a transaction block: PostgreSQL refuses
+ * LOCK TABLE outside one (25P01), and inside one this is the lock the INSERT takes anyway.
+ * @internal
+ */
+export function lockOutboxSql(table: string): string {
+  return `LOCK TABLE "${table}" IN ROW EXCLUSIVE MODE`;
+}
+
 /** A message the relay took, as PostgreSQL answers it. @internal */
 export interface OutboxRow {
   readonly seq: string;

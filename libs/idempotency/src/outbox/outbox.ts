@@ -8,7 +8,8 @@ import { IdempotencyOutboxError } from '../errors/idempotency.errors.js';
 import type { OutgoingMessage } from './outbox-publisher.js';
 import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from './outbox.options.js';
 import { outboxMessages } from './outbox.messages.js';
-import { insertOutboxSql } from './outbox.queries.js';
+import { PG_NO_ACTIVE_TRANSACTION } from '../claiming/claim.constants.js';
+import { insertOutboxSql, lockOutboxSql } from './outbox.queries.js';
 
 /** A message for `Outbox.publish()`. */
 export interface OutboxMessage {
@@ -45,7 +46,8 @@ export interface OutboxPublishOptions {
    * A function that runs one SQL statement in a transaction you opened, for a message written
    * outside an idempotent handler (or in a lease-mode handler): `(sql) => queryRunner.query(sql)`,
    * `(sql) => tx.$executeRawUnsafe(sql)`, `(sql) => client.query(sql)`. The message is then sent
-   * only if that transaction commits.
+   * only if that transaction commits. It runs two statements: a check that the transaction is
+   * open (a pool, or a client before BEGIN or after COMMIT, is refused with `IdempotencyOutboxError`), then the INSERT.
    * @default inside a transactional idempotent handler: the claim's transaction
    */
   readonly transaction?: TransactionStatements;
@@ -82,7 +84,8 @@ export class Outbox {
    * claim's (with no round trip of its own: it travels with the COMMIT, and is dropped if the work
    * rolls back); elsewhere, `options.transaction`'s.
    * @returns the message's id.
-   * @throws IdempotencyOutboxError when there is no transaction to write it in, the message is
+   * @throws IdempotencyOutboxError when there is no transaction to write it in (or `transaction`
+   *   runs its statements outside a transaction block), the message is
    *   not valid (an unknown `to`, a payload that is not JSON, a refusal of its publisher), or the
    *   claim's transaction wrote a message of its id already; nothing is written.
    */
@@ -104,7 +107,7 @@ export class Outbox {
       orderingKey: nullable(outgoing.orderingKey),
     });
     if (options.transaction !== undefined) {
-      await options.transaction(statement);
+      await this.writeInCallersTransaction(options.transaction, outbox.tableName, statement);
       return outgoing.id;
     }
     const claim = this.storage.getStore();
@@ -120,6 +123,22 @@ export class Outbox {
     this.idsWritten.set(claim.transaction, written);
     claim.transaction.defer(statement);
     return outgoing.id;
+  }
+
+  /**
+   * Writes in the caller's transaction, once a statement PostgreSQL runs only in a transaction
+   * block passed: a pool, or a client before BEGIN or after COMMIT, would commit the message on
+   * its own, and it would be sent whatever became of the work. The check is a statement of its own
+   * (no statement can tell from within whether it runs in a block, and a message of two statements
+   * answers an array that Prisma's `$queryRawUnsafe` cannot read): one round trip more.
+   */
+  private async writeInCallersTransaction(transaction: TransactionStatements, table: string, statement: string): Promise<void> {
+    try {
+      await transaction(lockOutboxSql(table));
+    } catch (error) {
+      throw reports(error, PG_NO_ACTIVE_TRANSACTION, 'can only be used in transaction blocks') ? new IdempotencyOutboxError(outboxMessages.notInTransaction(), { cause: error }) : error;
+    }
+    await transaction(statement);
   }
 
   private toOutgoing(outbox: ResolvedOutboxOptions, message: OutboxMessage): OutgoingMessage {
@@ -141,6 +160,23 @@ export class Outbox {
     }
     return outgoing;
   }
+}
+
+/**
+ * Whether a data layer's error is PostgreSQL's error `code`, however the layer wrapped it: its
+ * own `code`, a `driverError` (TypeORM) or a `cause` (Drizzle) that has it, or only the server's
+ * `text` in a message (Prisma).
+ */
+function reports(error: unknown, code: string, text: string): boolean {
+  let cause = error;
+  for (let depth = 0; typeof cause === 'object' && cause !== null && depth < 4; depth++) {
+    const { code: own, message, driverError, cause: next } = cause as { code?: unknown; message?: unknown; driverError?: unknown; cause?: unknown };
+    if (own === code || (typeof message === 'string' && message.includes(text))) {
+      return true;
+    }
+    cause = driverError ?? next;
+  }
+  return false;
 }
 
 /** A printable text of 1 to `max` characters (the id is the downstream key: checked as a key is). */
