@@ -405,6 +405,45 @@ describe('the relay between two polls (pollInterval 1h: it moves only when woken
   });
 });
 
+describe('a relay whose dead letters let their keys go (deadLetterHoldsKey: false, pollInterval 1h)', () => {
+  let db: TestDatabase;
+  let app: INestApplication;
+  const flaky = new ScriptedBroker();
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    const outboxMigration = (await schemaSql()).find((migration) => migration.name.endsWith('create-outbox-messages-table'))!;
+    await db.query(outboxMigration.sql);
+    ({ app } = await startDemoApp('express', db.url, [], false, {
+      purge: { interval: false },
+      outbox: { publishers: { scripted: flaky }, relay: { pollInterval: '1h', maxAttempts: 1, deadLetterHoldsKey: false } },
+    }));
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  it('sends the next message of a key once its dead letter is parked, and a requeued dead letter after it', async () => {
+    const ids = ['let-go-dead', 'let-go-next'];
+    flaky.failures.set('let-go-dead', 1);
+    const runner = app.get(DataSource).createQueryRunner();
+    await runner.startTransaction();
+    for (const id of ids) {
+      await app.get(Outbox).publish({ to: 'scripted', address: 'credits', payload: { id }, id, orderingKey: 'let-go' }, { transaction: (sql) => runner.query(sql) });
+    }
+    await runner.commitTransaction();
+    await runner.release();
+    await until(async () => flaky.idsReceived().includes('let-go-next'), 'the message after the dead letter was sent');
+    const admin = app.get(IdempotencyAdmin);
+    expect((await admin.outboxDeadLetters()).map((letter) => letter.id)).toEqual(['let-go-dead']);
+    expect(await admin.requeueDeadLetters({ ids: ['let-go-dead'], reason: 'broker fixed' })).toEqual(['let-go-dead']);
+    await until(async () => flaky.idsReceived().includes('let-go-dead'), 'the requeued dead letter was sent');
+    expect(flaky.idsReceived()).toEqual(['let-go-next', 'let-go-dead']);
+  });
+});
+
 describe.each(['pg', 'typeorm'])('a relay whose database connection ends mid-batch (data layer: %s)', (layer) => {
   const RELAY = resolve('dist/test-apps/test/apps/outbox/gated-relay.main.js');
   let db: TestDatabase;

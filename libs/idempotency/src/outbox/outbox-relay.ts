@@ -93,7 +93,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   private async batch(relay: ResolvedRelayOptions): Promise<boolean> {
     const connection = await this.join.connect(this.claims.connectionTimeoutMs, RELAY_CLAIMANT);
     try {
-      const [taken] = await connection.begin(undefined, [takeBatchSql(this.table, relay.batchSize)]);
+      const [taken] = await connection.begin(undefined, [takeBatchSql(this.table, relay.batchSize, relay.deadLetterHoldsKey)]);
       const rows = taken.rows as OutboxRow[];
       if (rows.length === 0) {
         await connection.rollback();
@@ -101,8 +101,9 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       }
       const errors = await Promise.all(rows.map((row) => this.publish(row, relay)));
       await this.settle(connection, relay, rows, errors);
-      // A batch takes one message per ordering key: the next one of a key just sent may be due now.
-      return rows.length === relay.batchSize || rows.some((row, index) => row.ordering_key !== null && errors[index] === undefined);
+      // A batch takes one message per ordering key: the next one of a key just sent (or whose dead letter lets it go) may be due now.
+      const keyMoved = (row: OutboxRow, index: number) => errors[index] === undefined || (!relay.deadLetterHoldsKey && row.attempts + 1 >= relay.maxAttempts);
+      return rows.length === relay.batchSize || rows.some((row, index) => row.ordering_key !== null && keyMoved(row, index));
     } finally {
       await connection.close();
     }
@@ -146,7 +147,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       const delayMs = Math.min(relay.maxRetryDelayMs, relay.retryDelayMs * 2 ** (attempt - 1));
       failures.push({ seq: row.seq, error: connection.literal(error), delayMs, dead });
       failedDestinations.push(row.destination);
-      this.logger.warn(dead ? outboxMessages.deadLettered(this.table, row.id, attempt, error) : outboxMessages.publishFailed(row.id, row.destination, attempt, delayMs, error));
+      this.logger.warn(dead ? outboxMessages.deadLettered(this.table, row.id, attempt, error, relay.deadLetterHoldsKey ? row.ordering_key : null) : outboxMessages.publishFailed(row.id, row.destination, attempt, delayMs, error));
     });
     await connection.commit([
       ...(published.length > 0 ? [markDispatchedSql(this.table, published.map((row) => row.seq))] : []),

@@ -32,8 +32,9 @@ export const outboxMessages = {
     `The outbox relay of ${table} started: batches of ${batchSize}, woken ${listens ? 'by NOTIFY at each commit that writes messages, and ' : ''}every ${pollIntervalMs} ms.`,
   relayFailed: (table: string, cause: string) => `The outbox relay of ${table} failed a batch and carries on after ${'`pollInterval`'}: ${cause}`,
   listenLost: (table: string, cause: string) => `The outbox relay of ${table} lost its LISTEN connection (${cause}); it polls until it has listened again.`,
-  deadLettered: (table: string, id: string, attempts: number, error: string) =>
+  deadLettered: (table: string, id: string, attempts: number, error: string, heldKey: string | null) =>
     `Outbox message ${shownKey(id)} of ${table} failed ${attempts} publishes and is parked as a dead letter (last error: ${error}); ` +
+    (heldKey === null ? '' : `it holds back the later messages of its ordering key ${shownKey(heldKey)} until then (outbox.relay.deadLetterHoldsKey): `) +
     'requeue or discard it with IdempotencyAdmin.',
   publishFailed: (id: string, destination: string, attempt: number, delayMs: number, error: string) =>
     `Outbox message ${shownKey(id)} to ${destination} failed publish ${attempt} (${error}); retried in ${delayMs} ms.`,

@@ -32,6 +32,15 @@ export interface OutboxRelayOptions {
    * @default 10
    */
   maxAttempts?: number;
+  /**
+   * Whether a dead letter holds back the later messages of its ordering key until it is requeued
+   * or discarded (`IdempotencyAdmin`), so that a key's messages are never sent out of order. With
+   * `false` the key's next message goes out once the dead letter is parked, as with
+   * `@nestjs/outbox`: the key keeps flowing, and the dead letter, if requeued, arrives after messages
+   * written after it.
+   * @default true
+   */
+  deadLetterHoldsKey?: boolean;
   /** The delay before a failed message is tried again, doubled at each further failure up to `maxRetryDelay`. @default '1s' */
   retryDelay?: Duration;
   /** @default '5m' */
@@ -72,6 +81,7 @@ export interface ResolvedRelayOptions {
   readonly pollIntervalMs: number;
   readonly listen: boolean;
   readonly maxAttempts: number;
+  readonly deadLetterHoldsKey: boolean;
   readonly retryDelayMs: number;
   readonly maxRetryDelayMs: number;
   readonly publishTimeoutMs: number;
@@ -126,6 +136,7 @@ function resolveRelay(relay: OutboxRelayOptions): ResolvedRelayOptions {
     pollIntervalMs: toMilliseconds('outbox.relay.pollInterval', relay.pollInterval ?? '1s', MAX_TIMER_MS),
     listen: toFlag('outbox.relay.listen', relay.listen ?? true),
     maxAttempts,
+    deadLetterHoldsKey: toFlag('outbox.relay.deadLetterHoldsKey', relay.deadLetterHoldsKey ?? true),
     retryDelayMs,
     maxRetryDelayMs,
     publishTimeoutMs: toMilliseconds('outbox.relay.publishTimeout', relay.publishTimeout ?? '10s', MAX_TIMER_MS),

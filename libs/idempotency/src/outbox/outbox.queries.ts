@@ -57,14 +57,16 @@ export interface OutboxRow {
 /**
  * The next batch: due messages in the order they were written, locked for this relay's
  * transaction and skipped by the others'; of one ordering key only the oldest message not yet
- * dispatched (a dead letter holds its key's later messages back until it is requeued or discarded).
+ * dispatched (with `deadLetterHoldsKey`, a dead letter counts as not yet dispatched: it holds its
+ * key's later messages back until it is requeued or discarded; without, it is passed over).
  * @internal
  */
-export function takeBatchSql(table: string, batchSize: number): string {
+export function takeBatchSql(table: string, batchSize: number, deadLetterHoldsKey: boolean): string {
+  const earlier = `e.ordering_key = m.ordering_key AND e.seq < m.seq AND e.dispatched_at IS NULL${deadLetterHoldsKey ? '' : ' AND e.dead_lettered_at IS NULL'}`;
   return (
     `SELECT seq, id, destination, address, pattern, headers, payload, ordering_key, attempts FROM "${table}" m ` +
     `WHERE dispatched_at IS NULL AND dead_lettered_at IS NULL AND next_attempt_at <= now() ` +
-    `AND (ordering_key IS NULL OR NOT EXISTS (SELECT 1 FROM "${table}" e WHERE e.ordering_key = m.ordering_key AND e.seq < m.seq AND e.dispatched_at IS NULL)) ` +
+    `AND (ordering_key IS NULL OR NOT EXISTS (SELECT 1 FROM "${table}" e WHERE ${earlier})) ` +
     `ORDER BY seq LIMIT ${batchSize} FOR UPDATE SKIP LOCKED`
   );
 }
