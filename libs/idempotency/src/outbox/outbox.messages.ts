@@ -23,6 +23,9 @@ export const outboxMessages = {
   idWritten: (id: string) =>
     `Outbox.publish(): this transaction wrote a message with the id ${shownKey(id)} already, and an id is one message's: ` +
     'give each message of a handler an id of its own, such as `${idempotency.downstreamKey}:credit.granted`.',
+  idTaken: (id: string) =>
+    `Outbox.publish(): a message with the id ${shownKey(id)} was written already, and an id is one message's (the outbox table's id is unique): ` +
+    'give each message an id of its own, such as `${idempotency.downstreamKey}:credit.granted`; nothing was written.',
   notJson: (cause: string) => `Outbox.publish(): the payload cannot be written as JSON: ${cause}`,
   noStream: (subject: string) =>
     `no JetStream stream takes the subject '${subject}' (or JetStream is not enabled on the server; the client says "jetstream is not enabled"): ` +
