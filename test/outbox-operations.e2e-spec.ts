@@ -208,6 +208,28 @@ describe('the outbox: writes with the work, relay order, retries, dead letters, 
     expect(broker.idsReceived().filter((id) => [pooled, beforeBegin, afterCommit].includes(id))).toEqual([]);
   });
 
+  it('refuses a message whose id the table has, written in a transaction of the caller, as IdempotencyOutboxError naming the id', async () => {
+    const id = newId('taken-by-caller');
+    const runner = app.get(DataSource).createQueryRunner();
+    try {
+      for (const attempt of ['first', 'again']) {
+        await runner.startTransaction();
+        const publishing = app.get(Outbox).publish({ to: 'scripted', address: 'credits', payload: { attempt }, id }, { transaction: (sql) => runner.query(sql) });
+        if (attempt === 'first') {
+          await publishing;
+          await runner.commitTransaction();
+        } else {
+          await expect(publishing).rejects.toThrow(IdempotencyOutboxError);
+          await expect(publishing).rejects.toThrow(`the id '${id}' was written already`);
+          await runner.rollbackTransaction();
+        }
+      }
+    } finally {
+      await runner.release();
+    }
+    expect(await db.query('SELECT payload FROM outbox_messages WHERE id = $1', [id])).toEqual([{ payload: JSON.stringify({ attempt: 'first' }) }]);
+  });
+
   it('retries a failed publish, and keeps the order of an ordering key through the retries', async () => {
     const [first, second, third] = [newId('ordered'), newId('ordered'), newId('ordered')];
     broker.failures.set(first, 2);

@@ -8,7 +8,7 @@ import { IdempotencyOutboxError } from '../errors/idempotency.errors.js';
 import type { OutgoingMessage } from './outbox-publisher.js';
 import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from './outbox.options.js';
 import { outboxMessages } from './outbox.messages.js';
-import { PG_NO_ACTIVE_TRANSACTION } from '../claiming/claim.constants.js';
+import { PG_NO_ACTIVE_TRANSACTION, PG_UNIQUE_VIOLATION } from '../claiming/claim.constants.js';
 import { insertOutboxSql, lockOutboxSql } from './outbox.queries.js';
 
 /** A message for `Outbox.publish()`. */
@@ -87,7 +87,7 @@ export class Outbox {
    * @throws IdempotencyOutboxError when there is no transaction to write it in (or `transaction`
    *   runs its statements outside a transaction block), the message is
    *   not valid (an unknown `to`, a payload that is not JSON, a refusal of its publisher), or the
-   *   claim's transaction wrote a message of its id already; nothing is written.
+   *   claim's transaction (or the table, for a message written in `transaction`) has a message of its id already; nothing is written.
    */
   async publish(message: OutboxMessage, options: OutboxPublishOptions = {}): Promise<string> {
     const outbox = this.options;
@@ -107,7 +107,7 @@ export class Outbox {
       orderingKey: nullable(outgoing.orderingKey),
     });
     if (options.transaction !== undefined) {
-      await this.writeInCallersTransaction(options.transaction, outbox.tableName, statement);
+      await this.writeInCallersTransaction(options.transaction, outbox.tableName, outgoing.id, statement);
       return outgoing.id;
     }
     const claim = this.storage.getStore();
@@ -132,13 +132,17 @@ export class Outbox {
    * (no statement can tell from within whether it runs in a block, and a message of two statements
    * answers an array that Prisma's `$queryRawUnsafe` cannot read): one round trip more.
    */
-  private async writeInCallersTransaction(transaction: TransactionStatements, table: string, statement: string): Promise<void> {
+  private async writeInCallersTransaction(transaction: TransactionStatements, table: string, id: string, statement: string): Promise<void> {
     try {
       await transaction(lockOutboxSql(table));
     } catch (error) {
       throw reports(error, PG_NO_ACTIVE_TRANSACTION, 'can only be used in transaction blocks') ? new IdempotencyOutboxError(outboxMessages.notInTransaction(), { cause: error }) : error;
     }
-    await transaction(statement);
+    try {
+      await transaction(statement);
+    } catch (error) {
+      throw reports(error, PG_UNIQUE_VIOLATION, `${table}_id_key`) ? new IdempotencyOutboxError(outboxMessages.idTaken(id), { cause: error }) : error;
+    }
   }
 
   private toOutgoing(outbox: ResolvedOutboxOptions, message: OutboxMessage): OutgoingMessage {
