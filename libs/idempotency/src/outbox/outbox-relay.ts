@@ -196,7 +196,11 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     }
   }
 
+  /** Waits `ms`, or until `wake()`; not at all once the shutdown began (its wake-up may have come before). */
   private pause(ms: number): Promise<void> {
+    if (this.stopping) {
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       const end = () => {
         clearTimeout(timer);
