@@ -10,6 +10,8 @@ import {
   Outbox,
   type OutboxPublisher,
   type OutgoingMessage,
+  type PublishAttempt,
+  IdempotencyPublishRefusedError,
   schemaSql,
 } from 'nestjs-idempotent-consumer';
 import { Test } from '@nestjs/testing';
@@ -32,9 +34,17 @@ class ScriptedBroker implements OutboxPublisher {
   readonly failures = new Map<string, number>();
   /** What to reject the next publish of a message with instead of an Error, by message id: once. */
   readonly rejections = new Map<string, unknown>();
+  /** Ids whose next publish is never confirmed: once. */
+  readonly unconfirmed = new Set<string>();
+  /** What the relay told each publish, by message id. */
+  readonly told = new Map<string, PublishAttempt[]>();
 
-  async publish(message: OutgoingMessage): Promise<void> {
+  async publish(message: OutgoingMessage, attempt: PublishAttempt): Promise<void> {
     this.attempts.set(message.id, (this.attempts.get(message.id) ?? 0) + 1);
+    this.told.set(message.id, [...(this.told.get(message.id) ?? []), attempt]);
+    if (this.unconfirmed.delete(message.id)) {
+      return new Promise(() => undefined);
+    }
     if (this.rejections.has(message.id)) {
       const rejection = this.rejections.get(message.id);
       this.rejections.delete(message.id);
@@ -357,7 +367,15 @@ describe('the relay between two polls (pollInterval 1h: it moves only when woken
   let db: TestDatabase;
   let app: INestApplication;
   const idle = new ScriptedBroker();
-  const options = { purge: { interval: false as const }, outbox: { publishers: { scripted: idle }, relay: { pollInterval: '1h' as const } } };
+  const relay = { pollInterval: '1h', publishTimeout: '300ms', retryDelay: '50ms', maxRetryDelay: '50ms', maxAttempts: 3 } as const;
+  const options = { purge: { interval: false as const }, outbox: { publishers: { scripted: idle }, relay } };
+  const publishAlone = async (id: string) => {
+    const runner = app.get(DataSource).createQueryRunner();
+    await runner.startTransaction();
+    await app.get(Outbox).publish({ to: 'scripted', address: 'credits', payload: { id }, id }, { transaction: (sql) => runner.query(sql) });
+    await runner.commitTransaction();
+    await runner.release();
+  };
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -412,6 +430,39 @@ describe('the relay between two polls (pollInterval 1h: it moves only when woken
     } finally {
       await Promise.all(clients.map((client) => client.end()));
     }
+  });
+
+  it('retries a failed publish when its delay ends, not at the next poll, telling the publisher the attempt and the last error', async () => {
+    idle.failures.set('retried', 1);
+    await publishAlone('retried');
+    await until(async () => idle.idsReceived().includes('retried'), 'retried was sent on its retry');
+    expect(idle.told.get('retried')!.map(({ attempt, lastError }) => ({ attempt, lastError }))).toEqual([
+      { attempt: 1, lastError: undefined },
+      { attempt: 2, lastError: 'broker refused retried' },
+    ]);
+  });
+
+  it('aborts the signal of a publish the broker did not confirm within publishTimeout, and retries it', async () => {
+    idle.unconfirmed.add('unconfirmed');
+    await publishAlone('unconfirmed');
+    await until(async () => idle.idsReceived().includes('unconfirmed'), 'unconfirmed was sent on its retry');
+    const [first, second] = idle.told.get('unconfirmed')!;
+    expect({ aborted: first.signal.aborted, timeoutMs: first.timeoutMs }).toEqual({ aborted: true, timeoutMs: 300 });
+    expect({ attempt: second.attempt, lastError: second.lastError, aborted: second.signal.aborted }).toEqual({
+      attempt: 2,
+      lastError: 'no confirmation from the broker within 300 ms',
+      aborted: false,
+    });
+  });
+
+  it('parks a message its publisher refused for good (IdempotencyPublishRefusedError) as a dead letter at once', async () => {
+    idle.rejections.set('refused-for-good', new IdempotencyPublishRefusedError('the payload is too large for the queue'));
+    await publishAlone('refused-for-good');
+    const row = async () =>
+      (await db.query<{ dead: boolean; attempts: number; last_error: string }>("SELECT dead_lettered_at IS NOT NULL AS dead, attempts, last_error FROM outbox_messages WHERE id = 'refused-for-good'"))[0];
+    await until(async () => (await row()).dead, 'refused-for-good is a dead letter');
+    expect(await row()).toEqual({ dead: true, attempts: 1, last_error: 'the payload is too large for the queue' });
+    expect(idle.attempts.get('refused-for-good')).toBe(1);
   });
 
   it('closes at once when closed right after it started, while its LISTEN connection is being opened', async () => {

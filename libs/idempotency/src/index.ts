@@ -48,6 +48,7 @@ export {
   IdempotencyLeaseLostError,
   IdempotencyOptionsError,
   IdempotencyOutboxError,
+  IdempotencyPublishRefusedError,
   IdempotencyPurgeError,
   IdempotencyRecordUnreadableError,
   IdempotencyResponseTooLargeError,
@@ -99,7 +100,7 @@ export type { DeliveryOutcome } from './metrics/delivery-outcome.js';
 export { Outbox } from './outbox/outbox.js';
 export type { OutboxMessage, OutboxPublishOptions } from './outbox/outbox.js';
 export type { OutboxOptions, OutboxRelayOptions } from './outbox/outbox.options.js';
-export type { OutboxPublisher, OutgoingMessage } from './outbox/outbox-publisher.js';
+export type { OutboxPublisher, OutgoingMessage, PublishAttempt } from './outbox/outbox-publisher.js';
 export { RabbitMqPublisher } from './outbox/publishers/rabbitmq.publisher.js';
 export type { RabbitMqPublisherOptions } from './outbox/publishers/rabbitmq.publisher.js';
 export { JetStreamPublisher } from './outbox/publishers/jetstream.publisher.js';

@@ -6,10 +6,17 @@ import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import { within } from '../duration/within.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { OutboxSchemaCheck } from './outbox-schema.check.js';
-import type { OutgoingMessage } from './outbox-publisher.js';
+import type { OutgoingMessage, PublishAttempt } from './outbox-publisher.js';
+import { IdempotencyPublishRefusedError } from '../errors/idempotency.errors.js';
 import { OUTBOX_OPTIONS, type ResolvedOutboxOptions, type ResolvedRelayOptions } from './outbox.options.js';
 import { outboxMessages } from './outbox.messages.js';
 import { type FailedPublish, markDispatchedSql, markFailedSql, type OutboxRow, takeBatchSql } from './outbox.queries.js';
+
+/** Why a publish failed; `permanent`: the publisher refused the message for good (a dead letter at once). */
+interface PublishFailure {
+  readonly error: string;
+  readonly permanent: boolean;
+}
 
 /** How the relay's connections are named in the errors of the data layer. */
 const RELAY_CLAIMANT = { consumer: 'the outbox relay', key: '' };
@@ -19,7 +26,9 @@ const RELAY_CLAIMANT = { consumer: 'the outbox relay', key: '' };
  * written. Each batch is one transaction on a connection of the module's data layer: it locks
  * due messages (`FOR UPDATE SKIP LOCKED`, so relays of several processes share the table), hands
  * each to its publisher, waits for the broker's confirmations, and marks each message dispatched
- * or failed (with its next attempt after a doubling delay; a dead letter after `maxAttempts`) in
+ * or failed (with its next attempt after a doubling delay, when this relay looks again; a dead
+ * letter after `maxAttempts`, or at once when the publisher refused it with
+ * `IdempotencyPublishRefusedError`) in
  * the COMMIT. A relay that dies mid-batch holds nothing: PostgreSQL rolls its transaction back and
  * the messages are sent again, with the same ids; a batch whose connection failed is logged and
  * taken again after `pollInterval`. It wakes on NOTIFY from each commit that wrote messages, polls
@@ -37,6 +46,8 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   /** The pauses under way, each ended early by `wake()`. */
   private readonly pauses = new Set<() => void>();
   private endListening: (() => void) | undefined;
+  /** When the earliest retry this relay scheduled is due (a timestamp), so that it looks then rather than at the next poll. */
+  private retryAt: number | undefined;
 
   constructor(
     @Inject(OUTBOX_OPTIONS) private readonly outbox: ResolvedOutboxOptions | null,
@@ -84,13 +95,16 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
         this.logger.warn(outboxMessages.relayFailed(this.table, (error as Error).message));
       }
       if (!more && !this.woken && !this.stopping) {
-        await this.pause(relay.pollIntervalMs);
+        await this.pause(this.retryAt === undefined ? relay.pollIntervalMs : Math.min(relay.pollIntervalMs, Math.max(0, this.retryAt - Date.now())));
       }
     }
   }
 
   /** Publishes one batch; true when more may be due: it was full, or it sent a message of an ordering key. */
   private async batch(relay: ResolvedRelayOptions): Promise<boolean> {
+    if (this.retryAt !== undefined && this.retryAt <= Date.now()) {
+      this.retryAt = undefined;
+    }
     const connection = await this.join.connect(this.claims.connectionTimeoutMs, RELAY_CLAIMANT);
     try {
       const [taken] = await connection.begin(undefined, [takeBatchSql(this.table, relay.batchSize, relay.deadLetterHoldsKey)]);
@@ -99,10 +113,10 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
         await connection.rollback();
         return false;
       }
-      const errors = await Promise.all(rows.map((row) => this.publish(row, relay)));
-      await this.settle(connection, relay, rows, errors);
+      const failures = await Promise.all(rows.map((row) => this.publish(row, relay)));
+      const dead = await this.settle(connection, relay, rows, failures);
       // A batch takes one message per ordering key: the next one of a key just sent (or whose dead letter lets it go) may be due now.
-      const keyMoved = (row: OutboxRow, index: number) => errors[index] === undefined || (!relay.deadLetterHoldsKey && row.attempts + 1 >= relay.maxAttempts);
+      const keyMoved = (row: OutboxRow, index: number) => failures[index] === undefined || (!relay.deadLetterHoldsKey && dead.has(row.seq));
       return rows.length === relay.batchSize || rows.some((row, index) => row.ordering_key !== null && keyMoved(row, index));
     } finally {
       await connection.close();
@@ -110,10 +124,10 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   }
 
   /** Undefined when the broker confirmed the message, else why it did not. */
-  private async publish(row: OutboxRow, relay: ResolvedRelayOptions): Promise<string | undefined> {
+  private async publish(row: OutboxRow, relay: ResolvedRelayOptions): Promise<PublishFailure | undefined> {
     const publisher = this.outbox!.publishers.get(row.destination);
     if (publisher === undefined) {
-      return outboxMessages.unknownDestination(row.destination, [...this.outbox!.publishers.keys()]);
+      return { error: outboxMessages.unknownDestination(row.destination, [...this.outbox!.publishers.keys()]), permanent: false };
     }
     const message: OutgoingMessage = {
       id: row.id,
@@ -123,27 +137,37 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       payload: row.payload,
       orderingKey: row.ordering_key ?? undefined,
     };
+    const abort = new AbortController();
+    const attempt: PublishAttempt = { attempt: row.attempts + 1, lastError: row.last_error ?? undefined, timeoutMs: relay.publishTimeoutMs, signal: abort.signal };
     try {
-      const confirmed = await within(publisher.publish(message).then(() => true), relay.publishTimeoutMs);
-      return confirmed ? undefined : outboxMessages.publishTimedOut(relay.publishTimeoutMs);
+      const confirmed = await within(publisher.publish(message, attempt).then(() => true), relay.publishTimeoutMs);
+      if (confirmed) {
+        return undefined;
+      }
+      const error = outboxMessages.publishTimedOut(relay.publishTimeoutMs);
+      abort.abort(new Error(error));
+      return { error, permanent: false };
     } catch (error) {
       // A publisher may reject with anything: a string, an object without a prototype.
-      return error instanceof Error ? error.message : typeof error === 'string' ? error : inspect(error);
+      const text = error instanceof Error ? error.message : typeof error === 'string' ? error : inspect(error);
+      return { error: text, permanent: error instanceof IdempotencyPublishRefusedError };
     }
   }
 
-  private async settle(connection: ClaimConnection, relay: ResolvedRelayOptions, rows: OutboxRow[], errors: (string | undefined)[]): Promise<void> {
+  /** Marks each message of the batch dispatched or failed, in its COMMIT; answers the seqs of those parked as dead letters. */
+  private async settle(connection: ClaimConnection, relay: ResolvedRelayOptions, rows: OutboxRow[], results: (PublishFailure | undefined)[]): Promise<Set<string>> {
     const published: OutboxRow[] = [];
     const failures: FailedPublish[] = [];
     const failedDestinations: string[] = [];
     rows.forEach((row, index) => {
-      const error = errors[index];
-      if (error === undefined) {
+      const failure = results[index];
+      if (failure === undefined) {
         published.push(row);
         return;
       }
+      const { error, permanent } = failure;
       const attempt = row.attempts + 1;
-      const dead = attempt >= relay.maxAttempts;
+      const dead = permanent || attempt >= relay.maxAttempts;
       const delayMs = Math.min(relay.maxRetryDelayMs, relay.retryDelayMs * 2 ** (attempt - 1));
       failures.push({ seq: row.seq, error: connection.literal(error), delayMs, dead });
       failedDestinations.push(row.destination);
@@ -159,6 +183,12 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       failed: failedDestinations,
       deadLettered: failures.filter((failure) => failure.dead).length,
     });
+    const retries = failures.filter((failure) => !failure.dead);
+    if (retries.length > 0) {
+      const due = Date.now() + Math.min(...retries.map((failure) => failure.delayMs));
+      this.retryAt = Math.min(this.retryAt ?? due, due);
+    }
+    return new Set(failures.filter((failure) => failure.dead).map((failure) => failure.seq));
   }
 
   /** Keeps one connection LISTENing on the table's channel, and listens again after it was lost. */

@@ -15,8 +15,8 @@ export interface OutboxRelayOptions {
    */
   batchSize?: number;
   /**
-   * How often the relay looks for messages when nothing woke it: the fallback to LISTEN/NOTIFY, and
-   * what picks up retries whose delay ended.
+   * How often the relay looks for messages when nothing woke it: the fallback to LISTEN/NOTIFY.
+   * A message whose publish failed is retried when its delay ends, not at the next poll.
    * @default '1s'
    */
   pollInterval?: Duration;
@@ -45,7 +45,11 @@ export interface OutboxRelayOptions {
   retryDelay?: Duration;
   /** @default '5m' */
   maxRetryDelay?: Duration;
-  /** How long one publish may wait for the broker's confirmation before it counts as failed. @default '10s' */
+  /**
+   * How long one publish may wait for the broker's confirmation before it counts as failed; the
+   * publisher's `signal` is then aborted (the built-in publishers drop a message not sent yet).
+   * @default '10s'
+   */
   publishTimeout?: Duration;
 }
 

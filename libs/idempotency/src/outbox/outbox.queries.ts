@@ -52,6 +52,7 @@ export interface OutboxRow {
   readonly payload: string;
   readonly ordering_key: string | null;
   readonly attempts: number;
+  readonly last_error: string | null;
 }
 
 /**
@@ -64,7 +65,7 @@ export interface OutboxRow {
 export function takeBatchSql(table: string, batchSize: number, deadLetterHoldsKey: boolean): string {
   const earlier = `e.ordering_key = m.ordering_key AND e.seq < m.seq AND e.dispatched_at IS NULL${deadLetterHoldsKey ? '' : ' AND e.dead_lettered_at IS NULL'}`;
   return (
-    `SELECT seq, id, destination, address, pattern, headers, payload, ordering_key, attempts FROM "${table}" m ` +
+    `SELECT seq, id, destination, address, pattern, headers, payload, ordering_key, attempts, last_error FROM "${table}" m ` +
     `WHERE dispatched_at IS NULL AND dead_lettered_at IS NULL AND next_attempt_at <= now() ` +
     `AND (ordering_key IS NULL OR NOT EXISTS (SELECT 1 FROM "${table}" e WHERE ${earlier})) ` +
     `ORDER BY seq LIMIT ${batchSize} FOR UPDATE SKIP LOCKED`
