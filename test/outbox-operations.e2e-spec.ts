@@ -38,6 +38,8 @@ class ScriptedBroker implements OutboxPublisher {
   readonly unconfirmed = new Set<string>();
   /** What the relay told each publish, by message id. */
   readonly told = new Map<string, PublishAttempt[]>();
+  /** When each message was received (Date.now()), by message id. */
+  readonly receivedAt = new Map<string, number>();
 
   async publish(message: OutgoingMessage, attempt: PublishAttempt): Promise<void> {
     this.attempts.set(message.id, (this.attempts.get(message.id) ?? 0) + 1);
@@ -56,6 +58,7 @@ class ScriptedBroker implements OutboxPublisher {
       throw new Error(`broker refused ${message.id}`);
     }
     this.received.push(message);
+    this.receivedAt.set(message.id, Date.now());
   }
 
   idsReceived(): string[] {
@@ -347,6 +350,69 @@ describe('the outbox: writes with the work, relay order, retries, dead letters, 
     await app.get(IdempotencyPurgeService).purgeNow();
     expect(await db.query('SELECT count(*)::int AS n FROM outbox_messages WHERE dispatched_at IS NOT NULL AND id <> $1', [pending])).toEqual([{ n: 0 }]);
     await until(async () => received(pending), `${pending} was sent after its retry`);
+  });
+});
+
+describe('the outbox: delayed messages and fields publish() does not know', () => {
+  let db: TestDatabase;
+  let app: INestApplication;
+  const timed = new ScriptedBroker();
+  const inTransaction = async (write: (transaction: (sql: string) => Promise<unknown>) => Promise<unknown>) => {
+    const runner = app.get(DataSource).createQueryRunner();
+    await runner.startTransaction();
+    try {
+      await write((sql) => runner.query(sql));
+      await runner.commitTransaction();
+    } finally {
+      if (runner.isTransactionActive) {
+        await runner.rollbackTransaction();
+      }
+      await runner.release();
+    }
+  };
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    const outboxMigration = (await schemaSql()).find((migration) => migration.name.endsWith('create-outbox-messages-table'))!;
+    await db.query(outboxMigration.sql);
+    ({ app } = await startDemoApp('express', db.url, [], false, { purge: { interval: false }, outbox: { publishers: { scripted: timed }, relay: { pollInterval: '100ms' } } }));
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  it('refuses a field of the message or of the options that publish() does not know, writing nothing', async () => {
+    const outbox = app.get(Outbox);
+    const message = { to: 'scripted', address: 'credits', payload: {}, id: 'misspelt' };
+    await inTransaction(async (transaction) => {
+      await expect(outbox.publish({ ...message, orderKey: 'acc-1' } as never, { transaction })).rejects.toThrow(IdempotencyOutboxError);
+      await expect(outbox.publish({ ...message, orderKey: 'acc-1' } as never, { transaction })).rejects.toThrow(/`orderKey`, which publish\(\) does not know/);
+      await expect(outbox.publish(message, { transaction, timeout: 5 } as never)).rejects.toThrow(/the options has `timeout`/);
+      await expect(outbox.publish({ ...message, delay: '1s', availableAt: new Date() }, { transaction })).rejects.toThrow('give `delay` or `availableAt`, not both');
+      await expect(outbox.publish({ ...message, delay: 'soon' as never }, { transaction })).rejects.toThrow(IdempotencyOutboxError);
+    });
+    expect(await db.query("SELECT id FROM outbox_messages WHERE id = 'misspelt'")).toEqual([]);
+  });
+
+  it('sends a message with a delay, or an availableAt, no sooner than that, and counts no lag for it before', async () => {
+    const began = Date.now();
+    await inTransaction(async (transaction) => {
+      await app.get(Outbox).publish({ to: 'scripted', address: 'credits', payload: {}, id: 'delayed', delay: '1s' }, { transaction });
+      await app.get(Outbox).publish({ to: 'scripted', address: 'credits', payload: {}, id: 'available-at', availableAt: new Date(began + 1_500) }, { transaction });
+      await app.get(Outbox).publish({ to: 'scripted', address: 'credits', payload: {}, id: 'at-once' }, { transaction });
+    });
+    await until(async () => ['delayed', 'available-at', 'at-once'].every((id) => timed.idsReceived().includes(id)), 'all three were sent');
+    expect(timed.receivedAt.get('delayed')! - began).toBeGreaterThanOrEqual(1_000);
+    expect(timed.receivedAt.get('available-at')! - began).toBeGreaterThanOrEqual(1_500);
+    expect(timed.receivedAt.get('at-once')! - began).toBeLessThan(1_000);
+
+    await inTransaction((transaction) => app.get(Outbox).publish({ to: 'scripted', address: 'credits', payload: {}, id: 'in-an-hour', delay: '1h' }, { transaction }));
+    await db.query("UPDATE outbox_messages SET created_at = now() - interval '10 minutes' WHERE id = 'in-an-hour'");
+    const health = await app.get(IdempotencyHealthIndicator).isHealthy();
+    expect({ status: health.idempotency.status, outbox: health.idempotency.outbox }).toEqual({ status: 'up', outbox: { lagSeconds: 0, deadLetters: 0 } });
+    expect(timed.idsReceived()).not.toContain('in-an-hour');
   });
 });
 

@@ -26,6 +26,10 @@ export const outboxMessages = {
   idTaken: (id: string) =>
     `Outbox.publish(): a message with the id ${shownKey(id)} was written already, and an id is one message's (the outbox table's id is unique): ` +
     'give each message an id of its own, such as `${idempotency.downstreamKey}:credit.granted`; nothing was written.',
+  unknownFields: (what: string, unknown: readonly string[], known: readonly string[]) =>
+    `Outbox.publish(): ${what} has ${unknown.map((field) => `\`${field}\``).join(', ')}, which publish() does not know and would ignore; ` +
+    `it takes ${known.join(', ')}. Nothing was written.`,
+  delayAndAvailableAt: () => 'Outbox.publish(): give `delay` or `availableAt`, not both. Nothing was written.',
   notJson: (cause: string) => `Outbox.publish(): the payload cannot be written as JSON: ${cause}`,
   noStream: (subject: string) =>
     `no JetStream stream takes the subject '${subject}' (or JetStream is not enabled on the server; the client says "jetstream is not enabled"): ` +

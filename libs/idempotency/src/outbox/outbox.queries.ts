@@ -9,6 +9,8 @@ export interface OutboxRowLiterals {
   readonly headers: string;
   readonly payload: string;
   readonly orderingKey: string;
+  /** An expression: when the message is due. */
+  readonly availableAt: string;
 }
 
 /**
@@ -22,8 +24,8 @@ export interface OutboxRowLiterals {
  * @internal
  */
 export function insertOutboxSql(table: string, row: OutboxRowLiterals): string {
-  const insert = `INSERT INTO "${table}" (id, destination, address, pattern, headers, payload, ordering_key) `;
-  const values = `VALUES (${row.id}, ${row.destination}, ${row.address}, ${row.pattern}, ${row.headers}::json, ${row.payload}, ${row.orderingKey})`;
+  const insert = `INSERT INTO "${table}" (id, destination, address, pattern, headers, payload, ordering_key, next_attempt_at) `;
+  const values = `VALUES (${row.id}, ${row.destination}, ${row.address}, ${row.pattern}, ${row.headers}::json, ${row.payload}, ${row.orderingKey}, ${row.availableAt})`;
   const written =
     row.orderingKey === 'NULL'
       ? `written AS (${insert}${values} RETURNING 1)`
@@ -108,15 +110,17 @@ export function purgeDispatchedSql(table: string, retentionMs: number, batchSize
 
 /**
  * The outbox's state, shared by the health indicator and the outbox's gauges: the age of the
- * oldest message not dispatched (dead letters aside; 0 when every message was sent), through the
- * index of the pending messages, and the dead letters.
+ * oldest message not dispatched (dead letters aside; 0 when every message was sent; a delayed one
+ * counts from when it is due), through the index of the pending messages, and the dead letters.
  * @internal
  */
 export async function readOutboxState(join: DataLayerJoin, table: string): Promise<{ lagMs: number; deadLetters: number }> {
   const {
     rows: [state],
   } = await join.query<{ lag_ms: string | null; dead_letters: number }>(
-    `SELECT (SELECT (extract(epoch FROM now() - created_at) * 1000)::bigint FROM "${table}" ` +
+    // A delayed message (never tried, due later) is late only from its due time.
+    `SELECT (SELECT greatest(0, extract(epoch FROM now() - CASE WHEN attempts = 0 THEN greatest(created_at, next_attempt_at) ELSE created_at END) * 1000)::bigint ` +
+      `FROM "${table}" ` +
       `WHERE dispatched_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq LIMIT 1) AS lag_ms, ` +
       `(SELECT count(*) FROM "${table}" WHERE dead_lettered_at IS NOT NULL)::int AS dead_letters`,
   );

@@ -8,6 +8,7 @@ import { IdempotencyOutboxError } from '../errors/idempotency.errors.js';
 import type { OutgoingMessage } from './outbox-publisher.js';
 import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from './outbox.options.js';
 import { outboxMessages } from './outbox.messages.js';
+import { type Duration, MAX_RETENTION_MS, toMilliseconds } from '../duration/duration.js';
 import { PG_NO_ACTIVE_TRANSACTION, PG_UNIQUE_VIOLATION } from '../claiming/claim.constants.js';
 import { insertOutboxSql, lockOutboxSql } from './outbox.queries.js';
 
@@ -38,7 +39,21 @@ export interface OutboxMessage {
    * transaction ends, so the writers of a key take turns (SQS FIFO: the `MessageGroupId`).
    */
   readonly orderingKey?: string;
+  /**
+   * Sends it no sooner than this long after its transaction began (`'30s'`, `'2h'`): the relay
+   * takes it at its first look after that (within `pollInterval`). A delayed message holds back
+   * the later messages of its ordering key until it is sent. Not with `availableAt`.
+   * @default none: as soon as its transaction committed
+   */
+  readonly delay?: Duration;
+  /** Sends it no sooner than this moment, as `delay` does. Not with `delay`. @default none */
+  readonly availableAt?: Date;
 }
+
+/** The fields of `OutboxMessage`: any other is refused, not ignored. */
+const MESSAGE_FIELDS: ReadonlySet<string> = new Set(['to', 'address', 'payload', 'id', 'pattern', 'headers', 'orderingKey', 'delay', 'availableAt']);
+/** The fields of `OutboxPublishOptions`. */
+const OPTION_FIELDS: ReadonlySet<string> = new Set(['transaction']);
 
 /** `Outbox.publish()`'s options. */
 export interface OutboxPublishOptions {
@@ -94,6 +109,8 @@ export class Outbox {
     if (outbox === null) {
       throw new IdempotencyOutboxError(outboxMessages.notConfigured());
     }
+    refuseUnknownFields('the message', message, MESSAGE_FIELDS);
+    refuseUnknownFields('the options', options, OPTION_FIELDS);
     const outgoing = this.toOutgoing(outbox, message);
     const literal = pg.escapeLiteral;
     const nullable = (value: string | undefined) => (value === undefined ? 'NULL' : literal(value));
@@ -105,6 +122,7 @@ export class Outbox {
       headers: literal(JSON.stringify(outgoing.headers)),
       payload: literal(outgoing.payload),
       orderingKey: nullable(outgoing.orderingKey),
+      availableAt: availableAtSql(message),
     });
     if (options.transaction !== undefined) {
       await this.writeInCallersTransaction(options.transaction, outbox.tableName, outgoing.id, statement);
@@ -164,6 +182,37 @@ export class Outbox {
     }
     return outgoing;
   }
+}
+
+/** Refuses fields `publish()` does not know (a misspelt `orderingKey`, an option of another library): ignored, they would change nothing silently. */
+function refuseUnknownFields(what: string, given: object, known: ReadonlySet<string>): void {
+  const unknown = typeof given === 'object' && given !== null ? Object.keys(given).filter((field) => !known.has(field)) : [];
+  if (unknown.length > 0) {
+    throw new IdempotencyOutboxError(outboxMessages.unknownFields(what, unknown, [...known]));
+  }
+}
+
+/** When the message is due, as SQL: its transaction's start, plus `delay`, or `availableAt`. */
+function availableAtSql({ delay, availableAt }: OutboxMessage): string {
+  if (delay !== undefined && availableAt !== undefined) {
+    throw new IdempotencyOutboxError(outboxMessages.delayAndAvailableAt());
+  }
+  if (availableAt !== undefined) {
+    if (!(availableAt instanceof Date) || Number.isNaN(availableAt.getTime())) {
+      throw new IdempotencyOutboxError(outboxMessages.invalidField('availableAt', 'a valid Date', String(availableAt)));
+    }
+    return `${pg.escapeLiteral(availableAt.toISOString())}::timestamptz`;
+  }
+  if (delay === undefined) {
+    return 'now()';
+  }
+  let delayMs: number;
+  try {
+    delayMs = toMilliseconds('delay', delay, MAX_RETENTION_MS);
+  } catch (error) {
+    throw new IdempotencyOutboxError(`Outbox.publish(): ${(error as Error).message}`);
+  }
+  return `now() + ${delayMs} * interval '1 millisecond'`;
 }
 
 /**
