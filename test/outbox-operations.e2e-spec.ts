@@ -339,6 +339,32 @@ describe('the outbox: writes with the work, relay order, retries, dead letters, 
     expect((await app.get(IdempotencyHealthIndicator).isHealthy()).idempotency.status).toBe('up');
   });
 
+  it('lists dead letters by ordering key, destination, address and age, a page after another, and gets one by id', async () => {
+    const [first, second, third] = [newId('dl-first'), newId('dl-second'), newId('dl-third')];
+    const runner = app.get(DataSource).createQueryRunner();
+    await runner.startTransaction();
+    for (const [id, address, orderingKey] of [[first, 'credits', 'dl-a'], [second, 'credits', 'dl-b'], [third, 'other', undefined]]) {
+      broker.failures.set(id!, Infinity);
+      await app.get(Outbox).publish({ to: 'scripted', address: address!, payload: { id }, id: id!, orderingKey }, { transaction: (sql) => runner.query(sql) });
+    }
+    await runner.commitTransaction();
+    await runner.release();
+    await until(async () => (await Promise.all([first, second, third].map(rows))).every(([row]) => row?.dead), 'all three are dead letters');
+    const admin = app.get(IdempotencyAdmin);
+    const ids = async (options: Parameters<IdempotencyAdmin['outboxDeadLetters']>[0]) => (await admin.outboxDeadLetters(options)).map((letter) => letter.id);
+    expect(await ids({ orderingKey: 'dl-a' })).toEqual([first]);
+    expect(await ids({ address: 'other' })).toEqual([third]);
+    expect(await ids({ destination: 'scripted', limit: 2 })).toEqual([first, second]);
+    expect(await ids({ destination: 'scripted', limit: 2, after: second })).toEqual([third]);
+    expect(await ids({ destination: 'elsewhere' })).toEqual([]);
+    expect(await ids({ deadLetteredBefore: new Date(Date.now() - 60_000) })).toEqual([]);
+    expect(await ids({ deadLetteredBefore: new Date(Date.now() + 60_000), limit: 3 })).toEqual([first, second, third]);
+    expect(await admin.outboxDeadLetter({ id: second })).toMatchObject({ id: second, orderingKey: 'dl-b', attempts: 3, lastError: `broker refused ${second}` });
+    expect(await admin.outboxDeadLetter({ id: 'no-such-message' })).toBeNull();
+    await expect(admin.outboxDeadLetters({ deadLetteredBefore: 'yesterday' as never })).rejects.toThrow("the outbox's `deadLetteredBefore` must be a valid Date");
+    expect(await admin.discardDeadLetters({ ids: [first, second, third], reason: 'test done' })).toEqual([first, second, third]);
+  });
+
   it('purges dispatched messages past outbox.retention, and keeps those not sent yet', async () => {
     const pending = newId('pending');
     broker.failures.set(pending, 1);

@@ -96,7 +96,7 @@ function node10Diagnostics(directory: string, file: string): string[] {
 const PUBLIC_NAMES = {
   'nestjs-idempotent-consumer': [
     'AdminActionCounts', 'AdminForgetOptions', 'AdminForgetResult', 'AdminKeyQuery', 'AdminKeyRecord', 'AdminKeyState', 'AdminListOptions',
-    'AdminLookupOptions', 'AdminOutboxActionOptions', 'AdminOutboxListOptions', 'AdminOutboxMessage', 'AdminReleaseOptions', 'AdminUnreadableResponse', 'BullMqPublisher', 'BullMqPublisherOptions',
+    'AdminLookupOptions', 'AdminOutboxActionOptions', 'AdminOutboxListOptions', 'AdminOutboxLookupOptions', 'AdminOutboxMessage', 'AdminReleaseOptions', 'AdminUnreadableResponse', 'BullMqPublisher', 'BullMqPublisherOptions',
     'CreateOutboxMessagesTable1796428800000', 'CreateProcessedMessagesFunctions1796256000000', 'CreateProcessedMessagesTable1764633600000',
     'DEFAULT_OUTBOX_TABLE_NAME', 'DEFAULT_TABLE_NAME', 'DeliveryCounts', 'DeliveryOutcome', 'Duration', 'EncryptionOptions', 'HealthOptions',
     'IDEMPOTENCY_CHANNELS', 'IDEMPOTENCY_KEY_HEADER', 'IDEMPOTENT_REPLAYED_HEADER', 'IdempotencyAdmin', 'IdempotencyAdminError',

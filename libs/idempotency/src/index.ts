@@ -72,6 +72,7 @@ export type {
   AdminLookupOptions,
   AdminOutboxActionOptions,
   AdminOutboxListOptions,
+  AdminOutboxLookupOptions,
   AdminOutboxMessage,
   AdminReleaseOptions,
   AdminUnreadableResponse,

@@ -127,12 +127,26 @@ export async function readOutboxState(join: DataLayerJoin, table: string): Promi
   return { lagMs: Number(state.lag_ms ?? 0), deadLetters: state.dead_letters };
 }
 
-/** Dead letters, oldest first; `$1` the limit. @internal */
+const DEAD_LETTER_COLUMNS = 'id, destination, address, pattern, ordering_key, headers, payload, attempts, last_error, created_at, dead_lettered_at';
+
+/**
+ * Dead letters, oldest first; `$1` the limit, then filters, each ignored when null: `$2` the
+ * ordering key, `$3` the destination, `$4` the address, `$5` parked before, `$6` after the dead letter of that id.
+ * @internal
+ */
 export function outboxDeadLettersSql(table: string): string {
   return (
-    `SELECT id, destination, address, pattern, ordering_key, headers, payload, attempts, last_error, created_at, dead_lettered_at ` +
-    `FROM "${table}" WHERE dead_lettered_at IS NOT NULL ORDER BY seq LIMIT $1`
+    `SELECT ${DEAD_LETTER_COLUMNS} FROM "${table}" WHERE dead_lettered_at IS NOT NULL ` +
+    `AND ($2::text IS NULL OR ordering_key = $2::text) AND ($3::text IS NULL OR destination = $3::text) AND ($4::text IS NULL OR address = $4::text) ` +
+    `AND ($5::timestamptz IS NULL OR dead_lettered_at < $5::timestamptz) ` +
+    `AND ($6::text IS NULL OR seq > (SELECT seq FROM "${table}" WHERE id = $6::text AND dead_lettered_at IS NOT NULL)) ` +
+    `ORDER BY seq LIMIT $1`
   );
+}
+
+/** The dead letter of id `$1`. @internal */
+export function outboxDeadLetterSql(table: string): string {
+  return `SELECT ${DEAD_LETTER_COLUMNS} FROM "${table}" WHERE id = $1 AND dead_lettered_at IS NOT NULL`;
 }
 
 /** Makes the dead letters of ids `$1` due again, their attempts from zero, and wakes the relays at COMMIT. @internal */
