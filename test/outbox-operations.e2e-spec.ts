@@ -40,8 +40,23 @@ class ScriptedBroker implements OutboxPublisher {
   readonly told = new Map<string, PublishAttempt[]>();
   /** When each message was received (Date.now()), by message id. */
   readonly receivedAt = new Map<string, number>();
+  /** Publishes under way, and the most there ever were at once. */
+  inFlight = 0;
+  mostInFlight = 0;
 
   async publish(message: OutgoingMessage, attempt: PublishAttempt): Promise<void> {
+    this.inFlight++;
+    this.mostInFlight = Math.max(this.mostInFlight, this.inFlight);
+    try {
+      // A broker answers on a later turn of the event loop.
+      await new Promise((resolve) => setImmediate(resolve));
+      await this.receive(message, attempt);
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  private async receive(message: OutgoingMessage, attempt: PublishAttempt): Promise<void> {
     this.attempts.set(message.id, (this.attempts.get(message.id) ?? 0) + 1);
     this.told.set(message.id, [...(this.told.get(message.id) ?? []), attempt]);
     if (this.unconfirmed.delete(message.id)) {
@@ -379,7 +394,7 @@ describe('the outbox: writes with the work, relay order, retries, dead letters, 
   });
 });
 
-describe('the outbox: delayed messages and fields publish() does not know', () => {
+describe('the outbox: delayed messages, fields publish() does not know, publishes at once (concurrency: 2)', () => {
   let db: TestDatabase;
   let app: INestApplication;
   const timed = new ScriptedBroker();
@@ -401,12 +416,24 @@ describe('the outbox: delayed messages and fields publish() does not know', () =
     db = await createTestDatabase();
     const outboxMigration = (await schemaSql()).find((migration) => migration.name.endsWith('create-outbox-messages-table'))!;
     await db.query(outboxMigration.sql);
-    ({ app } = await startDemoApp('express', db.url, [], false, { purge: { interval: false }, outbox: { publishers: { scripted: timed }, relay: { pollInterval: '100ms' } } }));
+    ({ app } = await startDemoApp('express', db.url, [], false, { purge: { interval: false }, outbox: { publishers: { scripted: timed }, relay: { pollInterval: '100ms', concurrency: 2 } } }));
   });
 
   afterAll(async () => {
     await app?.close();
     await db?.drop();
+  });
+
+  it('publishes a batch of 10 two at a time', async () => {
+    const ids = Array.from({ length: 10 }, (_, index) => `two-at-a-time-${index}`);
+    timed.mostInFlight = 0;
+    await inTransaction(async (transaction) => {
+      for (const id of ids) {
+        await app.get(Outbox).publish({ to: 'scripted', address: 'credits', payload: {}, id }, { transaction });
+      }
+    });
+    await until(async () => ids.every((id) => timed.idsReceived().includes(id)), 'all 10 were sent');
+    expect(timed.mostInFlight).toBe(2);
   });
 
   it('refuses a field of the message or of the options that publish() does not know, writing nothing', async () => {

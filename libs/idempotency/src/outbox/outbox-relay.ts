@@ -113,7 +113,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
         await connection.rollback();
         return false;
       }
-      const failures = await Promise.all(rows.map((row) => this.publish(row, relay)));
+      const failures = await this.publishAll(rows, relay);
       const dead = await this.settle(connection, relay, rows, failures);
       // A batch takes one message per ordering key: the next one of a key just sent (or whose dead letter lets it go) may be due now.
       const keyMoved = (row: OutboxRow, index: number) => failures[index] === undefined || (!relay.deadLetterHoldsKey && dead.has(row.seq));
@@ -121,6 +121,20 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     } finally {
       await connection.close();
     }
+  }
+
+  /** Publishes the batch's messages, `concurrency` at a time; each result in its message's place. */
+  private async publishAll(rows: OutboxRow[], relay: ResolvedRelayOptions): Promise<(PublishFailure | undefined)[]> {
+    const results: (PublishFailure | undefined)[] = new Array(rows.length);
+    let next = 0;
+    const publishing = async () => {
+      while (next < rows.length) {
+        const index = next++;
+        results[index] = await this.publish(rows[index], relay);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(relay.concurrency, rows.length) }, publishing));
+    return results;
   }
 
   /** Undefined when the broker confirmed the message, else why it did not. */

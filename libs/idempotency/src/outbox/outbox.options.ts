@@ -15,6 +15,12 @@ export interface OutboxRelayOptions {
    */
   batchSize?: number;
   /**
+   * Publishes of a batch waiting for the broker at once, apart from how many the batch holds:
+   * lower it for a broker that throttles a burst, or a publisher that opens a request each.
+   * @default `batchSize` (the whole batch at once)
+   */
+  concurrency?: number;
+  /**
    * How often the relay looks for messages when nothing woke it: the fallback to LISTEN/NOTIFY.
    * A message whose publish failed is retried when its delay ends, not at the next poll.
    * @default '1s'
@@ -82,6 +88,7 @@ export interface OutboxOptions {
 /** @internal */
 export interface ResolvedRelayOptions {
   readonly batchSize: number;
+  readonly concurrency: number;
   readonly pollIntervalMs: number;
   readonly listen: boolean;
   readonly maxAttempts: number;
@@ -137,6 +144,7 @@ function resolveRelay(relay: OutboxRelayOptions): ResolvedRelayOptions {
   }
   return {
     batchSize,
+    concurrency: wholeNumber('outbox.relay.concurrency', relay.concurrency ?? batchSize, MAX_BATCH_SIZE),
     pollIntervalMs: toMilliseconds('outbox.relay.pollInterval', relay.pollInterval ?? '1s', MAX_TIMER_MS),
     listen: toFlag('outbox.relay.listen', relay.listen ?? true),
     maxAttempts,
