@@ -1,6 +1,8 @@
 import { Body, Controller, HttpException, type INestApplication, Module, Post } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import {
+  IDEMPOTENCY_CHANNELS,
   IdempotencyAdmin,
   IdempotencyContext,
   IdempotencyHealthIndicator,
@@ -352,6 +354,38 @@ describe('the outbox: writes with the work, relay order, retries, dead letters, 
     expect(received(discarded)).toBe(false);
     expect(await admin.outboxDeadLetters()).toEqual([]);
     expect((await app.get(IdempotencyHealthIndicator).isHealthy()).idempotency.status).toBe('up');
+  });
+
+  it("tells the outbox channel's subscribers of each message published, failed and dead-lettered, after the COMMIT that marked it", async () => {
+    const [sent, retried, dead] = [newId('told-sent'), newId('told-retried'), newId('told-dead')];
+    const events: Record<string, unknown>[] = [];
+    const listener = (event: unknown) => {
+      const told = event as Record<string, unknown>;
+      if ([sent, retried, dead].includes(told.id as string)) {
+        events.push(told);
+      }
+    };
+    subscribe(IDEMPOTENCY_CHANNELS.outbox, listener);
+    try {
+      broker.failures.set(retried, 1);
+      broker.failures.set(dead, Infinity);
+      for (const id of [sent, retried, dead]) {
+        expect((await credit({ id, account: 'acc-told' })).status).toBe(201);
+      }
+      await until(async () => events.length === 6, 'six events were told');
+    } finally {
+      unsubscribe(IDEMPOTENCY_CHANNELS.outbox, listener);
+    }
+    const of = (id: string) => events.filter((event) => event.id === id).map(({ event, attempt, error }) => ({ event, attempt, error }));
+    expect(of(sent)).toEqual([{ event: 'published', attempt: 1, error: undefined }]);
+    expect(of(retried)).toEqual([{ event: 'failed', attempt: 1, error: `broker refused ${retried}` }, { event: 'published', attempt: 2, error: undefined }]);
+    expect(of(dead)).toEqual([
+      { event: 'failed', attempt: 1, error: `broker refused ${dead}` },
+      { event: 'failed', attempt: 2, error: `broker refused ${dead}` },
+      { event: 'dead-lettered', attempt: 3, error: `broker refused ${dead}` },
+    ]);
+    expect(events.find((event) => event.id === sent)).toEqual({ event: 'published', id: sent, destination: 'scripted', address: 'credits', attempt: 1 });
+    expect(await app.get(IdempotencyAdmin).discardDeadLetters({ ids: [dead], reason: 'test done' })).toEqual([dead]);
   });
 
   it('lists dead letters by ordering key, destination, address and age, a page after another, and gets one by id', async () => {

@@ -33,4 +33,10 @@ export const IDEMPOTENCY_CHANNELS = {
   commit: 'nestjs-idempotent-consumer:commit',
   /** A purge run ended: `{ outcome, rows, batches, durationMs }`. */
   purge: 'nestjs-idempotent-consumer:purge',
+  /**
+   * The outbox relay settled a message, after the COMMIT that marked it: `{ event: 'published' }`,
+   * `'failed'` (retried in `retryInMs`) or `'dead-lettered'`, with `{ id, destination, address, attempt }`,
+   * and `error` for a failure.
+   */
+  outbox: 'nestjs-idempotent-consumer:outbox',
 } as const;

@@ -3,6 +3,7 @@ import type { ResolvedClaimOptions } from '../claiming/claim.options.js';
 import type { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import type { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import type { OutboxSchemaCheck } from './outbox-schema.check.js';
+import type { IdempotencyTracing } from '../tracing/idempotency-tracing.js';
 import { resolveOutbox } from './outbox.options.js';
 import { OutboxRelay } from './outbox-relay.js';
 
@@ -18,7 +19,7 @@ describe('OutboxRelay', () => {
     const join = { connect: () => (connects++, failed) } as unknown as DataLayerJoin;
     const outbox = resolveOutbox({ publishers: { broker: { publish: async () => undefined } }, relay: { pollInterval: '1h' } });
     const schema = { passed: async () => true } as unknown as OutboxSchemaCheck;
-    const relay = new OutboxRelay(outbox, { connectionTimeoutMs: 5_000 } as ResolvedClaimOptions, join, {} as IdempotencyMetricsService, schema);
+    const relay = new OutboxRelay(outbox, { connectionTimeoutMs: 5_000 } as ResolvedClaimOptions, join, {} as IdempotencyMetricsService, schema, {} as IdempotencyTracing);
     relay.onApplicationBootstrap();
     while (connects < 2) {
       await new Promise((resolve) => setImmediate(resolve));

@@ -5,6 +5,7 @@ import type { ClaimConnection } from '../data-layers/data-layer.js';
 import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import { within } from '../duration/within.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
+import { IdempotencyTracing } from '../tracing/idempotency-tracing.js';
 import { OutboxSchemaCheck } from './outbox-schema.check.js';
 import type { OutgoingMessage, PublishAttempt } from './outbox-publisher.js';
 import { IdempotencyPublishRefusedError } from '../errors/idempotency.errors.js';
@@ -55,6 +56,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     private readonly join: DataLayerJoin,
     private readonly metrics: IdempotencyMetricsService,
     private readonly schema: OutboxSchemaCheck,
+    private readonly tracing: IdempotencyTracing,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -197,12 +199,32 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       failed: failedDestinations,
       deadLettered: failures.filter((failure) => failure.dead).length,
     });
+    this.announce(rows, results, failures);
     const retries = failures.filter((failure) => !failure.dead);
     if (retries.length > 0) {
       const due = Date.now() + Math.min(...retries.map((failure) => failure.delayMs));
       this.retryAt = Math.min(this.retryAt ?? due, due);
     }
     return new Set(failures.filter((failure) => failure.dead).map((failure) => failure.seq));
+  }
+
+  /** Tells the outbox channel's subscribers what became of each message of a committed batch. */
+  private announce(rows: OutboxRow[], results: (PublishFailure | undefined)[], failures: FailedPublish[]): void {
+    const channel = this.tracing.channels.outbox;
+    if (!channel.hasSubscribers) {
+      return;
+    }
+    const failed = new Map(failures.map((failure) => [failure.seq, failure]));
+    rows.forEach((row, index) => {
+      const message = { id: row.id, destination: row.destination, address: row.address, attempt: row.attempts + 1 };
+      const failure = failed.get(row.seq);
+      if (failure === undefined) {
+        channel.publish({ event: 'published', ...message });
+      } else {
+        const error = results[index]!.error;
+        channel.publish(failure.dead ? { event: 'dead-lettered', ...message, error } : { event: 'failed', ...message, error, retryInMs: failure.delayMs });
+      }
+    });
   }
 
   /** Keeps one connection LISTENing on the table's channel, and listens again after it was lost. */

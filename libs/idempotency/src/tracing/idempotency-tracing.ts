@@ -40,7 +40,7 @@ export interface DeliverySource {
  * What the module traces with: OpenTelemetry, when `@opentelemetry/api` is installed (loaded at
  * start-up, like `prom-client`), for one span per delivery, and the `node:diagnostics_channel`
  * channels of `IDEMPOTENCY_CHANNELS`. The delivery observer alone writes a delivery's span and
- * channel messages; the purge publishes its runs here.
+ * channel messages; the purge publishes its runs here, the outbox relay its settled messages.
  * @internal
  */
 @Injectable()
@@ -52,6 +52,7 @@ export class IdempotencyTracing implements OnModuleInit {
     duplicate: channel(IDEMPOTENCY_CHANNELS.duplicate),
     commit: channel(IDEMPOTENCY_CHANNELS.commit),
     purge: channel(IDEMPOTENCY_CHANNELS.purge),
+    outbox: channel(IDEMPOTENCY_CHANNELS.outbox),
   };
 
   constructor(@Inject(TRACING_OPTIONS) private readonly options: ResolvedTracingOptions) {}
