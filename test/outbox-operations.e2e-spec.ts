@@ -11,6 +11,7 @@ import {
   IdempotentHandler,
   Outbox,
   type OutboxPublisher,
+  OutboxRelay,
   type OutgoingMessage,
   type PublishAttempt,
   IdempotencyPublishRefusedError,
@@ -667,6 +668,56 @@ describe('a relay whose dead letters let their keys go (deadLetterHoldsKey: fals
     expect(await admin.requeueDeadLetters({ ids: ['let-go-dead'], reason: 'broker fixed' })).toEqual(['let-go-dead']);
     await until(async () => flaky.idsReceived().includes('let-go-dead'), 'the requeued dead letter was sent');
     expect(flaky.idsReceived()).toEqual(['let-go-next', 'let-go-dead']);
+  });
+});
+
+describe('a relay driven by runOnce() (autoStart: false), and its stats()', () => {
+  let db: TestDatabase;
+  let app: INestApplication;
+  const driven = new ScriptedBroker();
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    const outboxMigration = (await schemaSql()).find((migration) => migration.name.endsWith('create-outbox-messages-table'))!;
+    await db.query(outboxMigration.sql);
+    ({ app } = await startDemoApp('express', db.url, [], false, {
+      purge: { interval: false },
+      outbox: { publishers: { scripted: driven }, relay: { autoStart: false, retryDelay: '50ms', maxRetryDelay: '50ms', publishTimeout: '300ms' } },
+    }));
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  it('sends only when runOnce() is called, answering what became of the batch', async () => {
+    const relay = app.get(OutboxRelay);
+    expect(relay.stats()).toEqual({ running: false, publishesInFlight: 0, nextRetryAt: null });
+    driven.failures.set('driven-2', 1);
+    driven.unconfirmed.add('driven-3');
+    const runner = app.get(DataSource).createQueryRunner();
+    await runner.startTransaction();
+    for (const id of ['driven-1', 'driven-2', 'driven-3']) {
+      await app.get(Outbox).publish({ to: 'scripted', address: 'credits', payload: { id }, id }, { transaction: (sql) => runner.query(sql) });
+    }
+    await runner.commitTransaction();
+    await runner.release();
+    expect(driven.idsReceived()).toEqual([]);
+
+    const running = relay.runOnce();
+    await until(async () => relay.stats().publishesInFlight === 1, 'only the unconfirmed publish waits for the broker');
+    expect(await running).toEqual({ taken: 3, published: 1, failed: 2, deadLettered: 0 });
+    expect(driven.idsReceived()).toEqual(['driven-1']);
+    expect(relay.stats()).toEqual({ running: false, publishesInFlight: 0, nextRetryAt: expect.any(Date) });
+
+    let again = await relay.runOnce();
+    while (again.taken === 0) {
+      again = await relay.runOnce();
+    }
+    expect(again).toEqual({ taken: 2, published: 2, failed: 0, deadLettered: 0 });
+    expect(await relay.runOnce()).toEqual({ taken: 0, published: 0, failed: 0, deadLettered: 0 });
+    expect(driven.idsReceived().sort()).toEqual(['driven-1', 'driven-2', 'driven-3']);
   });
 });
 

@@ -111,7 +111,7 @@ const PUBLIC_NAMES = {
     'JetStreamPublisher', 'JetStreamPublisherOptions', 'JetStreamPublishing', 'KeySource', 'LeaseAttempt', 'LeaseCounts', 'LeaseEvent', 'LeaseKey',
     'LeaseRenewalCounts', 'LeaseRenewalOutcome', 'LeaseRequest', 'LeaseStore', 'MAX_KEY_LENGTH', 'MetricsOptions', 'MetricsRegistry',
     'MikroOrmDataLayer', 'MikroOrmDataLayerOptions', 'Outbox', 'OutboxCounts', 'OutboxMessage', 'OutboxOptions', 'OutboxPublishOptions',
-    'OutboxPublisher', 'OutboxRelayOptions', 'OutboxSample', 'OutgoingMessage', 'PgPoolDataLayer', 'PgPoolDataLayerOptions', 'ProcessedMessage',
+    'OutboxPublisher', 'OutboxRelay', 'OutboxRelayOptions', 'OutboxRelayRun', 'OutboxRelayStats', 'OutboxSample', 'OutgoingMessage', 'PgPoolDataLayer', 'PgPoolDataLayerOptions', 'ProcessedMessage',
     'PublishAttempt', 'PurgeFigures', 'PurgeOptions', 'PurgeOutcome', 'PurgeRun', 'RabbitMqPublisher', 'RabbitMqPublisherOptions', 'RecordPolicy', 'RecordedResponse',
     'RedisEvalClient', 'RedisLeaseStore', 'RefusalCounts', 'RemovableEntry', 'ReplayCacheOptions', 'ReplayOptions', 'SchemaMigrationSql',
     'ScopeSource', 'SenderDuplicateRate', 'SenderOptions', 'SqsPublisher', 'SqsPublisherOptions', 'SqsSending', 'StoreSample', 'StoredLeaseEntry',

@@ -101,6 +101,8 @@ export type { DeliveryOutcome } from './metrics/delivery-outcome.js';
 export { Outbox } from './outbox/outbox.js';
 export type { OutboxMessage, OutboxPublishOptions } from './outbox/outbox.js';
 export type { OutboxOptions, OutboxRelayOptions } from './outbox/outbox.options.js';
+export { OutboxRelay } from './outbox/outbox-relay.js';
+export type { OutboxRelayRun, OutboxRelayStats } from './outbox/outbox-relay.js';
 export type { OutboxPublisher, OutgoingMessage, PublishAttempt } from './outbox/outbox-publisher.js';
 export { RabbitMqPublisher } from './outbox/publishers/rabbitmq.publisher.js';
 export type { RabbitMqPublisherOptions } from './outbox/publishers/rabbitmq.publisher.js';

@@ -8,10 +8,32 @@ import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.servic
 import { IdempotencyTracing } from '../tracing/idempotency-tracing.js';
 import { OutboxSchemaCheck } from './outbox-schema.check.js';
 import type { OutgoingMessage, PublishAttempt } from './outbox-publisher.js';
-import { IdempotencyPublishRefusedError } from '../errors/idempotency.errors.js';
+import { IdempotencyOutboxError, IdempotencyPublishRefusedError } from '../errors/idempotency.errors.js';
 import { OUTBOX_OPTIONS, type ResolvedOutboxOptions, type ResolvedRelayOptions } from './outbox.options.js';
 import { outboxMessages } from './outbox.messages.js';
 import { type FailedPublish, markDispatchedSql, markFailedSql, type OutboxRow, takeBatchSql } from './outbox.queries.js';
+
+/** What one batch of `OutboxRelay.runOnce()` did with its messages. */
+export interface OutboxRelayRun {
+  /** Messages the batch took (due, and not held back by an earlier one of their ordering key). */
+  readonly taken: number;
+  /** Confirmed by their broker and marked dispatched. */
+  readonly published: number;
+  /** Failed, to be retried after their delay. */
+  readonly failed: number;
+  /** Failed for the last time (or refused for good) and parked as dead letters. */
+  readonly deadLettered: number;
+}
+
+/** `OutboxRelay.stats()`: what this process's relay is doing now. */
+export interface OutboxRelayStats {
+  /** Whether its own loop runs (false with `relay: { autoStart: false }`, and once the application shuts down). */
+  readonly running: boolean;
+  /** Publishes waiting for their broker's confirmation, of its loop's batches and of `runOnce()`. */
+  readonly publishesInFlight: number;
+  /** When the earliest retry it scheduled is due; null when none is. */
+  readonly nextRetryAt: Date | null;
+}
 
 /** Why a publish failed; `permanent`: the publisher refused the message for good (a dead letter at once). */
 interface PublishFailure {
@@ -35,7 +57,9 @@ const RELAY_CLAIMANT = { consumer: 'the outbox relay', key: '' };
  * taken again after `pollInterval`. It wakes on NOTIFY from each commit that wrote messages, polls
  * every `pollInterval` besides, and goes on at once after a batch that was full or sent a message
  * of an ordering key (whose next one may be due).
- * @internal
+ *
+ * Inject it for `runOnce()` (a test that publishes and then wants the batch sent, a cron-style
+ * worker with `relay: { autoStart: false }`) and `stats()`.
  */
 @Injectable()
 export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -49,7 +73,10 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   private endListening: (() => void) | undefined;
   /** When the earliest retry this relay scheduled is due (a timestamp), so that it looks then rather than at the next poll. */
   private retryAt: number | undefined;
+  /** Publishes waiting for the broker. */
+  private publishesInFlight = 0;
 
+  /** @internal Nest constructs it. */
   constructor(
     @Inject(OUTBOX_OPTIONS) private readonly outbox: ResolvedOutboxOptions | null,
     @Inject(CLAIM_OPTIONS) private readonly claims: ResolvedClaimOptions,
@@ -59,13 +86,39 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     private readonly tracing: IdempotencyTracing,
   ) {}
 
+  /**
+   * Takes one batch of due messages and publishes it now, in this process, beside the relay's own
+   * loop if it runs (several batches share the table safely).
+   * @returns what became of the batch's messages: all zero when none was due.
+   * @throws IdempotencyOutboxError when the module has no `outbox`, or `relay: false`.
+   */
+  async runOnce(): Promise<OutboxRelayRun> {
+    const relay = this.outbox?.relay;
+    if (!relay) {
+      throw new IdempotencyOutboxError(outboxMessages.noRelay());
+    }
+    await this.schema.passed();
+    return (await this.batch(relay)).run;
+  }
+
+  /** What this process's relay is doing now. */
+  stats(): OutboxRelayStats {
+    return {
+      running: this.running.length > 0 && !this.stopping,
+      publishesInFlight: this.publishesInFlight,
+      nextRetryAt: this.retryAt === undefined ? null : new Date(this.retryAt),
+    };
+  }
+
+  /** @internal */
   onApplicationBootstrap(): void {
     const relay = this.outbox?.relay;
-    if (relay) {
+    if (relay?.autoStart) {
       this.running = [this.relay(relay), ...(relay.listen ? [this.listen(relay)] : [])];
     }
   }
 
+  /** @internal */
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
     this.wake();
@@ -92,7 +145,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       this.woken = false;
       let more = false;
       try {
-        more = await this.batch(relay);
+        more = (await this.batch(relay)).more;
       } catch (error) {
         this.logger.warn(outboxMessages.relayFailed(this.table, (error as Error).message));
       }
@@ -102,8 +155,8 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     }
   }
 
-  /** Publishes one batch; true when more may be due: it was full, or it sent a message of an ordering key. */
-  private async batch(relay: ResolvedRelayOptions): Promise<boolean> {
+  /** Publishes one batch; `more` when more may be due: it was full, or it sent a message of an ordering key. */
+  private async batch(relay: ResolvedRelayOptions): Promise<{ more: boolean; run: OutboxRelayRun }> {
     if (this.retryAt !== undefined && this.retryAt <= Date.now()) {
       this.retryAt = undefined;
     }
@@ -113,13 +166,17 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       const rows = taken.rows as OutboxRow[];
       if (rows.length === 0) {
         await connection.rollback();
-        return false;
+        return { more: false, run: { taken: 0, published: 0, failed: 0, deadLettered: 0 } };
       }
       const failures = await this.publishAll(rows, relay);
       const dead = await this.settle(connection, relay, rows, failures);
       // A batch takes one message per ordering key: the next one of a key just sent (or whose dead letter lets it go) may be due now.
       const keyMoved = (row: OutboxRow, index: number) => failures[index] === undefined || (!relay.deadLetterHoldsKey && dead.has(row.seq));
-      return rows.length === relay.batchSize || rows.some((row, index) => row.ordering_key !== null && keyMoved(row, index));
+      const failed = failures.filter((failure) => failure !== undefined).length;
+      return {
+        more: rows.length === relay.batchSize || rows.some((row, index) => row.ordering_key !== null && keyMoved(row, index)),
+        run: { taken: rows.length, published: rows.length - failed, failed: failed - dead.size, deadLettered: dead.size },
+      };
     } finally {
       await connection.close();
     }
@@ -132,7 +189,12 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     const publishing = async () => {
       while (next < rows.length) {
         const index = next++;
-        results[index] = await this.publish(rows[index], relay);
+        this.publishesInFlight++;
+        try {
+          results[index] = await this.publish(rows[index], relay);
+        } finally {
+          this.publishesInFlight--;
+        }
       }
     };
     await Promise.all(Array.from({ length: Math.min(relay.concurrency, rows.length) }, publishing));

@@ -35,6 +35,7 @@ export const outboxMessages = {
     `no JetStream stream takes the subject '${subject}' (or JetStream is not enabled on the server; the client says "jetstream is not enabled"): ` +
     'add a stream whose subjects include it before the relay publishes',
   publishTimedOut: (ms: number) => `no confirmation from the broker within ${ms} ms`,
+  noRelay: () => 'OutboxRelay.runOnce() needs a relay in this process: the module\'s `outbox` with `relay` not false (`relay: { autoStart: false }` for one that runs only when called).',
   relayStarted: (table: string, batchSize: number, listens: boolean, pollIntervalMs: number) =>
     `The outbox relay of ${table} started: batches of ${batchSize}, woken ${listens ? 'by NOTIFY at each commit that writes messages, and ' : ''}every ${pollIntervalMs} ms.`,
   relayFailed: (table: string, cause: string) => `The outbox relay of ${table} failed a batch and carries on after ${'`pollInterval`'}: ${cause}`,

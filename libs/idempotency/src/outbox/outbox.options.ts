@@ -27,6 +27,12 @@ export interface OutboxRelayOptions {
    */
   pollInterval?: Duration;
   /**
+   * Whether the relay runs on its own from start-up (its poll, and LISTEN). `false`: it sends only
+   * when `OutboxRelay.runOnce()` is called, for a cron-style worker or a test that drives it.
+   * @default true
+   */
+  autoStart?: boolean;
+  /**
    * Wake the relay at each commit that wrote messages, by PostgreSQL's LISTEN/NOTIFY on one pooled
    * connection it keeps. Turn it off behind a pooler in transaction mode (PgBouncer), where LISTEN
    * does not reach the relay: it then polls every `pollInterval`.
@@ -91,6 +97,7 @@ export interface ResolvedRelayOptions {
   readonly concurrency: number;
   readonly pollIntervalMs: number;
   readonly listen: boolean;
+  readonly autoStart: boolean;
   readonly maxAttempts: number;
   readonly deadLetterHoldsKey: boolean;
   readonly retryDelayMs: number;
@@ -147,6 +154,7 @@ function resolveRelay(relay: OutboxRelayOptions): ResolvedRelayOptions {
     concurrency: wholeNumber('outbox.relay.concurrency', relay.concurrency ?? batchSize, MAX_BATCH_SIZE),
     pollIntervalMs: toMilliseconds('outbox.relay.pollInterval', relay.pollInterval ?? '1s', MAX_TIMER_MS),
     listen: toFlag('outbox.relay.listen', relay.listen ?? true),
+    autoStart: toFlag('outbox.relay.autoStart', relay.autoStart ?? true),
     maxAttempts,
     deadLetterHoldsKey: toFlag('outbox.relay.deadLetterHoldsKey', relay.deadLetterHoldsKey ?? true),
     retryDelayMs,
