@@ -100,9 +100,10 @@ export class Outbox {
    * rolls back); elsewhere, `options.transaction`'s.
    * @returns the message's id.
    * @throws IdempotencyOutboxError when there is no transaction to write it in (or `transaction`
-   *   runs its statements outside a transaction block), the message is
-   *   not valid (an unknown `to`, a payload that is not JSON, a refusal of its publisher), or the
-   *   claim's transaction (or the table, for a message written in `transaction`) has a message of its id already; nothing is written.
+   *   runs its statements outside a transaction block), the message is not valid (a field
+   *   `publish()` does not know, an unknown `to`, a payload that is not JSON, a refusal of its
+   *   publisher), or the claim's transaction (or the table, for a message written in `transaction`)
+   *   has a message of its id already; nothing is written.
    */
   async publish(message: OutboxMessage, options: OutboxPublishOptions = {}): Promise<string> {
     const outbox = this.options;
