@@ -110,7 +110,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     };
   }
 
-  /** @internal */
+  /** Starts the relay's loop (its poll, and LISTEN) unless `relay.autoStart` is false. */
   onApplicationBootstrap(): void {
     const relay = this.outbox?.relay;
     if (relay?.autoStart) {
@@ -118,7 +118,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     }
   }
 
-  /** @internal */
+  /** The batch in progress finishes (or rolls back) and the publishers close before the connections do. */
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
     this.wake();
