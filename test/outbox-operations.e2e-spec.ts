@@ -1,6 +1,8 @@
 import { Body, Controller, HttpException, type INestApplication, Module, Post } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import {
+  IDEMPOTENCY_CHANNELS,
   IdempotencyAdmin,
   IdempotencyContext,
   IdempotencyHealthIndicator,
@@ -9,7 +11,10 @@ import {
   IdempotentHandler,
   Outbox,
   type OutboxPublisher,
+  OutboxRelay,
   type OutgoingMessage,
+  type PublishAttempt,
+  IdempotencyPublishRefusedError,
   schemaSql,
 } from 'nestjs-idempotent-consumer';
 import { Test } from '@nestjs/testing';
@@ -32,9 +37,34 @@ class ScriptedBroker implements OutboxPublisher {
   readonly failures = new Map<string, number>();
   /** What to reject the next publish of a message with instead of an Error, by message id: once. */
   readonly rejections = new Map<string, unknown>();
+  /** Ids whose next publish is never confirmed: once. */
+  readonly unconfirmed = new Set<string>();
+  /** What the relay told each publish, by message id. */
+  readonly told = new Map<string, PublishAttempt[]>();
+  /** When each message was received (Date.now()), by message id. */
+  readonly receivedAt = new Map<string, number>();
+  /** Publishes under way, and the most there ever were at once. */
+  inFlight = 0;
+  mostInFlight = 0;
 
-  async publish(message: OutgoingMessage): Promise<void> {
+  async publish(message: OutgoingMessage, attempt: PublishAttempt): Promise<void> {
+    this.inFlight++;
+    this.mostInFlight = Math.max(this.mostInFlight, this.inFlight);
+    try {
+      // A broker answers on a later turn of the event loop.
+      await new Promise((resolve) => setImmediate(resolve));
+      await this.receive(message, attempt);
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  private async receive(message: OutgoingMessage, attempt: PublishAttempt): Promise<void> {
     this.attempts.set(message.id, (this.attempts.get(message.id) ?? 0) + 1);
+    this.told.set(message.id, [...(this.told.get(message.id) ?? []), attempt]);
+    if (this.unconfirmed.delete(message.id)) {
+      return new Promise(() => undefined);
+    }
     if (this.rejections.has(message.id)) {
       const rejection = this.rejections.get(message.id);
       this.rejections.delete(message.id);
@@ -46,6 +76,7 @@ class ScriptedBroker implements OutboxPublisher {
       throw new Error(`broker refused ${message.id}`);
     }
     this.received.push(message);
+    this.receivedAt.set(message.id, Date.now());
   }
 
   idsReceived(): string[] {
@@ -187,6 +218,49 @@ describe('the outbox: writes with the work, relay order, retries, dead letters, 
     expect(await db.query('SELECT id FROM outbox_messages WHERE id = $1', [rolledBack])).toEqual([]);
   });
 
+  it('refuses a `transaction` that is not an open transaction (the pool, a client before BEGIN, after COMMIT): nothing written, nothing sent', async () => {
+    const outbox = app.get(Outbox);
+    const [pooled, beforeBegin, afterCommit] = [newId('pooled'), newId('before-begin'), newId('after-commit')];
+    const message = (id: string) => ({ to: 'scripted', address: 'credits', payload: { id }, id });
+    const client = await db.connect();
+    try {
+      await expect(outbox.publish(message(pooled), { transaction: (sql) => app.get(DataSource).query(sql) })).rejects.toThrow(/outside a transaction block/);
+      await expect(outbox.publish(message(beforeBegin), { transaction: (sql) => client.query(sql) })).rejects.toThrow(IdempotencyOutboxError);
+      await client.query('BEGIN');
+      await client.query('COMMIT');
+      await expect(outbox.publish(message(afterCommit), { transaction: (sql) => client.query(sql) })).rejects.toThrow(IdempotencyOutboxError);
+    } finally {
+      await client.end();
+    }
+    const marker = newId('marker');
+    expect((await credit({ id: marker, account: 'acc-3' })).status).toBe(201);
+    await until(async () => received(marker), `${marker} was sent`);
+    expect(await db.query('SELECT id FROM outbox_messages WHERE id = ANY ($1)', [[pooled, beforeBegin, afterCommit]])).toEqual([]);
+    expect(broker.idsReceived().filter((id) => [pooled, beforeBegin, afterCommit].includes(id))).toEqual([]);
+  });
+
+  it('refuses a message whose id the table has, written in a transaction of the caller, as IdempotencyOutboxError naming the id', async () => {
+    const id = newId('taken-by-caller');
+    const runner = app.get(DataSource).createQueryRunner();
+    try {
+      for (const attempt of ['first', 'again']) {
+        await runner.startTransaction();
+        const publishing = app.get(Outbox).publish({ to: 'scripted', address: 'credits', payload: { attempt }, id }, { transaction: (sql) => runner.query(sql) });
+        if (attempt === 'first') {
+          await publishing;
+          await runner.commitTransaction();
+        } else {
+          await expect(publishing).rejects.toThrow(IdempotencyOutboxError);
+          await expect(publishing).rejects.toThrow(`the id '${id}' was written already`);
+          await runner.rollbackTransaction();
+        }
+      }
+    } finally {
+      await runner.release();
+    }
+    expect(await db.query('SELECT payload FROM outbox_messages WHERE id = $1', [id])).toEqual([{ payload: JSON.stringify({ attempt: 'first' }) }]);
+  });
+
   it('retries a failed publish, and keeps the order of an ordering key through the retries', async () => {
     const [first, second, third] = [newId('ordered'), newId('ordered'), newId('ordered')];
     broker.failures.set(first, 2);
@@ -283,6 +357,64 @@ describe('the outbox: writes with the work, relay order, retries, dead letters, 
     expect((await app.get(IdempotencyHealthIndicator).isHealthy()).idempotency.status).toBe('up');
   });
 
+  it("tells the outbox channel's subscribers of each message published, failed and dead-lettered, after the COMMIT that marked it", async () => {
+    const [sent, retried, dead] = [newId('told-sent'), newId('told-retried'), newId('told-dead')];
+    const events: Record<string, unknown>[] = [];
+    const listener = (event: unknown) => {
+      const told = event as Record<string, unknown>;
+      if ([sent, retried, dead].includes(told.id as string)) {
+        events.push(told);
+      }
+    };
+    subscribe(IDEMPOTENCY_CHANNELS.outbox, listener);
+    try {
+      broker.failures.set(retried, 1);
+      broker.failures.set(dead, Infinity);
+      for (const id of [sent, retried, dead]) {
+        expect((await credit({ id, account: 'acc-told' })).status).toBe(201);
+      }
+      await until(async () => events.length === 6, 'six events were told');
+    } finally {
+      unsubscribe(IDEMPOTENCY_CHANNELS.outbox, listener);
+    }
+    const of = (id: string) => events.filter((event) => event.id === id).map(({ event, attempt, error }) => ({ event, attempt, error }));
+    expect(of(sent)).toEqual([{ event: 'published', attempt: 1, error: undefined }]);
+    expect(of(retried)).toEqual([{ event: 'failed', attempt: 1, error: `broker refused ${retried}` }, { event: 'published', attempt: 2, error: undefined }]);
+    expect(of(dead)).toEqual([
+      { event: 'failed', attempt: 1, error: `broker refused ${dead}` },
+      { event: 'failed', attempt: 2, error: `broker refused ${dead}` },
+      { event: 'dead-lettered', attempt: 3, error: `broker refused ${dead}` },
+    ]);
+    expect(events.find((event) => event.id === sent)).toEqual({ event: 'published', id: sent, destination: 'scripted', address: 'credits', attempt: 1 });
+    expect(await app.get(IdempotencyAdmin).discardDeadLetters({ ids: [dead], reason: 'test done' })).toEqual([dead]);
+  });
+
+  it('lists dead letters by ordering key, destination, address and age, a page after another, and gets one by id', async () => {
+    const [first, second, third] = [newId('dl-first'), newId('dl-second'), newId('dl-third')];
+    const runner = app.get(DataSource).createQueryRunner();
+    await runner.startTransaction();
+    for (const [id, address, orderingKey] of [[first, 'credits', 'dl-a'], [second, 'credits', 'dl-b'], [third, 'other', undefined]]) {
+      broker.failures.set(id!, Infinity);
+      await app.get(Outbox).publish({ to: 'scripted', address: address!, payload: { id }, id: id!, orderingKey }, { transaction: (sql) => runner.query(sql) });
+    }
+    await runner.commitTransaction();
+    await runner.release();
+    await until(async () => (await Promise.all([first, second, third].map(rows))).every(([row]) => row?.dead), 'all three are dead letters');
+    const admin = app.get(IdempotencyAdmin);
+    const ids = async (options: Parameters<IdempotencyAdmin['outboxDeadLetters']>[0]) => (await admin.outboxDeadLetters(options)).map((letter) => letter.id);
+    expect(await ids({ orderingKey: 'dl-a' })).toEqual([first]);
+    expect(await ids({ address: 'other' })).toEqual([third]);
+    expect(await ids({ destination: 'scripted', limit: 2 })).toEqual([first, second]);
+    expect(await ids({ destination: 'scripted', limit: 2, after: second })).toEqual([third]);
+    expect(await ids({ destination: 'elsewhere' })).toEqual([]);
+    expect(await ids({ deadLetteredBefore: new Date(Date.now() - 60_000) })).toEqual([]);
+    expect(await ids({ deadLetteredBefore: new Date(Date.now() + 60_000), limit: 3 })).toEqual([first, second, third]);
+    expect(await admin.outboxDeadLetter({ id: second })).toMatchObject({ id: second, orderingKey: 'dl-b', attempts: 3, lastError: `broker refused ${second}` });
+    expect(await admin.outboxDeadLetter({ id: 'no-such-message' })).toBeNull();
+    await expect(admin.outboxDeadLetters({ deadLetteredBefore: 'yesterday' as never })).rejects.toThrow("the outbox's `deadLetteredBefore` must be a valid Date");
+    expect(await admin.discardDeadLetters({ ids: [first, second, third], reason: 'test done' })).toEqual([first, second, third]);
+  });
+
   it('purges dispatched messages past outbox.retention, and keeps those not sent yet', async () => {
     const pending = newId('pending');
     broker.failures.set(pending, 1);
@@ -294,6 +426,81 @@ describe('the outbox: writes with the work, relay order, retries, dead letters, 
     await app.get(IdempotencyPurgeService).purgeNow();
     expect(await db.query('SELECT count(*)::int AS n FROM outbox_messages WHERE dispatched_at IS NOT NULL AND id <> $1', [pending])).toEqual([{ n: 0 }]);
     await until(async () => received(pending), `${pending} was sent after its retry`);
+  });
+});
+
+describe('the outbox: delayed messages, fields publish() does not know, publishes at once (concurrency: 2)', () => {
+  let db: TestDatabase;
+  let app: INestApplication;
+  const timed = new ScriptedBroker();
+  const inTransaction = async (write: (transaction: (sql: string) => Promise<unknown>) => Promise<unknown>) => {
+    const runner = app.get(DataSource).createQueryRunner();
+    await runner.startTransaction();
+    try {
+      await write((sql) => runner.query(sql));
+      await runner.commitTransaction();
+    } finally {
+      if (runner.isTransactionActive) {
+        await runner.rollbackTransaction();
+      }
+      await runner.release();
+    }
+  };
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    const outboxMigration = (await schemaSql()).find((migration) => migration.name.endsWith('create-outbox-messages-table'))!;
+    await db.query(outboxMigration.sql);
+    ({ app } = await startDemoApp('express', db.url, [], false, { purge: { interval: false }, outbox: { publishers: { scripted: timed }, relay: { pollInterval: '100ms', concurrency: 2 } } }));
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  it('publishes a batch of 10 two at a time', async () => {
+    const ids = Array.from({ length: 10 }, (_, index) => `two-at-a-time-${index}`);
+    timed.mostInFlight = 0;
+    await inTransaction(async (transaction) => {
+      for (const id of ids) {
+        await app.get(Outbox).publish({ to: 'scripted', address: 'credits', payload: {}, id }, { transaction });
+      }
+    });
+    await until(async () => ids.every((id) => timed.idsReceived().includes(id)), 'all 10 were sent');
+    expect(timed.mostInFlight).toBe(2);
+  });
+
+  it('refuses a field of the message or of the options that publish() does not know, writing nothing', async () => {
+    const outbox = app.get(Outbox);
+    const message = { to: 'scripted', address: 'credits', payload: {}, id: 'misspelt' };
+    await inTransaction(async (transaction) => {
+      await expect(outbox.publish({ ...message, orderKey: 'acc-1' } as never, { transaction })).rejects.toThrow(IdempotencyOutboxError);
+      await expect(outbox.publish({ ...message, orderKey: 'acc-1' } as never, { transaction })).rejects.toThrow(/`orderKey`, which publish\(\) does not know/);
+      await expect(outbox.publish(message, { transaction, timeout: 5 } as never)).rejects.toThrow(/the options has `timeout`/);
+      await expect(outbox.publish({ ...message, delay: '1s', availableAt: new Date() }, { transaction })).rejects.toThrow('give `delay` or `availableAt`, not both');
+      await expect(outbox.publish({ ...message, delay: 'soon' as never }, { transaction })).rejects.toThrow(IdempotencyOutboxError);
+    });
+    expect(await db.query("SELECT id FROM outbox_messages WHERE id = 'misspelt'")).toEqual([]);
+  });
+
+  it('sends a message with a delay, or an availableAt, no sooner than that, and counts no lag for it before', async () => {
+    const began = Date.now();
+    await inTransaction(async (transaction) => {
+      await app.get(Outbox).publish({ to: 'scripted', address: 'credits', payload: {}, id: 'delayed', delay: '1s' }, { transaction });
+      await app.get(Outbox).publish({ to: 'scripted', address: 'credits', payload: {}, id: 'available-at', availableAt: new Date(began + 1_500) }, { transaction });
+      await app.get(Outbox).publish({ to: 'scripted', address: 'credits', payload: {}, id: 'at-once' }, { transaction });
+    });
+    await until(async () => ['delayed', 'available-at', 'at-once'].every((id) => timed.idsReceived().includes(id)), 'all three were sent');
+    expect(timed.receivedAt.get('delayed')! - began).toBeGreaterThanOrEqual(1_000);
+    expect(timed.receivedAt.get('available-at')! - began).toBeGreaterThanOrEqual(1_500);
+    expect(timed.receivedAt.get('at-once')! - began).toBeLessThan(1_000);
+
+    await inTransaction((transaction) => app.get(Outbox).publish({ to: 'scripted', address: 'credits', payload: {}, id: 'in-an-hour', delay: '1h' }, { transaction }));
+    await db.query("UPDATE outbox_messages SET created_at = now() - interval '10 minutes' WHERE id = 'in-an-hour'");
+    const health = await app.get(IdempotencyHealthIndicator).isHealthy();
+    expect({ status: health.idempotency.status, outbox: health.idempotency.outbox }).toEqual({ status: 'up', outbox: { lagSeconds: 0, deadLetters: 0 } });
+    expect(timed.idsReceived()).not.toContain('in-an-hour');
   });
 });
 
@@ -314,7 +521,15 @@ describe('the relay between two polls (pollInterval 1h: it moves only when woken
   let db: TestDatabase;
   let app: INestApplication;
   const idle = new ScriptedBroker();
-  const options = { purge: { interval: false as const }, outbox: { publishers: { scripted: idle }, relay: { pollInterval: '1h' as const } } };
+  const relay = { pollInterval: '1h', publishTimeout: '300ms', retryDelay: '50ms', maxRetryDelay: '50ms', maxAttempts: 3 } as const;
+  const options = { purge: { interval: false as const }, outbox: { publishers: { scripted: idle }, relay } };
+  const publishAlone = async (id: string) => {
+    const runner = app.get(DataSource).createQueryRunner();
+    await runner.startTransaction();
+    await app.get(Outbox).publish({ to: 'scripted', address: 'credits', payload: { id }, id }, { transaction: (sql) => runner.query(sql) });
+    await runner.commitTransaction();
+    await runner.release();
+  };
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -371,6 +586,39 @@ describe('the relay between two polls (pollInterval 1h: it moves only when woken
     }
   });
 
+  it('retries a failed publish when its delay ends, not at the next poll, telling the publisher the attempt and the last error', async () => {
+    idle.failures.set('retried', 1);
+    await publishAlone('retried');
+    await until(async () => idle.idsReceived().includes('retried'), 'retried was sent on its retry');
+    expect(idle.told.get('retried')!.map(({ attempt, lastError }) => ({ attempt, lastError }))).toEqual([
+      { attempt: 1, lastError: undefined },
+      { attempt: 2, lastError: 'broker refused retried' },
+    ]);
+  });
+
+  it('aborts the signal of a publish the broker did not confirm within publishTimeout, and retries it', async () => {
+    idle.unconfirmed.add('unconfirmed');
+    await publishAlone('unconfirmed');
+    await until(async () => idle.idsReceived().includes('unconfirmed'), 'unconfirmed was sent on its retry');
+    const [first, second] = idle.told.get('unconfirmed')!;
+    expect({ aborted: first.signal.aborted, timeoutMs: first.timeoutMs }).toEqual({ aborted: true, timeoutMs: 300 });
+    expect({ attempt: second.attempt, lastError: second.lastError, aborted: second.signal.aborted }).toEqual({
+      attempt: 2,
+      lastError: 'no confirmation from the broker within 300 ms',
+      aborted: false,
+    });
+  });
+
+  it('parks a message its publisher refused for good (IdempotencyPublishRefusedError) as a dead letter at once', async () => {
+    idle.rejections.set('refused-for-good', new IdempotencyPublishRefusedError('the payload is too large for the queue'));
+    await publishAlone('refused-for-good');
+    const row = async () =>
+      (await db.query<{ dead: boolean; attempts: number; last_error: string }>("SELECT dead_lettered_at IS NOT NULL AS dead, attempts, last_error FROM outbox_messages WHERE id = 'refused-for-good'"))[0];
+    await until(async () => (await row()).dead, 'refused-for-good is a dead letter');
+    expect(await row()).toEqual({ dead: true, attempts: 1, last_error: 'the payload is too large for the queue' });
+    expect(idle.attempts.get('refused-for-good')).toBe(1);
+  });
+
   it('closes at once when closed right after it started, while its LISTEN connection is being opened', async () => {
     for (let attempt = 1; attempt <= 3; attempt++) {
       const idempotency = { ...options, outbox: { ...options.outbox, publishers: { scripted: new ScriptedBroker() } } };
@@ -381,6 +629,95 @@ describe('the relay between two polls (pollInterval 1h: it moves only when woken
       expect({ attempt, closed: await Promise.race([started.close().then(() => 'closed'), deadline]) }).toEqual({ attempt, closed: 'closed' });
       clearTimeout(timer);
     }
+  });
+});
+
+describe('a relay whose dead letters let their keys go (deadLetterHoldsKey: false, pollInterval 1h)', () => {
+  let db: TestDatabase;
+  let app: INestApplication;
+  const flaky = new ScriptedBroker();
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    const outboxMigration = (await schemaSql()).find((migration) => migration.name.endsWith('create-outbox-messages-table'))!;
+    await db.query(outboxMigration.sql);
+    ({ app } = await startDemoApp('express', db.url, [], false, {
+      purge: { interval: false },
+      outbox: { publishers: { scripted: flaky }, relay: { pollInterval: '1h', maxAttempts: 1, deadLetterHoldsKey: false } },
+    }));
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  it('sends the next message of a key once its dead letter is parked, and a requeued dead letter after it', async () => {
+    const ids = ['let-go-dead', 'let-go-next'];
+    flaky.failures.set('let-go-dead', 1);
+    const runner = app.get(DataSource).createQueryRunner();
+    await runner.startTransaction();
+    for (const id of ids) {
+      await app.get(Outbox).publish({ to: 'scripted', address: 'credits', payload: { id }, id, orderingKey: 'let-go' }, { transaction: (sql) => runner.query(sql) });
+    }
+    await runner.commitTransaction();
+    await runner.release();
+    await until(async () => flaky.idsReceived().includes('let-go-next'), 'the message after the dead letter was sent');
+    const admin = app.get(IdempotencyAdmin);
+    expect((await admin.outboxDeadLetters()).map((letter) => letter.id)).toEqual(['let-go-dead']);
+    expect(await admin.requeueDeadLetters({ ids: ['let-go-dead'], reason: 'broker fixed' })).toEqual(['let-go-dead']);
+    await until(async () => flaky.idsReceived().includes('let-go-dead'), 'the requeued dead letter was sent');
+    expect(flaky.idsReceived()).toEqual(['let-go-next', 'let-go-dead']);
+  });
+});
+
+describe('a relay driven by runOnce() (autoStart: false), and its stats()', () => {
+  let db: TestDatabase;
+  let app: INestApplication;
+  const driven = new ScriptedBroker();
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    const outboxMigration = (await schemaSql()).find((migration) => migration.name.endsWith('create-outbox-messages-table'))!;
+    await db.query(outboxMigration.sql);
+    ({ app } = await startDemoApp('express', db.url, [], false, {
+      purge: { interval: false },
+      outbox: { publishers: { scripted: driven }, relay: { autoStart: false, retryDelay: '50ms', maxRetryDelay: '50ms', publishTimeout: '300ms' } },
+    }));
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  it('sends only when runOnce() is called, answering what became of the batch', async () => {
+    const relay = app.get(OutboxRelay);
+    expect(relay.stats()).toEqual({ running: false, publishesInFlight: 0, nextRetryAt: null });
+    driven.failures.set('driven-2', 1);
+    driven.unconfirmed.add('driven-3');
+    const runner = app.get(DataSource).createQueryRunner();
+    await runner.startTransaction();
+    for (const id of ['driven-1', 'driven-2', 'driven-3']) {
+      await app.get(Outbox).publish({ to: 'scripted', address: 'credits', payload: { id }, id }, { transaction: (sql) => runner.query(sql) });
+    }
+    await runner.commitTransaction();
+    await runner.release();
+    expect(driven.idsReceived()).toEqual([]);
+
+    const running = relay.runOnce();
+    await until(async () => relay.stats().publishesInFlight === 1, 'only the unconfirmed publish waits for the broker');
+    expect(await running).toEqual({ taken: 3, published: 1, failed: 2, deadLettered: 0 });
+    expect(driven.idsReceived()).toEqual(['driven-1']);
+    expect(relay.stats()).toEqual({ running: false, publishesInFlight: 0, nextRetryAt: expect.any(Date) });
+
+    let again = await relay.runOnce();
+    while (again.taken === 0) {
+      again = await relay.runOnce();
+    }
+    expect(again).toEqual({ taken: 2, published: 2, failed: 0, deadLettered: 0 });
+    expect(await relay.runOnce()).toEqual({ taken: 0, published: 0, failed: 0, deadLettered: 0 });
+    expect(driven.idsReceived().sort()).toEqual(['driven-1', 'driven-2', 'driven-3']);
   });
 });
 

@@ -8,7 +8,7 @@ import { createClient } from 'redis';
 import { NATS_URL, natsAvailable, RABBITMQ_URL, rabbitMqAvailable, REDIS_URL, redisAvailable } from './support/brokers.js';
 import { freePort } from './support/demo-process.js';
 import { Fauxqs, sqsClient } from './support/fauxqs.js';
-import { type HeldMessage, publisherContract, type PublisherHarness } from './support/outbox-publisher.contract.js';
+import { firstAttempt, type HeldMessage, publisherContract, type PublisherHarness } from './support/outbox-publisher.contract.js';
 import { TcpProxy } from './support/tcp-proxy.js';
 
 /** This run's names: queues, subjects, streams and Redis prefixes no other run shares. */
@@ -254,8 +254,8 @@ describe('SqsPublisher against SQS (the fauxqs emulator)', () => {
   it("on FIFO queues the group is the ordering key, else the id; refuses a pattern, ids SQS's FIFO queues cannot take and attributes SQS refuses", async () => {
     const url = (await fauxqs.createQueue(`${nextName('outbox-publisher')}.fifo`, 60)).url;
     const message = { id: `outbox-${RUN}`, address: url, pattern: undefined, headers: {}, payload: '{"n":1}', orderingKey: undefined };
-    await publisher.publish(message);
-    await publisher.publish({ ...message, id: `outbox-${RUN}-ordered`, orderingKey: 'account-7' });
+    await publisher.publish(message, firstAttempt());
+    await publisher.publish({ ...message, id: `outbox-${RUN}-ordered`, orderingKey: 'account-7' }, firstAttempt());
     const { Messages = [] } = await fauxqs.client.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, MessageSystemAttributeNames: ['All'] }));
     expect(Object.fromEntries(Messages.map((held) => [held.Attributes?.MessageDeduplicationId, held.Attributes?.MessageGroupId]))).toEqual({
       [`outbox-${RUN}`]: `outbox-${RUN}`,

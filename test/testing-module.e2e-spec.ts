@@ -1,7 +1,7 @@
 import { Body, type CallHandler, Controller, type ExecutionContext, type INestApplication, Injectable, Post } from '@nestjs/common';
 import { BaseRpcContext, type CustomTransportStrategy, EventPattern, Payload, Server } from '@nestjs/microservices';
 import { Test, type TestingModule } from '@nestjs/testing';
-import { IdempotencyContext, IdempotencyContextError, IdempotencyInterceptor, IdempotentHandler, Outbox } from 'nestjs-idempotent-consumer';
+import { IdempotencyContext, IdempotencyContextError, IdempotencyInterceptor, IdempotencyOutboxError, IdempotentHandler, Outbox } from 'nestjs-idempotent-consumer';
 import { IdempotencyTestingModule, TestingOutbox } from 'nestjs-idempotent-consumer/testing';
 import { lastValueFrom } from 'rxjs';
 import request from 'supertest';
@@ -187,16 +187,18 @@ describe('unit tests of controllers with @IdempotentHandler(), without a databas
       await moduleRef.close();
     });
 
-    it('Outbox is a TestingOutbox: what a handler publishes is kept in order, nothing is written or sent', async () => {
+    it('Outbox is a TestingOutbox: what a handler publishes is kept in order, nothing is written or sent; an id published before is refused, as the table refuses it', async () => {
       const moduleRef = await Test.createTestingModule({ imports: [IdempotencyTestingModule.forRoot()], controllers: [RefundsController] }).compile();
       const controller = moduleRef.get(RefundsController);
       await expect(controller.refund({ orderId: 'o-9' })).resolves.toEqual({ id: 'refund-o-9' });
-      await expect(controller.refund({ orderId: 'o-9' })).resolves.toEqual({ id: 'refund-o-9' });
+      await expect(controller.refund({ orderId: 'o-10' })).resolves.toEqual({ id: 'refund-o-10' });
+      await expect(controller.refund({ orderId: 'o-9' })).rejects.toThrow(IdempotencyOutboxError);
+      await expect(controller.refund({ orderId: 'o-9' })).rejects.toThrow(/the id 'refund-o-9' was written already/);
       const outbox = moduleRef.get(Outbox);
       expect(outbox).toBeInstanceOf(TestingOutbox);
       expect((outbox as TestingOutbox).published).toEqual([
         { to: 'rabbitmq', address: 'refunds', pattern: 'refund.issued', payload: { orderId: 'o-9' }, id: 'refund-o-9' },
-        { to: 'rabbitmq', address: 'refunds', pattern: 'refund.issued', payload: { orderId: 'o-9' }, id: 'refund-o-9' },
+        { to: 'rabbitmq', address: 'refunds', pattern: 'refund.issued', payload: { orderId: 'o-10' }, id: 'refund-o-10' },
       ]);
     });
 

@@ -12,7 +12,7 @@ const exporter = new InMemorySpanExporter();
 const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
 
 /** Every message published on the module's channels, by channel. */
-const published: Record<keyof typeof IDEMPOTENCY_CHANNELS, Record<string, unknown>[]> = { claim: [], duplicate: [], commit: [], purge: [], rejected: [], leaseLost: [] };
+const published: Record<keyof typeof IDEMPOTENCY_CHANNELS, Record<string, unknown>[]> = { claim: [], duplicate: [], commit: [], purge: [], rejected: [], leaseLost: [], outbox: [] };
 const subscribers = Object.fromEntries(
   Object.keys(IDEMPOTENCY_CHANNELS).map((name) => [name, (message: unknown) => published[name as keyof typeof published].push(message as Record<string, unknown>)]),
 );

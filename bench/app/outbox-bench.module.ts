@@ -1,7 +1,7 @@
 import { Body, Controller, type DynamicModule, Get, Inject, Injectable, type MiddlewareConsumer, Module, type NestMiddleware, type NestModule, Post, Query } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { IdempotencyContext, IdempotencyModule, IdempotentHandler, Outbox, type OutboxPublisher, RabbitMqPublisher } from 'nestjs-idempotent-consumer';
+import { IdempotencyContext, IdempotencyModule, IdempotentHandler, Outbox, RabbitMqPublisher } from 'nestjs-idempotent-consumer';
 import { toCreditRequest } from '../../apps/demo-api/src/credits/credit-request.js';
 import { LedgerEntry } from '../../apps/demo-api/src/credits/ledger-entry.entity.js';
 import { type ProcessUsage, processUsage } from './process-usage.js';
@@ -89,7 +89,7 @@ class OutboxBenchController {
 @Injectable()
 class DirectPublishMiddleware implements NestMiddleware {
   constructor(
-    @Inject(PUBLISHER) private readonly publisher: OutboxPublisher,
+    @Inject(PUBLISHER) private readonly publisher: RabbitMqPublisher,
     @Inject(CONFIG) private readonly config: OutboxBenchConfig,
   ) {}
 

@@ -1,7 +1,10 @@
 import { deepStrictEqual, ok, rejects, strictEqual } from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { OutboxPublisher, OutgoingMessage } from 'nestjs-idempotent-consumer';
+import type { OutboxPublisher, OutgoingMessage, PublishAttempt } from 'nestjs-idempotent-consumer';
+
+/** What the relay tells a message's first publish, with a timeout longer than any check here waits. */
+export const firstAttempt = (): PublishAttempt => ({ attempt: 1, lastError: undefined, timeoutMs: 10_000, signal: new AbortController().signal });
 
 /** One message as the broker holds it, read as this module's consumer of that transport reads it. */
 export interface HeldMessage {
@@ -82,7 +85,7 @@ export function publisherContract(harness: PublisherHarness): PublisherCheck[] {
       run: async () => {
         const sent = await message();
         accepted(sent);
-        await harness.publisher().publish(sent);
+        await harness.publisher().publish(sent, firstAttempt());
         const held = await harness.held(sent.address);
         strictEqual(held.length, 1);
         matches(held[0], sent);
@@ -92,8 +95,8 @@ export function publisherContract(harness: PublisherHarness): PublisherCheck[] {
       name: 'the same id published twice: the broker drops the second, or keeps both with the same key, as the harness says it does',
       run: async () => {
         const sent = await message();
-        await harness.publisher().publish(sent);
-        await harness.publisher().publish(sent);
+        await harness.publisher().publish(sent, firstAttempt());
+        await harness.publisher().publish(sent, firstAttempt());
         const held = await harness.held(sent.address);
         strictEqual(held.length, harness.repeatedId === 'dropped' ? 1 : 2, `the broker holds ${held.length}`);
         held.forEach((copy) => matches(copy, sent));
@@ -103,7 +106,7 @@ export function publisherContract(harness: PublisherHarness): PublisherCheck[] {
       name: 'a message the broker cannot route or accept makes the publish reject',
       run: async () => {
         const sent = await message(await harness.unacceptable());
-        await rejects(harness.publisher().publish(sent));
+        await rejects(harness.publisher().publish(sent, firstAttempt()));
       },
     },
     {
@@ -111,7 +114,7 @@ export function publisherContract(harness: PublisherHarness): PublisherCheck[] {
       run: async () => {
         const { publisher, address, outcome } = await harness.unreachable();
         try {
-          const publishing = publisher.publish(await message({ address })).then(
+          const publishing = publisher.publish(await message({ address }), firstAttempt()).then(
             () => 'resolved' as const,
             () => 'rejects' as const,
           );

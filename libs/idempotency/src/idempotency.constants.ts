@@ -45,4 +45,10 @@ export const IDEMPOTENCY_CHANNELS = {
    * when known: how long it held the lease, the handler's `lease` and `renewLeaseFor`).
    */
   leaseLost: 'nestjs-idempotent-consumer:lease-lost',
+  /**
+   * The outbox relay settled a message, after the COMMIT that marked it: `{ event: 'published' }`,
+   * `'failed'` (retried in `retryInMs`) or `'dead-lettered'`, with `{ id, destination, address, attempt }`,
+   * and `error` for a failure.
+   */
+  outbox: 'nestjs-idempotent-consumer:outbox',
 } as const;

@@ -162,6 +162,9 @@ describe('resolveModuleOptions', () => {
     [{ outbox: { publishers: {} } }, /outbox\.publishers names no publisher/],
     [{ outbox: { publishers: { rabbitmq: {} } } }, /outbox\.publishers\.rabbitmq has no publish\(message\) method/],
     [{ outbox: { publishers: { rabbitmq: { publish: async () => undefined } }, relay: { listen: 'yes' } } }, /outbox\.relay\.listen must be true or false; got "yes"/],
+    [{ outbox: { publishers: { rabbitmq: { publish: async () => undefined } }, relay: { deadLetterHoldsKey: 0 } } }, /outbox\.relay\.deadLetterHoldsKey must be true or false; got 0/],
+    [{ outbox: { publishers: { rabbitmq: { publish: async () => undefined } }, relay: { concurrency: 1.5 } } }, /outbox\.relay\.concurrency must be a whole number from 1 to 10000; got 1\.5/],
+    [{ outbox: { publishers: { rabbitmq: { publish: async () => undefined } }, relay: { autoStart: 'no' } } }, /outbox\.relay\.autoStart must be true or false; got "no"/],
     [{ outbox: { publishers: { rabbitmq: { publish: async () => undefined } }, relay: { batchSize: 0 } } }, /outbox\.relay\.batchSize must be a whole number from 1 to 10000; got 0/],
     [{ outbox: { publishers: { rabbitmq: { publish: async () => undefined } }, relay: { retryDelay: '1m', maxRetryDelay: '1s' } } }, /outbox\.relay\.maxRetryDelay \(1000 ms\) is shorter than outbox\.relay\.retryDelay \(60000 ms\)/],
     [

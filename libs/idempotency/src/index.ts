@@ -48,6 +48,7 @@ export {
   IdempotencyLeaseLostError,
   IdempotencyOptionsError,
   IdempotencyOutboxError,
+  IdempotencyPublishRefusedError,
   IdempotencyPurgeError,
   IdempotencyRecordUnreadableError,
   IdempotencyResponseTooLargeError,
@@ -71,6 +72,7 @@ export type {
   AdminLookupOptions,
   AdminOutboxActionOptions,
   AdminOutboxListOptions,
+  AdminOutboxLookupOptions,
   AdminOutboxMessage,
   AdminReleaseOptions,
   AdminUnreadableResponse,
@@ -99,7 +101,9 @@ export type { DeliveryOutcome } from './metrics/delivery-outcome.js';
 export { Outbox } from './outbox/outbox.js';
 export type { OutboxMessage, OutboxPublishOptions } from './outbox/outbox.js';
 export type { OutboxOptions, OutboxRelayOptions } from './outbox/outbox.options.js';
-export type { OutboxPublisher, OutgoingMessage } from './outbox/outbox-publisher.js';
+export { OutboxRelay } from './outbox/outbox-relay.js';
+export type { OutboxRelayRun, OutboxRelayStats } from './outbox/outbox-relay.js';
+export type { OutboxPublisher, OutgoingMessage, PublishAttempt } from './outbox/outbox-publisher.js';
 export { RabbitMqPublisher } from './outbox/publishers/rabbitmq.publisher.js';
 export type { RabbitMqPublisherOptions } from './outbox/publishers/rabbitmq.publisher.js';
 export { JetStreamPublisher } from './outbox/publishers/jetstream.publisher.js';

@@ -14,5 +14,6 @@ export const adminMessages = {
     `(RedisLeaseStore has them), or a lease token to release with.`,
   adminResponseUnreadable: (consumer: string, key: string, cause: string) =>
     `The recorded response of ${consumer} to ${shownKey(key)} cannot be opened, so lookup() returns no headers and no body: ${cause}`,
+  adminOutboxFilter: (name: string, rule: string, value: unknown) => `IdempotencyAdmin: the outbox's \`${name}\` must be ${rule}; got ${JSON.stringify(value)?.slice(0, 100)}.`,
   adminUnknownStore: (store: string, known: readonly string[]) => `No lease store '${store}'; the module has ${known.join(', ')}.`,
 };

@@ -15,7 +15,7 @@ import { openResponse, sealingKeyId, UnreadableRecord } from '../recording/respo
 import { ReplayCache } from '../replay-cache/replay-cache.js';
 import { adminForgetSql, adminListSql, adminLookupSql, adminReleaseSql } from './idempotency-admin.queries.js';
 import { DEFAULT_OUTBOX_TABLE_NAME } from '../idempotency.constants.js';
-import { outboxDeadLettersSql, outboxDiscardSql, outboxRequeueSql } from '../outbox/outbox.queries.js';
+import { outboxDeadLetterSql, outboxDeadLettersSql, outboxDiscardSql, outboxRequeueSql } from '../outbox/outbox.queries.js';
 
 /** What the store holds of a key: completed, held by a live lease, held by a lease that expired, or nothing. */
 export type AdminKeyState = 'processed' | 'leased' | 'lease-expired' | 'not-found';
@@ -117,10 +117,27 @@ export interface AdminForgetResult {
   readonly forgotten: boolean;
 }
 
-/** `outboxDeadLetters()`'s options. */
+/** `outboxDeadLetters()`'s options: filters, each optional, that a dead letter must all meet, and paging. */
 export interface AdminOutboxListOptions {
   /** How many, oldest first, at most 1000. @default 50 */
   readonly limit?: number;
+  /** Only the dead letters of this ordering key. */
+  readonly orderingKey?: string;
+  /** Only those of this publisher (their `to`). */
+  readonly destination?: string;
+  /** Only those to this address (a queue, a routing key, a subject). */
+  readonly address?: string;
+  /** Only those parked before this moment (to find the old ones). */
+  readonly deadLetteredBefore?: Date;
+  /** The next page: the dead letters after this id, the last of the previous page (an id that is no dead letter gives an empty page). */
+  readonly after?: string;
+  readonly actor?: string;
+}
+
+/** `outboxDeadLetter()`'s options. */
+export interface AdminOutboxLookupOptions {
+  /** The message's id. */
+  readonly id: string;
   readonly actor?: string;
 }
 
@@ -332,22 +349,33 @@ export class IdempotencyAdmin {
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
       throw new IdempotencyAdminError(`outboxDeadLetters() takes a limit of 1 to ${MAX_LIST_LIMIT}; got ${String(limit)}.`, this.outboxTable, '');
     }
-    const { rows } = await this.join.query<DeadLetterRow>(outboxDeadLettersSql(this.outboxTable), [limit]);
+    const { orderingKey, destination, address, deadLetteredBefore, after } = options;
+    for (const [name, value] of Object.entries({ orderingKey, destination, address, after })) {
+      if (value !== undefined && typeof value !== 'string') {
+        throw new IdempotencyAdminError(adminMessages.adminOutboxFilter(name, 'a text', value), this.outboxTable, '');
+      }
+    }
+    if (deadLetteredBefore !== undefined && (!(deadLetteredBefore instanceof Date) || Number.isNaN(deadLetteredBefore.getTime()))) {
+      throw new IdempotencyAdminError(adminMessages.adminOutboxFilter('deadLetteredBefore', 'a valid Date', deadLetteredBefore), this.outboxTable, '');
+    }
+    const filters = [orderingKey, destination, address, deadLetteredBefore, after].map((value) => value ?? null);
+    const { rows } = await this.join.query<DeadLetterRow>(outboxDeadLettersSql(this.outboxTable), [limit, ...filters]);
     this.audit('outboxDeadLetters', this.outboxTable, undefined, options.actor, undefined, `${rows.length} dead letters`);
-    return rows.map((row) => ({
-      id: row.id,
-      destination: row.destination,
-      address: row.address,
-      pattern: row.pattern,
-      orderingKey: row.ordering_key,
-      headers: row.headers,
-      payload: row.payload,
-      attempts: row.attempts,
-      lastError: row.last_error,
-      createdAt: row.created_at,
-      deadLetteredAt: row.dead_lettered_at,
-    }));
+    return rows.map(fromDeadLetterRow);
   }
+
+  /** The dead letter of id `id`; null when no dead letter has that id (none, or a message not parked). */
+  async outboxDeadLetter(options: AdminOutboxLookupOptions): Promise<AdminOutboxMessage | null> {
+    if (typeof options?.id !== 'string') {
+      throw new IdempotencyAdminError(adminMessages.adminOutboxFilter('id', 'a text', options?.id), this.outboxTable, '');
+    }
+    const {
+      rows: [row],
+    } = await this.join.query<DeadLetterRow>(outboxDeadLetterSql(this.outboxTable), [options.id]);
+    this.audit('outboxDeadLetter', this.outboxTable, options.id, options.actor, undefined, row ? 'a dead letter' : 'no dead letter');
+    return row ? fromDeadLetterRow(row) : null;
+  }
+
 
   /**
    * Sends dead letters again: their attempts start over, and the relays are woken.
@@ -460,6 +488,22 @@ function requireReason(action: string, reason: unknown, consumer: string, id: st
     throw new IdempotencyAdminError(adminMessages.adminReasonMissing(action), consumer, id);
   }
   return reason;
+}
+
+function fromDeadLetterRow(row: DeadLetterRow): AdminOutboxMessage {
+  return {
+    id: row.id,
+    destination: row.destination,
+    address: row.address,
+    pattern: row.pattern,
+    orderingKey: row.ordering_key,
+    headers: row.headers,
+    payload: row.payload,
+    attempts: row.attempts,
+    lastError: row.last_error,
+    createdAt: row.created_at,
+    deadLetteredAt: row.dead_lettered_at,
+  };
 }
 
 function fromRow(row: StoredRow, includeBody: boolean): AdminKeyRecord {

@@ -12,7 +12,10 @@ export const TWIN_POLL_MAX_MS = 1_000;
 /** PostgreSQL error codes the claim reacts to. */
 export const PG_LOCK_NOT_AVAILABLE = '55P03';
 export const PG_IN_FAILED_TRANSACTION = '25P02';
+/** A statement that needs a transaction block ran outside one. */
+export const PG_NO_ACTIVE_TRANSACTION = '25P01';
 export const PG_UNDEFINED_FUNCTION = '42883';
+export const PG_UNIQUE_VIOLATION = '23505';
 /** SQLSTATE class 23: a constraint refused a write (unique, foreign key, check, exclusion). */
 export const PG_INTEGRITY_CONSTRAINT_CLASS = '23';
 export const PG_TRANSIENT_ERROR_CODES: ReadonlySet<string> = new Set(['40001', '40P01']);

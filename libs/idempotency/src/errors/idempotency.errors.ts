@@ -406,3 +406,16 @@ export class IdempotencyAdminError extends IdempotencyError {
 export class IdempotencyOutboxError extends IdempotencyError {
   override readonly name = 'IdempotencyOutboxError';
 }
+
+/**
+ * Thrown by an outbox publisher when a message can never be sent as it is (the broker refused it
+ * for good: a payload too large, an address that cannot exist): the relay parks it as a dead
+ * letter at once instead of retrying it up to `maxAttempts`. Any other rejection is retried.
+ * @example
+ * ```ts
+ * if (body.length > MAX_BYTES) throw new IdempotencyPublishRefusedError(`${body.length} bytes, the broker takes ${MAX_BYTES}`);
+ * ```
+ */
+export class IdempotencyPublishRefusedError extends IdempotencyError {
+  override readonly name = 'IdempotencyPublishRefusedError';
+}

@@ -16,6 +16,25 @@ export interface OutgoingMessage {
   readonly orderingKey: string | undefined;
 }
 
+/** What the relay tells a publisher about one publish of a message besides the message. */
+export interface PublishAttempt {
+  /** 1 for the message's first publish, 2 for its first retry, and so on. */
+  readonly attempt: number;
+  /** Why the previous publish of the message failed; undefined at the first. */
+  readonly lastError: string | undefined;
+  /**
+   * How long the relay waits for this publish's confirmation (`publishTimeout`), after which it
+   * counts it as failed and aborts `signal`.
+   */
+  readonly timeoutMs: number;
+  /**
+   * Aborted when the relay stopped waiting (`publishTimeout` passed): drop the message if it has
+   * not left yet (a client that buffers while disconnected would send it later, beside its retry),
+   * and stop waiting for the broker.
+   */
+  readonly signal: AbortSignal;
+}
+
 /**
  * Sends outbox messages to one broker, for the relay. The built-in ones: `RabbitMqPublisher`
  * (publisher confirms, the id as the AMQP `messageId`), `JetStreamPublisher` (the id as
@@ -28,8 +47,10 @@ export interface OutboxPublisher {
    * Sends one message; resolves only once the broker confirmed it (the relay then marks it
    * dispatched), rejects when it could not (the relay retries it after a delay). A message may be
    * sent more than once (a relay that died before it marked it): it carries the same id each time.
+   * Reject with `IdempotencyPublishRefusedError` when the message can never be sent as it is: it is
+   * parked as a dead letter at once.
    */
-  publish(message: OutgoingMessage): Promise<void>;
+  publish(message: OutgoingMessage, attempt: PublishAttempt): Promise<void>;
   /**
    * Why this publisher could never send `message` (a pattern where its transport has none, an
    * address of the wrong form), checked by `Outbox.publish()` before anything is written; undefined when it can.

@@ -5,11 +5,41 @@ import type { ClaimConnection } from '../data-layers/data-layer.js';
 import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import { within } from '../duration/within.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
+import { IdempotencyTracing } from '../tracing/idempotency-tracing.js';
 import { OutboxSchemaCheck } from './outbox-schema.check.js';
-import type { OutgoingMessage } from './outbox-publisher.js';
+import type { OutgoingMessage, PublishAttempt } from './outbox-publisher.js';
+import { IdempotencyOutboxError, IdempotencyPublishRefusedError } from '../errors/idempotency.errors.js';
 import { OUTBOX_OPTIONS, type ResolvedOutboxOptions, type ResolvedRelayOptions } from './outbox.options.js';
 import { outboxMessages } from './outbox.messages.js';
 import { type FailedPublish, markDispatchedSql, markFailedSql, type OutboxRow, takeBatchSql } from './outbox.queries.js';
+
+/** What one batch of `OutboxRelay.runOnce()` did with its messages. */
+export interface OutboxRelayRun {
+  /** Messages the batch took (due, and not held back by an earlier one of their ordering key). */
+  readonly taken: number;
+  /** Confirmed by their broker and marked dispatched. */
+  readonly published: number;
+  /** Failed, to be retried after their delay. */
+  readonly failed: number;
+  /** Failed for the last time (or refused for good) and parked as dead letters. */
+  readonly deadLettered: number;
+}
+
+/** `OutboxRelay.stats()`: what this process's relay is doing now. */
+export interface OutboxRelayStats {
+  /** Whether its own loop runs (false with `relay: { autoStart: false }`, and once the application shuts down). */
+  readonly running: boolean;
+  /** Publishes waiting for their broker's confirmation, of its loop's batches and of `runOnce()`. */
+  readonly publishesInFlight: number;
+  /** When the earliest retry it scheduled is due; null when none is. */
+  readonly nextRetryAt: Date | null;
+}
+
+/** Why a publish failed; `permanent`: the publisher refused the message for good (a dead letter at once). */
+interface PublishFailure {
+  readonly error: string;
+  readonly permanent: boolean;
+}
 
 /** How the relay's connections are named in the errors of the data layer. */
 const RELAY_CLAIMANT = { consumer: 'the outbox relay', key: '' };
@@ -19,13 +49,17 @@ const RELAY_CLAIMANT = { consumer: 'the outbox relay', key: '' };
  * written. Each batch is one transaction on a connection of the module's data layer: it locks
  * due messages (`FOR UPDATE SKIP LOCKED`, so relays of several processes share the table), hands
  * each to its publisher, waits for the broker's confirmations, and marks each message dispatched
- * or failed (with its next attempt after a doubling delay; a dead letter after `maxAttempts`) in
+ * or failed (with its next attempt after a doubling delay, when this relay looks again; a dead
+ * letter after `maxAttempts`, or at once when the publisher refused it with
+ * `IdempotencyPublishRefusedError`) in
  * the COMMIT. A relay that dies mid-batch holds nothing: PostgreSQL rolls its transaction back and
  * the messages are sent again, with the same ids; a batch whose connection failed is logged and
  * taken again after `pollInterval`. It wakes on NOTIFY from each commit that wrote messages, polls
  * every `pollInterval` besides, and goes on at once after a batch that was full or sent a message
  * of an ordering key (whose next one may be due).
- * @internal
+ *
+ * Inject it for `runOnce()` (a test that publishes and then wants the batch sent, a cron-style
+ * worker with `relay: { autoStart: false }`) and `stats()`.
  */
 @Injectable()
 export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -37,22 +71,54 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   /** The pauses under way, each ended early by `wake()`. */
   private readonly pauses = new Set<() => void>();
   private endListening: (() => void) | undefined;
+  /** When the earliest retry this relay scheduled is due (a timestamp), so that it looks then rather than at the next poll. */
+  private retryAt: number | undefined;
+  /** Publishes waiting for the broker. */
+  private publishesInFlight = 0;
 
+  /** @internal Nest constructs it. */
   constructor(
     @Inject(OUTBOX_OPTIONS) private readonly outbox: ResolvedOutboxOptions | null,
     @Inject(CLAIM_OPTIONS) private readonly claims: ResolvedClaimOptions,
     private readonly join: DataLayerJoin,
     private readonly metrics: IdempotencyMetricsService,
     private readonly schema: OutboxSchemaCheck,
+    private readonly tracing: IdempotencyTracing,
   ) {}
 
+  /**
+   * Takes one batch of due messages and publishes it now, in this process, beside the relay's own
+   * loop if it runs (several batches share the table safely).
+   * @returns what became of the batch's messages: all zero when none was due.
+   * @throws IdempotencyOutboxError when the module has no `outbox`, or `relay: false`.
+   */
+  async runOnce(): Promise<OutboxRelayRun> {
+    const relay = this.outbox?.relay;
+    if (!relay) {
+      throw new IdempotencyOutboxError(outboxMessages.noRelay());
+    }
+    await this.schema.passed();
+    return (await this.batch(relay)).run;
+  }
+
+  /** What this process's relay is doing now. */
+  stats(): OutboxRelayStats {
+    return {
+      running: this.running.length > 0 && !this.stopping,
+      publishesInFlight: this.publishesInFlight,
+      nextRetryAt: this.retryAt === undefined ? null : new Date(this.retryAt),
+    };
+  }
+
+  /** Starts the relay's loop (its poll, and LISTEN) unless `relay.autoStart` is false. */
   onApplicationBootstrap(): void {
     const relay = this.outbox?.relay;
-    if (relay) {
+    if (relay?.autoStart) {
       this.running = [this.relay(relay), ...(relay.listen ? [this.listen(relay)] : [])];
     }
   }
 
+  /** The batch in progress finishes (or rolls back) and the publishers close before the connections do. */
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
     this.wake();
@@ -79,40 +145,67 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       this.woken = false;
       let more = false;
       try {
-        more = await this.batch(relay);
+        more = (await this.batch(relay)).more;
       } catch (error) {
         this.logger.warn(outboxMessages.relayFailed(this.table, (error as Error).message));
       }
       if (!more && !this.woken && !this.stopping) {
-        await this.pause(relay.pollIntervalMs);
+        await this.pause(this.retryAt === undefined ? relay.pollIntervalMs : Math.min(relay.pollIntervalMs, Math.max(0, this.retryAt - Date.now())));
       }
     }
   }
 
-  /** Publishes one batch; true when more may be due: it was full, or it sent a message of an ordering key. */
-  private async batch(relay: ResolvedRelayOptions): Promise<boolean> {
+  /** Publishes one batch; `more` when more may be due: it was full, or it sent a message of an ordering key. */
+  private async batch(relay: ResolvedRelayOptions): Promise<{ more: boolean; run: OutboxRelayRun }> {
+    if (this.retryAt !== undefined && this.retryAt <= Date.now()) {
+      this.retryAt = undefined;
+    }
     const connection = await this.join.connect(this.claims.connectionTimeoutMs, RELAY_CLAIMANT);
     try {
-      const [taken] = await connection.begin(undefined, [takeBatchSql(this.table, relay.batchSize)]);
+      const [taken] = await connection.begin(undefined, [takeBatchSql(this.table, relay.batchSize, relay.deadLetterHoldsKey)]);
       const rows = taken.rows as OutboxRow[];
       if (rows.length === 0) {
         await connection.rollback();
-        return false;
+        return { more: false, run: { taken: 0, published: 0, failed: 0, deadLettered: 0 } };
       }
-      const errors = await Promise.all(rows.map((row) => this.publish(row, relay)));
-      await this.settle(connection, relay, rows, errors);
-      // A batch takes one message per ordering key: the next one of a key just sent may be due now.
-      return rows.length === relay.batchSize || rows.some((row, index) => row.ordering_key !== null && errors[index] === undefined);
+      const failures = await this.publishAll(rows, relay);
+      const dead = await this.settle(connection, relay, rows, failures);
+      // A batch takes one message per ordering key: the next one of a key just sent (or whose dead letter lets it go) may be due now.
+      const keyMoved = (row: OutboxRow, index: number) => failures[index] === undefined || (!relay.deadLetterHoldsKey && dead.has(row.seq));
+      const failed = failures.filter((failure) => failure !== undefined).length;
+      return {
+        more: rows.length === relay.batchSize || rows.some((row, index) => row.ordering_key !== null && keyMoved(row, index)),
+        run: { taken: rows.length, published: rows.length - failed, failed: failed - dead.size, deadLettered: dead.size },
+      };
     } finally {
       await connection.close();
     }
   }
 
+  /** Publishes the batch's messages, `concurrency` at a time; each result in its message's place. */
+  private async publishAll(rows: OutboxRow[], relay: ResolvedRelayOptions): Promise<(PublishFailure | undefined)[]> {
+    const results: (PublishFailure | undefined)[] = new Array(rows.length);
+    let next = 0;
+    const publishing = async () => {
+      while (next < rows.length) {
+        const index = next++;
+        this.publishesInFlight++;
+        try {
+          results[index] = await this.publish(rows[index], relay);
+        } finally {
+          this.publishesInFlight--;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(relay.concurrency, rows.length) }, publishing));
+    return results;
+  }
+
   /** Undefined when the broker confirmed the message, else why it did not. */
-  private async publish(row: OutboxRow, relay: ResolvedRelayOptions): Promise<string | undefined> {
+  private async publish(row: OutboxRow, relay: ResolvedRelayOptions): Promise<PublishFailure | undefined> {
     const publisher = this.outbox!.publishers.get(row.destination);
     if (publisher === undefined) {
-      return outboxMessages.unknownDestination(row.destination, [...this.outbox!.publishers.keys()]);
+      return { error: outboxMessages.unknownDestination(row.destination, [...this.outbox!.publishers.keys()]), permanent: false };
     }
     const message: OutgoingMessage = {
       id: row.id,
@@ -122,31 +215,41 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       payload: row.payload,
       orderingKey: row.ordering_key ?? undefined,
     };
+    const abort = new AbortController();
+    const attempt: PublishAttempt = { attempt: row.attempts + 1, lastError: row.last_error ?? undefined, timeoutMs: relay.publishTimeoutMs, signal: abort.signal };
     try {
-      const confirmed = await within(publisher.publish(message).then(() => true), relay.publishTimeoutMs);
-      return confirmed ? undefined : outboxMessages.publishTimedOut(relay.publishTimeoutMs);
+      const confirmed = await within(publisher.publish(message, attempt).then(() => true), relay.publishTimeoutMs);
+      if (confirmed) {
+        return undefined;
+      }
+      const error = outboxMessages.publishTimedOut(relay.publishTimeoutMs);
+      abort.abort(new Error(error));
+      return { error, permanent: false };
     } catch (error) {
       // A publisher may reject with anything: a string, an object without a prototype.
-      return error instanceof Error ? error.message : typeof error === 'string' ? error : inspect(error);
+      const text = error instanceof Error ? error.message : typeof error === 'string' ? error : inspect(error);
+      return { error: text, permanent: error instanceof IdempotencyPublishRefusedError };
     }
   }
 
-  private async settle(connection: ClaimConnection, relay: ResolvedRelayOptions, rows: OutboxRow[], errors: (string | undefined)[]): Promise<void> {
+  /** Marks each message of the batch dispatched or failed, in its COMMIT; answers the seqs of those parked as dead letters. */
+  private async settle(connection: ClaimConnection, relay: ResolvedRelayOptions, rows: OutboxRow[], results: (PublishFailure | undefined)[]): Promise<Set<string>> {
     const published: OutboxRow[] = [];
     const failures: FailedPublish[] = [];
     const failedDestinations: string[] = [];
     rows.forEach((row, index) => {
-      const error = errors[index];
-      if (error === undefined) {
+      const failure = results[index];
+      if (failure === undefined) {
         published.push(row);
         return;
       }
+      const { error, permanent } = failure;
       const attempt = row.attempts + 1;
-      const dead = attempt >= relay.maxAttempts;
+      const dead = permanent || attempt >= relay.maxAttempts;
       const delayMs = Math.min(relay.maxRetryDelayMs, relay.retryDelayMs * 2 ** (attempt - 1));
       failures.push({ seq: row.seq, error: connection.literal(error), delayMs, dead });
       failedDestinations.push(row.destination);
-      this.logger.warn(dead ? outboxMessages.deadLettered(this.table, row.id, attempt, error) : outboxMessages.publishFailed(row.id, row.destination, attempt, delayMs, error));
+      this.logger.warn(dead ? outboxMessages.deadLettered(this.table, row.id, attempt, error, relay.deadLetterHoldsKey ? row.ordering_key : null) : outboxMessages.publishFailed(row.id, row.destination, attempt, delayMs, error));
     });
     await connection.commit([
       ...(published.length > 0 ? [markDispatchedSql(this.table, published.map((row) => row.seq))] : []),
@@ -157,6 +260,32 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       published: published.map((row) => row.destination),
       failed: failedDestinations,
       deadLettered: failures.filter((failure) => failure.dead).length,
+    });
+    this.announce(rows, results, failures);
+    const retries = failures.filter((failure) => !failure.dead);
+    if (retries.length > 0) {
+      const due = Date.now() + Math.min(...retries.map((failure) => failure.delayMs));
+      this.retryAt = Math.min(this.retryAt ?? due, due);
+    }
+    return new Set(failures.filter((failure) => failure.dead).map((failure) => failure.seq));
+  }
+
+  /** Tells the outbox channel's subscribers what became of each message of a committed batch. */
+  private announce(rows: OutboxRow[], results: (PublishFailure | undefined)[], failures: FailedPublish[]): void {
+    const channel = this.tracing.channels.outbox;
+    if (!channel.hasSubscribers) {
+      return;
+    }
+    const failed = new Map(failures.map((failure) => [failure.seq, failure]));
+    rows.forEach((row, index) => {
+      const message = { id: row.id, destination: row.destination, address: row.address, attempt: row.attempts + 1 };
+      const failure = failed.get(row.seq);
+      if (failure === undefined) {
+        channel.publish({ event: 'published', ...message });
+      } else {
+        const error = results[index]!.error;
+        channel.publish(failure.dead ? { event: 'dead-lettered', ...message, error } : { event: 'failed', ...message, error, retryInMs: failure.delayMs });
+      }
     });
   }
 
@@ -195,7 +324,11 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     }
   }
 
+  /** Waits `ms`, or until `wake()`; not at all once the shutdown began (its wake-up may have come before). */
   private pause(ms: number): Promise<void> {
+    if (this.stopping) {
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       const end = () => {
         clearTimeout(timer);

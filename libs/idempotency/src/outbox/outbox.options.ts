@@ -15,11 +15,23 @@ export interface OutboxRelayOptions {
    */
   batchSize?: number;
   /**
-   * How often the relay looks for messages when nothing woke it: the fallback to LISTEN/NOTIFY, and
-   * what picks up retries whose delay ended.
+   * Publishes of a batch waiting for the broker at once, apart from how many the batch holds:
+   * lower it for a broker that throttles a burst, or a publisher that opens a request each.
+   * @default `batchSize` (the whole batch at once)
+   */
+  concurrency?: number;
+  /**
+   * How often the relay looks for messages when nothing woke it: the fallback to LISTEN/NOTIFY.
+   * A message whose publish failed is retried when its delay ends, not at the next poll.
    * @default '1s'
    */
   pollInterval?: Duration;
+  /**
+   * Whether the relay runs on its own from start-up (its poll, and LISTEN). `false`: it sends only
+   * when `OutboxRelay.runOnce()` is called, for a cron-style worker or a test that drives it.
+   * @default true
+   */
+  autoStart?: boolean;
   /**
    * Wake the relay at each commit that wrote messages, by PostgreSQL's LISTEN/NOTIFY on one pooled
    * connection it keeps. Turn it off behind a pooler in transaction mode (PgBouncer), where LISTEN
@@ -32,11 +44,24 @@ export interface OutboxRelayOptions {
    * @default 10
    */
   maxAttempts?: number;
+  /**
+   * Whether a dead letter holds back the later messages of its ordering key until it is requeued
+   * or discarded (`IdempotencyAdmin`), so that a key's messages are never sent out of order. With
+   * `false` the key's next message goes out once the dead letter is parked, as with
+   * `@nestjs/outbox`: the key keeps flowing, and the dead letter, if requeued, arrives after messages
+   * written after it.
+   * @default true
+   */
+  deadLetterHoldsKey?: boolean;
   /** The delay before a failed message is tried again, doubled at each further failure up to `maxRetryDelay`. @default '1s' */
   retryDelay?: Duration;
   /** @default '5m' */
   maxRetryDelay?: Duration;
-  /** How long one publish may wait for the broker's confirmation before it counts as failed. @default '10s' */
+  /**
+   * How long one publish may wait for the broker's confirmation before it counts as failed; the
+   * publisher's `signal` is then aborted (the built-in publishers drop a message not sent yet).
+   * @default '10s'
+   */
   publishTimeout?: Duration;
 }
 
@@ -69,9 +94,12 @@ export interface OutboxOptions {
 /** @internal */
 export interface ResolvedRelayOptions {
   readonly batchSize: number;
+  readonly concurrency: number;
   readonly pollIntervalMs: number;
   readonly listen: boolean;
+  readonly autoStart: boolean;
   readonly maxAttempts: number;
+  readonly deadLetterHoldsKey: boolean;
   readonly retryDelayMs: number;
   readonly maxRetryDelayMs: number;
   readonly publishTimeoutMs: number;
@@ -123,9 +151,12 @@ function resolveRelay(relay: OutboxRelayOptions): ResolvedRelayOptions {
   }
   return {
     batchSize,
+    concurrency: wholeNumber('outbox.relay.concurrency', relay.concurrency ?? batchSize, MAX_BATCH_SIZE),
     pollIntervalMs: toMilliseconds('outbox.relay.pollInterval', relay.pollInterval ?? '1s', MAX_TIMER_MS),
     listen: toFlag('outbox.relay.listen', relay.listen ?? true),
+    autoStart: toFlag('outbox.relay.autoStart', relay.autoStart ?? true),
     maxAttempts,
+    deadLetterHoldsKey: toFlag('outbox.relay.deadLetterHoldsKey', relay.deadLetterHoldsKey ?? true),
     retryDelayMs,
     maxRetryDelayMs,
     publishTimeoutMs: toMilliseconds('outbox.relay.publishTimeout', relay.publishTimeout ?? '10s', MAX_TIMER_MS),

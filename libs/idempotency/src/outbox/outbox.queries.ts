@@ -9,6 +9,8 @@ export interface OutboxRowLiterals {
   readonly headers: string;
   readonly payload: string;
   readonly orderingKey: string;
+  /** An expression: when the message is due. */
+  readonly availableAt: string;
 }
 
 /**
@@ -22,14 +24,23 @@ export interface OutboxRowLiterals {
  * @internal
  */
 export function insertOutboxSql(table: string, row: OutboxRowLiterals): string {
-  const insert = `INSERT INTO "${table}" (id, destination, address, pattern, headers, payload, ordering_key) `;
-  const values = `VALUES (${row.id}, ${row.destination}, ${row.address}, ${row.pattern}, ${row.headers}::json, ${row.payload}, ${row.orderingKey})`;
+  const insert = `INSERT INTO "${table}" (id, destination, address, pattern, headers, payload, ordering_key, next_attempt_at) `;
+  const values = `VALUES (${row.id}, ${row.destination}, ${row.address}, ${row.pattern}, ${row.headers}::json, ${row.payload}, ${row.orderingKey}, ${row.availableAt})`;
   const written =
     row.orderingKey === 'NULL'
       ? `written AS (${insert}${values} RETURNING 1)`
       : `locked AS (SELECT pg_advisory_xact_lock(hashtext('${table}'), hashtext(${row.orderingKey}))), ` +
         `written AS (${insert}SELECT message.* FROM locked, (${values}) AS message RETURNING 1)`;
   return `WITH ${written} SELECT count(*)::int AS written FROM (SELECT pg_notify('${table}', '') FROM written) AS woken`;
+}
+
+/**
+ * The check that a caller's statement function runs in a transaction block: PostgreSQL refuses
+ * LOCK TABLE outside one (25P01), and inside one this is the lock the INSERT takes anyway.
+ * @internal
+ */
+export function lockOutboxSql(table: string): string {
+  return `LOCK TABLE "${table}" IN ROW EXCLUSIVE MODE`;
 }
 
 /** A message the relay took, as PostgreSQL answers it. @internal */
@@ -43,19 +54,22 @@ export interface OutboxRow {
   readonly payload: string;
   readonly ordering_key: string | null;
   readonly attempts: number;
+  readonly last_error: string | null;
 }
 
 /**
  * The next batch: due messages in the order they were written, locked for this relay's
  * transaction and skipped by the others'; of one ordering key only the oldest message not yet
- * dispatched (a dead letter holds its key's later messages back until it is requeued or discarded).
+ * dispatched (with `deadLetterHoldsKey`, a dead letter counts as not yet dispatched: it holds its
+ * key's later messages back until it is requeued or discarded; without, it is passed over).
  * @internal
  */
-export function takeBatchSql(table: string, batchSize: number): string {
+export function takeBatchSql(table: string, batchSize: number, deadLetterHoldsKey: boolean): string {
+  const earlier = `e.ordering_key = m.ordering_key AND e.seq < m.seq AND e.dispatched_at IS NULL${deadLetterHoldsKey ? '' : ' AND e.dead_lettered_at IS NULL'}`;
   return (
-    `SELECT seq, id, destination, address, pattern, headers, payload, ordering_key, attempts FROM "${table}" m ` +
+    `SELECT seq, id, destination, address, pattern, headers, payload, ordering_key, attempts, last_error FROM "${table}" m ` +
     `WHERE dispatched_at IS NULL AND dead_lettered_at IS NULL AND next_attempt_at <= now() ` +
-    `AND (ordering_key IS NULL OR NOT EXISTS (SELECT 1 FROM "${table}" e WHERE e.ordering_key = m.ordering_key AND e.seq < m.seq AND e.dispatched_at IS NULL)) ` +
+    `AND (ordering_key IS NULL OR NOT EXISTS (SELECT 1 FROM "${table}" e WHERE ${earlier})) ` +
     `ORDER BY seq LIMIT ${batchSize} FOR UPDATE SKIP LOCKED`
   );
 }
@@ -96,27 +110,43 @@ export function purgeDispatchedSql(table: string, retentionMs: number, batchSize
 
 /**
  * The outbox's state, shared by the health indicator and the outbox's gauges: the age of the
- * oldest message not dispatched (dead letters aside; 0 when every message was sent), through the
- * index of the pending messages, and the dead letters.
+ * oldest message not dispatched (dead letters aside; 0 when every message was sent; a delayed one
+ * counts from when it is due), through the index of the pending messages, and the dead letters.
  * @internal
  */
 export async function readOutboxState(join: DataLayerJoin, table: string): Promise<{ lagMs: number; deadLetters: number }> {
   const {
     rows: [state],
   } = await join.query<{ lag_ms: string | null; dead_letters: number }>(
-    `SELECT (SELECT (extract(epoch FROM now() - created_at) * 1000)::bigint FROM "${table}" ` +
+    // A delayed message (never tried, due later) is late only from its due time.
+    `SELECT (SELECT greatest(0, extract(epoch FROM now() - CASE WHEN attempts = 0 THEN greatest(created_at, next_attempt_at) ELSE created_at END) * 1000)::bigint ` +
+      `FROM "${table}" ` +
       `WHERE dispatched_at IS NULL AND dead_lettered_at IS NULL ORDER BY seq LIMIT 1) AS lag_ms, ` +
       `(SELECT count(*) FROM "${table}" WHERE dead_lettered_at IS NOT NULL)::int AS dead_letters`,
   );
   return { lagMs: Number(state.lag_ms ?? 0), deadLetters: state.dead_letters };
 }
 
-/** Dead letters, oldest first; `$1` the limit. @internal */
+const DEAD_LETTER_COLUMNS = 'id, destination, address, pattern, ordering_key, headers, payload, attempts, last_error, created_at, dead_lettered_at';
+
+/**
+ * Dead letters, oldest first; `$1` the limit, then filters, each ignored when null: `$2` the
+ * ordering key, `$3` the destination, `$4` the address, `$5` parked before, `$6` after the dead letter of that id.
+ * @internal
+ */
 export function outboxDeadLettersSql(table: string): string {
   return (
-    `SELECT id, destination, address, pattern, ordering_key, headers, payload, attempts, last_error, created_at, dead_lettered_at ` +
-    `FROM "${table}" WHERE dead_lettered_at IS NOT NULL ORDER BY seq LIMIT $1`
+    `SELECT ${DEAD_LETTER_COLUMNS} FROM "${table}" WHERE dead_lettered_at IS NOT NULL ` +
+    `AND ($2::text IS NULL OR ordering_key = $2::text) AND ($3::text IS NULL OR destination = $3::text) AND ($4::text IS NULL OR address = $4::text) ` +
+    `AND ($5::timestamptz IS NULL OR dead_lettered_at < $5::timestamptz) ` +
+    `AND ($6::text IS NULL OR seq > (SELECT seq FROM "${table}" WHERE id = $6::text AND dead_lettered_at IS NOT NULL)) ` +
+    `ORDER BY seq LIMIT $1`
   );
+}
+
+/** The dead letter of id `$1`. @internal */
+export function outboxDeadLetterSql(table: string): string {
+  return `SELECT ${DEAD_LETTER_COLUMNS} FROM "${table}" WHERE id = $1 AND dead_lettered_at IS NOT NULL`;
 }
 
 /** Makes the dead letters of ids `$1` due again, their attempts from zero, and wakes the relays at COMMIT. @internal */

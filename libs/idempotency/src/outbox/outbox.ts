@@ -8,7 +8,9 @@ import { IdempotencyOutboxError } from '../errors/idempotency.errors.js';
 import type { OutgoingMessage } from './outbox-publisher.js';
 import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from './outbox.options.js';
 import { outboxMessages } from './outbox.messages.js';
-import { insertOutboxSql } from './outbox.queries.js';
+import { type Duration, MAX_RETENTION_MS, toMilliseconds } from '../duration/duration.js';
+import { PG_NO_ACTIVE_TRANSACTION, PG_UNIQUE_VIOLATION } from '../claiming/claim.constants.js';
+import { insertOutboxSql, lockOutboxSql } from './outbox.queries.js';
 
 /** A message for `Outbox.publish()`. */
 export interface OutboxMessage {
@@ -37,7 +39,21 @@ export interface OutboxMessage {
    * transaction ends, so the writers of a key take turns (SQS FIFO: the `MessageGroupId`).
    */
   readonly orderingKey?: string;
+  /**
+   * Sends it no sooner than this long after its transaction began (`'30s'`, `'2h'`): the relay
+   * takes it at its first look after that (within `pollInterval`). A delayed message holds back
+   * the later messages of its ordering key until it is sent. Not with `availableAt`.
+   * @default none: as soon as its transaction committed
+   */
+  readonly delay?: Duration;
+  /** Sends it no sooner than this moment, as `delay` does. Not with `delay`. @default none */
+  readonly availableAt?: Date;
 }
+
+/** The fields of `OutboxMessage`: any other is refused, not ignored. */
+const MESSAGE_FIELDS: ReadonlySet<string> = new Set(['to', 'address', 'payload', 'id', 'pattern', 'headers', 'orderingKey', 'delay', 'availableAt']);
+/** The fields of `OutboxPublishOptions`. */
+const OPTION_FIELDS: ReadonlySet<string> = new Set(['transaction']);
 
 /** `Outbox.publish()`'s options. */
 export interface OutboxPublishOptions {
@@ -45,7 +61,8 @@ export interface OutboxPublishOptions {
    * A function that runs one SQL statement in a transaction you opened, for a message written
    * outside an idempotent handler (or in a lease-mode handler): `(sql) => queryRunner.query(sql)`,
    * `(sql) => tx.$executeRawUnsafe(sql)`, `(sql) => client.query(sql)`. The message is then sent
-   * only if that transaction commits.
+   * only if that transaction commits. It runs two statements: a check that the transaction is
+   * open (a pool, or a client before BEGIN or after COMMIT, is refused with `IdempotencyOutboxError`), then the INSERT.
    * @default inside a transactional idempotent handler: the claim's transaction
    */
   readonly transaction?: TransactionStatements;
@@ -82,15 +99,19 @@ export class Outbox {
    * claim's (with no round trip of its own: it travels with the COMMIT, and is dropped if the work
    * rolls back); elsewhere, `options.transaction`'s.
    * @returns the message's id.
-   * @throws IdempotencyOutboxError when there is no transaction to write it in, the message is
-   *   not valid (an unknown `to`, a payload that is not JSON, a refusal of its publisher), or the
-   *   claim's transaction wrote a message of its id already; nothing is written.
+   * @throws IdempotencyOutboxError when there is no transaction to write it in (or `transaction`
+   *   runs its statements outside a transaction block), the message is not valid (a field
+   *   `publish()` does not know, an unknown `to`, a payload that is not JSON, a refusal of its
+   *   publisher), or the claim's transaction (or the table, for a message written in `transaction`)
+   *   has a message of its id already; nothing is written.
    */
   async publish(message: OutboxMessage, options: OutboxPublishOptions = {}): Promise<string> {
     const outbox = this.options;
     if (outbox === null) {
       throw new IdempotencyOutboxError(outboxMessages.notConfigured());
     }
+    refuseUnknownFields('the message', message, MESSAGE_FIELDS);
+    refuseUnknownFields('the options', options, OPTION_FIELDS);
     const outgoing = this.toOutgoing(outbox, message);
     const literal = pg.escapeLiteral;
     const nullable = (value: string | undefined) => (value === undefined ? 'NULL' : literal(value));
@@ -102,9 +123,10 @@ export class Outbox {
       headers: literal(JSON.stringify(outgoing.headers)),
       payload: literal(outgoing.payload),
       orderingKey: nullable(outgoing.orderingKey),
+      availableAt: availableAtSql(message),
     });
     if (options.transaction !== undefined) {
-      await options.transaction(statement);
+      await this.writeInCallersTransaction(options.transaction, outbox.tableName, outgoing.id, statement);
       return outgoing.id;
     }
     const claim = this.storage.getStore();
@@ -120,6 +142,26 @@ export class Outbox {
     this.idsWritten.set(claim.transaction, written);
     claim.transaction.defer(statement);
     return outgoing.id;
+  }
+
+  /**
+   * Writes in the caller's transaction, once a statement PostgreSQL runs only in a transaction
+   * block passed: a pool, or a client before BEGIN or after COMMIT, would commit the message on
+   * its own, and it would be sent whatever became of the work. The check is a statement of its own
+   * (no statement can tell from within whether it runs in a block, and a message of two statements
+   * answers an array that Prisma's `$queryRawUnsafe` cannot read): one round trip more.
+   */
+  private async writeInCallersTransaction(transaction: TransactionStatements, table: string, id: string, statement: string): Promise<void> {
+    try {
+      await transaction(lockOutboxSql(table));
+    } catch (error) {
+      throw reports(error, PG_NO_ACTIVE_TRANSACTION, 'can only be used in transaction blocks') ? new IdempotencyOutboxError(outboxMessages.notInTransaction(), { cause: error }) : error;
+    }
+    try {
+      await transaction(statement);
+    } catch (error) {
+      throw reports(error, PG_UNIQUE_VIOLATION, `${table}_id_key`) ? new IdempotencyOutboxError(outboxMessages.idTaken(id), { cause: error }) : error;
+    }
   }
 
   private toOutgoing(outbox: ResolvedOutboxOptions, message: OutboxMessage): OutgoingMessage {
@@ -141,6 +183,54 @@ export class Outbox {
     }
     return outgoing;
   }
+}
+
+/** Refuses fields `publish()` does not know (a misspelt `orderingKey`, an option of another library): ignored, they would change nothing silently. */
+function refuseUnknownFields(what: string, given: object, known: ReadonlySet<string>): void {
+  const unknown = typeof given === 'object' && given !== null ? Object.keys(given).filter((field) => !known.has(field)) : [];
+  if (unknown.length > 0) {
+    throw new IdempotencyOutboxError(outboxMessages.unknownFields(what, unknown, [...known]));
+  }
+}
+
+/** When the message is due, as SQL: its transaction's start, plus `delay`, or `availableAt`. */
+function availableAtSql({ delay, availableAt }: OutboxMessage): string {
+  if (delay !== undefined && availableAt !== undefined) {
+    throw new IdempotencyOutboxError(outboxMessages.delayAndAvailableAt());
+  }
+  if (availableAt !== undefined) {
+    if (!(availableAt instanceof Date) || Number.isNaN(availableAt.getTime())) {
+      throw new IdempotencyOutboxError(outboxMessages.invalidField('availableAt', 'a valid Date', String(availableAt)));
+    }
+    return `${pg.escapeLiteral(availableAt.toISOString())}::timestamptz`;
+  }
+  if (delay === undefined) {
+    return 'now()';
+  }
+  let delayMs: number;
+  try {
+    delayMs = toMilliseconds('delay', delay, MAX_RETENTION_MS);
+  } catch (error) {
+    throw new IdempotencyOutboxError(`Outbox.publish(): ${(error as Error).message}`);
+  }
+  return `now() + ${delayMs} * interval '1 millisecond'`;
+}
+
+/**
+ * Whether a data layer's error is PostgreSQL's error `code`, however the layer wrapped it: its
+ * own `code`, a `driverError` (TypeORM) or a `cause` (Drizzle) that has it, or only the server's
+ * `text` in a message (Prisma).
+ */
+function reports(error: unknown, code: string, text: string): boolean {
+  let cause = error;
+  for (let depth = 0; typeof cause === 'object' && cause !== null && depth < 4; depth++) {
+    const { code: own, message, driverError, cause: next } = cause as { code?: unknown; message?: unknown; driverError?: unknown; cause?: unknown };
+    if (own === code || (typeof message === 'string' && message.includes(text))) {
+      return true;
+    }
+    cause = driverError ?? next;
+  }
+  return false;
 }
 
 /** A printable text of 1 to `max` characters (the id is the downstream key: checked as a key is). */

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { IdempotencyOutboxError } from '../errors/idempotency.errors.js';
 import { Outbox, type OutboxMessage } from '../outbox/outbox.js';
+import { outboxMessages } from '../outbox/outbox.messages.js';
 
 /**
  * `Outbox` under `IdempotencyTestingModule`: nothing is written or sent; each message is kept, in
@@ -15,9 +17,15 @@ export class TestingOutbox extends Outbox {
     super(null, new AsyncLocalStorage());
   }
 
-  /** Keeps `message` (whatever transaction is given); answers its id. */
+  /**
+   * Keeps `message` (whatever transaction is given); answers its id.
+   * @throws IdempotencyOutboxError when a message of its id was published before, as the outbox table refuses it.
+   */
   override async publish(message: OutboxMessage): Promise<string> {
     const id = message.id ?? randomUUID();
+    if (this.published.some((published) => published.id === id)) {
+      throw new IdempotencyOutboxError(outboxMessages.idTaken(id));
+    }
     this.published.push({ ...message, id });
     return id;
   }

@@ -40,7 +40,7 @@ export interface DeliverySource {
  * What the module traces with: OpenTelemetry, when `@opentelemetry/api` is installed (loaded at
  * start-up, like `prom-client`), for one span per delivery, and the `node:diagnostics_channel`
  * channels of `IDEMPOTENCY_CHANNELS`. The delivery observer alone writes a delivery's span and
- * channel messages; the purge publishes its runs here.
+ * channel messages; the purge publishes its runs here, the outbox relay its settled messages.
  * @internal
  */
 @Injectable()
@@ -54,6 +54,7 @@ export class IdempotencyTracing implements OnModuleInit {
     purge: channel(IDEMPOTENCY_CHANNELS.purge),
     rejected: channel(IDEMPOTENCY_CHANNELS.rejected),
     leaseLost: channel(IDEMPOTENCY_CHANNELS.leaseLost),
+    outbox: channel(IDEMPOTENCY_CHANNELS.outbox),
   };
 
   constructor(@Inject(TRACING_OPTIONS) private readonly options: ResolvedTracingOptions) {}

@@ -1,6 +1,6 @@
 import type { AmqpConnectionManager, ChannelWrapper } from 'amqp-connection-manager';
 import { loadOptionalPackage } from '../../optional/load-optional-package.js';
-import type { OutboxPublisher, OutgoingMessage } from '../outbox-publisher.js';
+import type { OutboxPublisher, OutgoingMessage, PublishAttempt } from '../outbox-publisher.js';
 
 /** `RabbitMqPublisher`'s options. */
 export interface RabbitMqPublisherOptions {
@@ -33,12 +33,14 @@ export class RabbitMqPublisher implements OutboxPublisher {
 
   constructor(private readonly options: RabbitMqPublisherOptions) {}
 
-  async publish(message: OutgoingMessage): Promise<void> {
+  async publish(message: OutgoingMessage, attempt?: PublishAttempt): Promise<void> {
     const channel = await (this.channel ??= this.open());
     const body = message.pattern === undefined ? message.payload : `{"pattern":${JSON.stringify(message.pattern)},"data":${message.payload}}`;
     this.returned.delete(message.id);
     // The broker sends basic.return before the basic.ack of a mandatory message it could not route.
+    // `timeout`: a publish buffered while disconnected is dropped when the relay stops waiting, not sent beside its retry.
     await channel.publish(this.options.exchange ?? '', message.address, Buffer.from(body), {
+      timeout: attempt?.timeoutMs,
       messageId: message.id,
       persistent: true,
       mandatory: true,

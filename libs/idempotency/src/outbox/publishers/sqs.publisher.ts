@@ -1,11 +1,11 @@
 import type { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { IDEMPOTENCY_KEY_HEADER } from '../../idempotency.constants.js';
 import { loadOptionalPackage } from '../../optional/load-optional-package.js';
-import type { OutboxPublisher, OutgoingMessage } from '../outbox-publisher.js';
+import type { OutboxPublisher, OutgoingMessage, PublishAttempt } from '../outbox-publisher.js';
 
 /** What `SqsPublisher` needs of an SQS client: the `SQSClient` of `@aws-sdk/client-sqs`. */
 export interface SqsSending {
-  send(command: object): Promise<unknown>;
+  send(command: object, options?: { abortSignal?: AbortSignal }): Promise<unknown>;
 }
 
 /** `SqsPublisher`'s options. */
@@ -96,7 +96,7 @@ export class SqsPublisher implements OutboxPublisher {
     return undefined;
   }
 
-  async publish(message: OutgoingMessage): Promise<void> {
+  async publish(message: OutgoingMessage, attempt?: PublishAttempt): Promise<void> {
     const Send = await (this.command ??= this.loadCommand());
     const attributes = { ...message.headers, [this.options.idAttribute ?? IDEMPOTENCY_KEY_HEADER]: message.id };
     await this.options.client.send(
@@ -106,6 +106,7 @@ export class SqsPublisher implements OutboxPublisher {
         MessageAttributes: Object.fromEntries(Object.entries(attributes).map(([name, value]) => [name, { DataType: 'String', StringValue: value }])),
         ...(isFifo(message.address) ? { MessageDeduplicationId: message.id, MessageGroupId: message.orderingKey ?? message.id } : {}),
       }),
+      { abortSignal: attempt?.signal },
     );
   }
 
