@@ -167,6 +167,18 @@ describeWithRedis('IdempotencyAdmin, on PostgreSQL and on the Redis lease store'
     expect(await effects('charge', 's-1')).toBe(2);
   });
 
+  it('IdempotencyAdminModule.forRoot() with no argument takes every default: the default data source and table', async () => {
+    await charge('d-1');
+    @Module({ imports: [TypeOrmModule.forRoot({ type: 'postgres', url: db.url, extra: { max: 2 } }), IdempotencyAdminModule.forRoot()] })
+    class DefaultAdminScriptModule {}
+    const script = await NestFactory.createApplicationContext(DefaultAdminScriptModule, { logger: false });
+    try {
+      expect(await script.get(IdempotencyAdmin).lookup({ consumer: CHARGES, key: 'd-1' })).toMatchObject({ state: 'processed', responseStatus: 201 });
+    } finally {
+      await script.close();
+    }
+  });
+
   it('on the Redis lease store: looks up, forgets so the next delivery runs again, and releases a held lease', async () => {
     const first = await redisCharge('r-1');
     expect(first.status).toBe(201);

@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { type DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { CLAIM_STORAGE } from '../data-layers/data-layer.js';
@@ -7,7 +7,7 @@ import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import { LeaseStores } from '../leasing/lease-stores.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { replayCacheProvider } from '../replay-cache/replay-cache.js';
-import { ADMIN_MODULE_OPTIONS_TOKEN, ConfigurableAdminModuleClass } from './idempotency-admin.module-definition.js';
+import { ADMIN_MODULE_OPTIONS_TOKEN, type ADMIN_OPTIONS_TYPE, ConfigurableAdminModuleClass } from './idempotency-admin.module-definition.js';
 import { adminModuleOptions } from './idempotency-admin.options.js';
 import { IdempotencyAdmin } from './idempotency-admin.service.js';
 
@@ -49,4 +49,9 @@ import { IdempotencyAdmin } from './idempotency-admin.service.js';
   ],
   exports: [IdempotencyAdmin],
 })
-export class IdempotencyAdminModule extends ConfigurableAdminModuleClass {}
+export class IdempotencyAdminModule extends ConfigurableAdminModuleClass {
+  /** The module with `options`; with no argument, every default (the default TypeORM data source, the default table). */
+  static forRoot(options: typeof ADMIN_OPTIONS_TYPE = {}): DynamicModule {
+    return super.forRoot(options);
+  }
+}
