@@ -88,7 +88,8 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
 
   /**
    * Takes one batch of due messages and publishes it now, in this process, beside the relay's own
-   * loop if it runs (several batches share the table safely).
+   * loop if it runs (several batches share the table safely). A batch holds at most one message of
+   * each ordering key, the next one in its order: to drain, call it until it answers `taken: 0`.
    * @returns what became of the batch's messages: all zero when none was due.
    * @throws IdempotencyOutboxError when the module has no `outbox`, or `relay: false`.
    */
