@@ -95,11 +95,9 @@ export class NestedTransactions {
     if (this.owner !== lease || this.foreign.length === 0) {
       return;
     }
+    // A foreign statement marked every transaction open when it ran (`sent()`), so the one around
+    // this one already knows of it when this one is released.
     const undone = this.foreign.pop()!;
-    if (undone && commits && this.foreign.length > 0) {
-      // The released work is now part of the transaction around it.
-      this.foreign[this.foreign.length - 1] = true;
-    }
     if (undone && !commits) {
       this.refuse(this.refused('undone', this.waitMs));
     }
