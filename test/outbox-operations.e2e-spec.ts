@@ -128,6 +128,14 @@ class OutboxOpsController {
 @Module({ controllers: [OutboxOpsController] })
 class OutboxOpsModule {}
 
+/** A database of its own with the outbox table; the demo app's migrations add the store's at start. */
+async function createOutboxDatabase(): Promise<TestDatabase> {
+  const db = await createTestDatabase();
+  const outboxMigration = (await schemaSql()).find((migration) => migration.name.endsWith('create-outbox-messages-table'))!;
+  await db.query(outboxMigration.sql);
+  return db;
+}
+
 describe('the outbox: writes with the work, relay order, retries, dead letters, health, metrics, purge and admin', () => {
   let db: TestDatabase;
   let app: INestApplication;
@@ -143,9 +151,7 @@ describe('the outbox: writes with the work, relay order, retries, dead letters, 
   const received = (id: string) => broker.idsReceived().includes(id);
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    const outboxMigration = (await schemaSql()).find((migration) => migration.name.endsWith('create-outbox-messages-table'))!;
-    await db.query(outboxMigration.sql);
+    db = await createOutboxDatabase();
     await db.query('CREATE TABLE outbox_ops_credits (id text PRIMARY KEY, account text NOT NULL)');
     ({ app, baseUrl } = await startDemoApp('express', db.url, [OutboxOpsModule], false, {
       purge: { interval: false },
@@ -448,9 +454,7 @@ describe('the outbox: delayed messages, fields publish() does not know, publishe
   };
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    const outboxMigration = (await schemaSql()).find((migration) => migration.name.endsWith('create-outbox-messages-table'))!;
-    await db.query(outboxMigration.sql);
+    db = await createOutboxDatabase();
     ({ app } = await startDemoApp('express', db.url, [], false, { purge: { interval: false }, outbox: { publishers: { scripted: timed }, relay: { pollInterval: '100ms', concurrency: 2 } } }));
   });
 
@@ -532,9 +536,7 @@ describe('the relay between two polls (pollInterval 1h: it moves only when woken
   };
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    const outboxMigration = (await schemaSql()).find((migration) => migration.name.endsWith('create-outbox-messages-table'))!;
-    await db.query(outboxMigration.sql);
+    db = await createOutboxDatabase();
     ({ app } = await startDemoApp('express', db.url, [], false, options));
   });
 
@@ -638,9 +640,7 @@ describe('a relay whose dead letters let their keys go (deadLetterHoldsKey: fals
   const flaky = new ScriptedBroker();
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    const outboxMigration = (await schemaSql()).find((migration) => migration.name.endsWith('create-outbox-messages-table'))!;
-    await db.query(outboxMigration.sql);
+    db = await createOutboxDatabase();
     ({ app } = await startDemoApp('express', db.url, [], false, {
       purge: { interval: false },
       outbox: { publishers: { scripted: flaky }, relay: { pollInterval: '1h', maxAttempts: 1, deadLetterHoldsKey: false } },
@@ -677,9 +677,7 @@ describe('a relay driven by runOnce() (autoStart: false), and its stats()', () =
   const driven = new ScriptedBroker();
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    const outboxMigration = (await schemaSql()).find((migration) => migration.name.endsWith('create-outbox-messages-table'))!;
-    await db.query(outboxMigration.sql);
+    db = await createOutboxDatabase();
     ({ app } = await startDemoApp('express', db.url, [], false, {
       purge: { interval: false },
       outbox: { publishers: { scripted: driven }, relay: { autoStart: false, retryDelay: '50ms', maxRetryDelay: '50ms', publishTimeout: '300ms' } },
