@@ -1,6 +1,5 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { Controller, type ExecutionContext, type INestApplication, Module, Post } from '@nestjs/common';
-import { type NatsOptions, Transport } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import {
@@ -12,7 +11,7 @@ import {
   UpgradeProcessedMessagesTable1796342400000,
 } from 'nestjs-idempotent-consumer';
 import { KEY_EFFECTS_SQL, KEYED_EVENT_SUBJECT, KEYS_GATE, KeysGraphqlModule, KeysModule } from './fixtures/keys.module.js';
-import { NATS_URL, natsAvailable } from './support/brokers.js';
+import { consumeNats, NATS_URL, natsAvailable } from './support/brokers.js';
 import { PLATFORMS, post, startDemoApp } from './support/demo-app.js';
 import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
 
@@ -291,8 +290,7 @@ describeWithNats("the module's key and scope for message handlers (rpc, over NAT
     const tenant = (context: ExecutionContext) => context.switchToRpc().getData<{ tenant?: string }>().tenant;
     ({ app } = await startDemoApp('express', db.url, [KeysModule], false, { purge: { interval: false }, key: { rpc: { body: 'eventId' } }, scope: { rpc: tenant } }));
     await db.query(KEY_EFFECTS_SQL);
-    app.connectMicroservice<NatsOptions>({ transport: Transport.NATS, options: { servers: [NATS_URL] } });
-    await app.startAllMicroservices();
+    await consumeNats(app);
     nats = await connect({ servers: NATS_URL });
   });
 

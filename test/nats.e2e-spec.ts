@@ -1,9 +1,8 @@
 import type { INestApplication } from '@nestjs/common';
-import { type NatsOptions, Transport } from '@nestjs/microservices';
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { MessageFixtureModule } from './fixtures/message-fixture.module.js';
 import { FIXTURE_TABLES_SQL } from './fixtures/fixture.module.js';
-import { NATS_URL, natsAvailable } from './support/brokers.js';
+import { consumeNats, NATS_URL, natsAvailable } from './support/brokers.js';
 import { startDemoApp } from './support/demo-app.js';
 import { CapturingLogger } from './support/capturing-logger.js';
 import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
@@ -33,8 +32,7 @@ describeWithBroker('exactly-once NATS request handlers', () => {
     db = await createTestDatabase();
     ({ app } = await startDemoApp('express', db.url, [MessageFixtureModule], logger));
     await db.query(FIXTURE_TABLES_SQL);
-    app.connectMicroservice<NatsOptions>({ transport: Transport.NATS, options: { servers: [NATS_URL] } });
-    await app.startAllMicroservices();
+    await consumeNats(app);
     nats = await connect({ servers: NATS_URL });
   });
 

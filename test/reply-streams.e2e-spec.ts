@@ -1,11 +1,11 @@
 import type { INestApplication } from '@nestjs/common';
-import { type ClientProxy, ClientProxyFactory, NatsRecordBuilder, type NatsOptions, RmqRecordBuilder, Transport } from '@nestjs/microservices';
+import { type ClientProxy, ClientProxyFactory, NatsRecordBuilder, RmqRecordBuilder, Transport } from '@nestjs/microservices';
 import { headers } from '@nats-io/transport-node';
 import amqplib from 'amqplib';
 import { firstValueFrom, toArray } from 'rxjs';
 import { consumeCredits } from '../apps/demo-api/src/messaging/rabbitmq.js';
 import { ReplyStreamsModule } from './fixtures/reply-streams.module.js';
-import { NATS_URL, natsAvailable, RABBITMQ_URL, rabbitMqAvailable } from './support/brokers.js';
+import { consumeNats, NATS_URL, natsAvailable, RABBITMQ_URL, rabbitMqAvailable } from './support/brokers.js';
 import { startDemoApp } from './support/demo-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 
@@ -44,8 +44,7 @@ const TRANSPORTS: RequestReply[] = [
     name: 'NATS',
     available: await natsAvailable(),
     consume: async (app) => {
-      app.connectMicroservice<NatsOptions>({ transport: Transport.NATS, options: { servers: [NATS_URL] } });
-      await app.startAllMicroservices();
+      await consumeNats(app);
     },
     client: () => ClientProxyFactory.create({ transport: Transport.NATS, options: { servers: [NATS_URL] } }),
     record: (data, id) => {

@@ -1,9 +1,8 @@
 import type { ExecutionContext, INestApplication } from '@nestjs/common';
-import { type NatsOptions, Transport } from '@nestjs/microservices';
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { IdempotencyAdmin } from 'nestjs-idempotent-consumer';
 import { SCOPE_TABLES_SQL, SCOPED_CREDIT_SUBJECT, ScopeModule } from './fixtures/scope.module.js';
-import { NATS_URL, natsAvailable } from './support/brokers.js';
+import { consumeNats, NATS_URL, natsAvailable } from './support/brokers.js';
 import { CapturingLogger } from './support/capturing-logger.js';
 import { PLATFORMS, post, startDemoApp } from './support/demo-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
@@ -255,8 +254,7 @@ describeWithNats('message handlers scoped by their payload (NATS)', () => {
     db = await createTestDatabase();
     ({ app } = await startDemoApp('express', db.url, [ScopeModule], false, { purge: { interval: false } }));
     await db.query(SCOPE_TABLES_SQL);
-    app.connectMicroservice<NatsOptions>({ transport: Transport.NATS, options: { servers: [NATS_URL] } });
-    await app.startAllMicroservices();
+    await consumeNats(app);
     nats = await connect({ servers: NATS_URL });
   });
 

@@ -1,5 +1,7 @@
 import amqplib from 'amqplib';
 import { connect as connectNats } from '@nats-io/transport-node';
+import type { INestApplication } from '@nestjs/common';
+import { type NatsOptions, Transport } from '@nestjs/microservices';
 import { createClient } from 'redis';
 
 export const RABBITMQ_URL = process.env.RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
@@ -42,3 +44,9 @@ export const redisAvailable = () =>
     await client.connect();
     await client.close();
   });
+
+/** Makes `app` a consumer of NATS through Nest's transport (request-reply and events), started. */
+export async function consumeNats(app: INestApplication): Promise<void> {
+  app.connectMicroservice<NatsOptions>({ transport: Transport.NATS, options: { servers: [NATS_URL] } });
+  await app.startAllMicroservices();
+}
