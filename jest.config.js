@@ -21,6 +21,7 @@ const shared = {
 export default {
   testTimeout: 180_000,
   maxWorkers: Math.max(2, availableParallelism() - 1),
+  testSequencer: '<rootDir>/test/long-suites-first.sequencer.js',
   projects: [
     { ...shared, displayName: 'unit', testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts', '<rootDir>/test/*.spec.ts'] },
     {

@@ -6,13 +6,14 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArguments } from './bench.settings.js';
 import { type BenchContext, CaseSkipped } from './cases/bench-case.js';
-import { startBenchApp } from './support/bench-app.process.js';
-import { openBenchDatabase } from './support/bench-database.js';
+import { startBenchApp } from '../test/support/bench-processes.js';
+import { openBenchDatabase } from '../test/support/bench-database.js';
 import { ensureBenchPackage } from './support/bench-packages.js';
-import { checkRedis, deleteRunKeys, REDIS_URL } from './support/bench-redis.js';
+import { probeRedis, REDIS_URL } from '../test/support/brokers.js';
+import { deleteRunKeys } from '../test/support/broker-clients.js';
 import { type BenchRuntime, prepareRuntimes } from './support/bench-runtime.js';
 import { renderChart } from './support/chart.js';
-import { type AppRuntime, type BenchResults, type CaseResult, describeMachine, markdownTable } from './support/results.js';
+import { type AppRuntime, type BenchResults, type CaseResult, describeMachine, describeMeasured, markdownTable } from './support/results.js';
 import { round } from './support/stats.js';
 
 const RESULTS_DIR = join(process.cwd(), 'bench', 'results');
@@ -21,7 +22,9 @@ async function main(): Promise<void> {
   const started = Date.now();
   const { settings, cases: selected, node } = parseArguments(process.argv.slice(2));
   const log = (line: string) => console.log(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${line}`);
-  await checkRedis().catch((error: unknown) => {
+  const measured = describeMeasured();
+  log(`measuring nestjs-idempotent-consumer ${measured.version} at ${measured.commit}`);
+  await probeRedis().catch((error: unknown) => {
     throw new Error(`Redis does not answer at ${REDIS_URL} (${(error as Error).message}): the lease-mode handlers need it; set REDIS_URL`);
   });
   const runtimes = await prepareRuntimes(node, log);
@@ -71,6 +74,7 @@ async function main(): Promise<void> {
   const date = new Date(started).toISOString();
   const report: BenchResults = {
     date,
+    measured,
     quick: settings.quick,
     command: ['npm run bench', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' '),
     machine: describeMachine(),
@@ -111,9 +115,7 @@ async function main(): Promise<void> {
   }
 }
 
-function describeRuntime({ name, version, source }: BenchRuntime): AppRuntime {
-  return { name, version, source };
-}
+const describeRuntime = ({ name, version, source }: BenchRuntime): AppRuntime => ({ name, version, source });
 
 main().catch((error: unknown) => {
   console.error(error);

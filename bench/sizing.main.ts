@@ -7,11 +7,11 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { alterTableSql, recommendedParameters, runChurn } from './sizing/churn.js';
 import { startPurgeApp } from './sizing/purge-app.js';
-import { startPrivateServer } from './sizing/private-server.js';
-import { DEFAULT_SERVER_URL, openSizingDatabase, type SizingDatabase, TABLE } from './sizing/sizing-database.js';
+import { startPrivateServer } from '../test/support/postgres-server.js';
+import { openStoreDatabase, type StoreDatabase } from '../test/support/store-database.js';
 import { extrapolate, type SizingResults, sizingTable, TARGET } from './sizing/sizing-report.js';
 import { describeMachine } from './support/results.js';
-import { parseSizingArguments, type SizingSettings } from './sizing/sizing.settings.js';
+import { DEFAULT_SERVER_URL, parseSizingArguments, type SizingSettings, TABLE } from './sizing/sizing.settings.js';
 import { measureStorage } from './sizing/storage.js';
 import { measureWal } from './sizing/wal-window.js';
 import { MODULE_DEFAULTS, insertBulkRows } from './sizing/webhook-message.js';
@@ -42,7 +42,7 @@ async function main(): Promise<void> {
   const loadBefore = loadavg()[0];
   const serverUrl = process.env.DATABASE_URL ?? DEFAULT_SERVER_URL;
 
-  const database = await openSizingDatabase(serverUrl, 'main');
+  const database = await openStoreDatabase(serverUrl);
   let measured: Pick<SizingResults, 'server' | 'storage' | 'claims' | 'purge'>;
   let checkpointTimeoutSeconds: number;
   try {
@@ -56,7 +56,7 @@ async function main(): Promise<void> {
     checkpointTimeoutSeconds = seconds;
     measured = { server, ...(await measureMainServer(database, settings, log)) };
   } finally {
-    await database.close();
+    await database.drop();
   }
 
   const churn = await measureChurn(serverUrl, settings, log);
@@ -87,12 +87,8 @@ async function main(): Promise<void> {
   log(`results: ${file}`);
 }
 
-async function readSettings(database: SizingDatabase): Promise<Record<string, string>> {
-  const settings: Record<string, string> = {};
-  for (const name of RECORDED_SETTINGS) {
-    settings[name] = await database.setting(name);
-  }
-  return settings;
+async function readSettings(database: StoreDatabase): Promise<Record<string, string>> {
+  return Object.fromEntries(await Promise.all(RECORDED_SETTINGS.map(async (name) => [name, await database.setting(name)])));
 }
 
 function purgeIntervalSeconds(): number {
@@ -100,7 +96,7 @@ function purgeIntervalSeconds(): number {
 }
 
 /** Storage, WAL per claim and connection time, purge rate and WAL, on the server the sizing is for. */
-async function measureMainServer(database: SizingDatabase, settings: SizingSettings, log: (line: string) => void) {
+async function measureMainServer(database: StoreDatabase, settings: SizingSettings, log: (line: string) => void) {
   // The first `expiredRows` expired within the last day; the others expire over the days after.
   await insertBulkRows(database, { count: settings.rows, firstExpiry: new Date(Date.now() - DAY_MS), expirySpacingMs: DAY_MS / settings.expiredRows, log });
   await database.query(`VACUUM ANALYZE ${TABLE}`);
@@ -157,7 +153,7 @@ async function measureMainServer(database: SizingDatabase, settings: SizingSetti
   return { storage, claims, purge };
 }
 
-async function tableCounters(database: SizingDatabase): Promise<{ updates: number; hot: number }> {
+async function tableCounters(database: StoreDatabase): Promise<{ updates: number; hot: number }> {
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const [row] = await database.query<{ n_tup_upd: string; n_tup_hot_upd: string }>(
     'SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = $1',
@@ -173,12 +169,12 @@ async function tableCounters(database: SizingDatabase): Promise<{ updates: numbe
  * a server of its own with the default settings, of the same version when it can.
  */
 async function measureChurn(serverUrl: string, settings: SizingSettings, log: (line: string) => void): Promise<SizingResults['churn']> {
-  const probe = await openSizingDatabase(serverUrl, 'probe');
+  const probe = await openStoreDatabase(serverUrl);
   const autovacuum = await probe.setting('autovacuum');
-  await probe.close();
+  await probe.drop();
   const privateServer = autovacuum === 'on' ? undefined : await startPrivateServer(serverUrl);
   try {
-    const database = await openSizingDatabase(privateServer?.url ?? serverUrl, 'churn');
+    const database = await openStoreDatabase(privateServer?.url ?? serverUrl);
     try {
       const server = {
         source: privateServer ? `${privateServer.source} (the measured server's autovacuum is ${autovacuum})` : 'the measured server',
@@ -196,7 +192,7 @@ async function measureChurn(serverUrl: string, settings: SizingSettings, log: (l
       const recommended = await runChurn(database, { ...churn, parameters });
       return { server, rate: settings.churnRate, defaults, recommended };
     } finally {
-      await database.close();
+      await database.drop();
     }
   } finally {
     await privateServer?.stop();

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { shippedDocuments } from './support/guide-pages.js';
 
 /**
  * The package says what it is: its version is the CHANGELOG's newest section, every change is
@@ -38,14 +39,14 @@ describe('the package version and its CHANGELOG', () => {
 
   it('names the tarball of this version wherever the documents the package ships name one', async () => {
     const version = await packageVersion();
-    for (const path of ['libs/idempotency/README.md', 'libs/idempotency/docs/guide.md', 'libs/idempotency/docs/operations.md']) {
+    for (const path of shippedDocuments().filter((document) => !document.endsWith('CHANGELOG.md'))) {
       const named = [...(await read(path)).matchAll(/nestjs-idempotent-consumer-(\d+\.\d+\.\d+)\.tgz/g)].map((match) => match[1]);
       expect({ path, named }).toEqual({ path, named: named.map(() => version) });
     }
   });
 
   it('claims no publication to a registry in the documents the package ships', async () => {
-    for (const path of ['libs/idempotency/CHANGELOG.md', 'libs/idempotency/README.md', 'libs/idempotency/docs/guide.md', 'libs/idempotency/docs/operations.md']) {
+    for (const path of shippedDocuments()) {
       expect({ path, claims: (await read(path)).match(/published (?:to|on|as) (?:the )?npm/gi) }).toEqual({ path, claims: null });
     }
   });

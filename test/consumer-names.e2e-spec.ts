@@ -115,8 +115,8 @@ describe('consumer names that survive refactors and upgrades', () => {
     await db.query(`DELETE FROM processed_messages WHERE consumer = 'POST /charges'`);
   });
 
-  it("moves a renamed handler's ids with the guide's statement, the current name's row winning where both hold an id", async () => {
-    const guide = await readFile('libs/idempotency/docs/guide.md', 'utf8');
+  it("moves a renamed handler's ids with the guide's statement (keys.md), the current name's row winning where both hold an id", async () => {
+    const guide = await readFile('libs/idempotency/docs/keys.md', 'utf8');
     const statement = /Move that name's ids[\s\S]*?```sql\n([\s\S]*?)```/.exec(guide)?.[1];
     expect(statement).toContain('FOR UPDATE SKIP LOCKED');
     await storeAsBefore('WebhooksController.onEvent', 'evt_moved_1', { moved: 1 });

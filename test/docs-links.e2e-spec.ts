@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
+import { GUIDE_INDEX, guidePage, guidePages, wholeGuide } from './support/guide-pages.js';
 
 /**
  * The documentation's relative links lead somewhere: every link of the Markdown a user or a
@@ -170,21 +171,47 @@ function optionRows(markdown: string, heading: string): string[] {
   return rows;
 }
 
-describe('the guide as a reference', () => {
-  const guide = readFileSync(`${PACKAGE_DIR}/docs/guide.md`, 'utf8');
+/** The anchor GitHub gives a heading's text. */
+function anchorOf(heading: string): string {
+  return [...anchors(`# ${heading}`)][0];
+}
 
-  it('links every ## and ### heading of the guide from its contents list', () => {
+describe('the guide in pages', () => {
+  it.each(guidePages())('links every ## and ### heading of %s from its contents list', (page) => {
     expect(sectionAnchors('## Kept\n### Kept too\n## Left out').filter((anchor) => !contents('- [k](#kept)\n- [t](#kept-too)\n## Kept').has(anchor))).toEqual([
       'left-out',
     ]);
-    const listed = contents(guide);
-    expect(sectionAnchors(guide).filter((anchor) => !listed.has(anchor))).toEqual([]);
+    const markdown = readFileSync(page, 'utf8');
+    const listed = contents(markdown);
+    expect(sectionAnchors(markdown).filter((anchor) => !listed.has(anchor))).toEqual([]);
+  });
+
+  it('links, from its index, every page of the documentation folder', () => {
+    const pages = readdirSync(dirname(GUIDE_INDEX))
+      .filter((name) => name.endsWith('.md'))
+      .map((name) => guidePage(name));
+    expect(pages.filter((page) => !guidePages().includes(page))).toEqual([]);
+  });
+
+  it('keeps each section the index once held at its old address, with a link to the same section on its page', () => {
+    const index = readFileSync(GUIDE_INDEX, 'utf8');
+    const moved = index.slice(index.indexOf('\n## Sections moved from this page\n'));
+    const sections = [...moved.matchAll(/^#### (.+)\n\n\[[^\]]*\]\(([\w-]+\.md)(?:#([^)]+))?\)$/gm)];
+    expect(sections.length).toBe(moved.split('\n').filter((line) => line.startsWith('#')).length - 1);
+    for (const [, heading, , anchor] of sections.filter(([, , , anchor]) => anchor !== undefined)) {
+      expect({ heading, anchor }).toEqual({ heading, anchor: anchorOf(heading) });
+    }
+    // Two sections only introduced what is now a page of its own, and lead to that page.
+    expect(sections.filter(([, , , anchor]) => anchor === undefined).map(([, heading, page]) => `${heading}: ${page}`)).toEqual([
+      'Handlers: transports.md',
+      'Operations: retention, purge, health, metrics: operations.md',
+    ]);
   });
 
   it.each(['### Module options (`IdempotencyModule.forRoot`)', '### Handler options (`@IdempotentHandler({ ... })`)'])(
     'lists each option of "%s" once',
     (heading) => {
-      const rows = optionRows(guide, heading);
+      const rows = optionRows(readFileSync(guidePage('reference.md'), 'utf8'), heading);
       expect(rows.length).toBeGreaterThan(5);
       expect(rows.filter((row, index) => rows.indexOf(row) !== index)).toEqual([]);
     },
@@ -192,7 +219,7 @@ describe('the guide as a reference', () => {
 });
 
 describe('the guide\'s supported versions', () => {
-  const guide = readFileSync(`${PACKAGE_DIR}/docs/guide.md`, 'utf8');
+  const guide = readFileSync(guidePage('reference.md'), 'utf8');
   const { peerDependencies, peerDependenciesMeta } = JSON.parse(readFileSync(`${PACKAGE_DIR}/package.json`, 'utf8')) as {
     peerDependencies: Record<string, string>;
     peerDependenciesMeta: Record<string, { optional?: boolean }>;
@@ -202,7 +229,7 @@ describe('the guide\'s supported versions', () => {
   const table = new Map(
     guide
       .split('\n')
-      .slice(guide.split('\n').indexOf('### Supported versions'))
+      .slice(guide.split('\n').indexOf('## Supported versions'))
       .map((line) => /^\| `([^`]+)` \| `(.+?)` \| (no|yes[^|]*) \| (.+) \|$/.exec(line))
       .filter((row) => row !== null)
       .map(([, peer, range, optional, tested]) => [peer, { range: range.replace(/\\\|/g, '|'), optional: optional !== 'no', tested }]),
@@ -227,7 +254,9 @@ describe('the guide\'s supported versions', () => {
   });
 
   it('names every optional peer in an install line', () => {
-    const installLines = guide.split('\n').filter((line) => line.startsWith('npm install '));
+    const installLines = wholeGuide()
+      .split('\n')
+      .filter((line) => line.startsWith('npm install '));
     const notInstalled = Object.keys(peerDependencies).filter(
       (peer) => peerDependenciesMeta[peer]?.optional === true && !installLines.some((line) => line.split(/\s+/).includes(peer)),
     );
@@ -251,7 +280,7 @@ describe('the shipped documents', () => {
     ]);
   });
 
-  it.each([`${PACKAGE_DIR}/README.md`, `${PACKAGE_DIR}/docs/guide.md`, `${PACKAGE_DIR}/docs/operations.md`])(
+  it.each([`${PACKAGE_DIR}/README.md`, ...guidePages()])(
     '%s cites no file of the repository that the package does not ship',
     (file) => {
       expect(repositoryPaths(readFileSync(file, 'utf8'))).toEqual([]);
@@ -261,7 +290,7 @@ describe('the shipped documents', () => {
 
 describe('the redelivery horizons of operations.md', () => {
   it('say, for each broker the package consumes from, what horizon a handler\'s sender should declare', () => {
-    const operations = readFileSync(`${PACKAGE_DIR}/docs/operations.md`, 'utf8').split('\n');
+    const operations = readFileSync(guidePage('operations.md'), 'utf8').split('\n');
     const table = operations.slice(operations.findIndex((line) => line.startsWith('| transport | what redelivers')));
     const rows = table.slice(2, table.findIndex((line) => line.trim() === ''));
     const transports = rows.map((row) => row.split('|')[1].trim());
@@ -269,5 +298,79 @@ describe('the redelivery horizons of operations.md', () => {
     for (const row of rows) {
       expect(row.split('|').filter((cell) => cell.trim() !== '')).toHaveLength(3);
     }
+  });
+});
+
+describe("the guide's CI statement", () => {
+  const variables = JSON.parse(readFileSync('test/variables.json', 'utf8')) as Record<string, { description: string }>;
+  const reference = readFileSync(guidePage('reference.md'), 'utf8').split('\n');
+
+  /** A variable's row as test/variables.json describes it: what runs, in place of what, and which suites. */
+  const row = (description: string) => {
+    const instead = /in place of (.+?)(?: \(|:)/.exec(description)?.[1];
+    const suites = /: (the suites .*?)\.(?: |$)/.exec(description)?.[1];
+    return `| ${description.split(' (')[0]} | ${instead} | ${suites} |`;
+  };
+
+  it('reads a row from a description', () => {
+    expect(row('Redis 8 (CI: .ci/x) in place of Redis 7 (the default): the suites that lease on Redis. More.')).toBe(
+      '| Redis 8 | Redis 7 | the suites that lease on Redis |',
+    );
+  });
+
+  it("names each variable of test/variables.json, what it replaces and which suites run on it, and no other", () => {
+    const section = reference.slice(reference.indexOf('## CI') + 1);
+    const table = section.slice(0, section.findIndex((line) => line.startsWith('## '))).filter((line) => line.startsWith('| '));
+    expect(table.slice(2)).toEqual(Object.values(variables).map(({ description }) => row(description)));
+  });
+
+  it('says of no peer that every suite runs on each of its versions', () => {
+    expect(reference.filter((line) => /every suite on each/.test(line))).toEqual([]);
+  });
+});
+
+describe('docs/design.md', () => {
+  const SOURCE = `${PACKAGE_DIR}/src`;
+  const design = readFileSync('docs/design.md', 'utf8');
+  const layout = /## Layout\n[\s\S]*?```\n([\s\S]*?)```/.exec(design)?.[1] ?? '';
+
+  it("names every folder of the library's source in its layout", () => {
+    const folders = readdirSync(SOURCE, { recursive: true, withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => `${relative(SOURCE, join(entry.parentPath, entry.name)).split(sep).join('/')}/`);
+    expect(folders.length).toBeGreaterThan(20);
+    expect(folders).toContain('transports/http/');
+    // A folder is named by its name and a slash (`src/claiming/`, or `http/` among the transports').
+    const named = (folder: string) => new RegExp(`[\\s/(,]${folder.split('/').at(-2)}/`).test(layout);
+    expect(named('nowhere/')).toBe(false);
+    expect(folders.filter((folder) => !named(folder))).toEqual([]);
+  });
+});
+
+describe("the root README's summary", () => {
+  /** The block between a document's summary markers. */
+  const summary = (markdown: string) => /<!-- summary[^\n]*-->\n([\s\S]*?)<!-- \/summary -->/.exec(markdown)?.[1];
+  /** The package README's text as the root README shows it: each relative link led into the package's folder. */
+  const fromRoot = (markdown: string) =>
+    markdown.replace(/\]\(([^)]+)\)/g, (link, target: string) =>
+      /^[a-z][a-z0-9+.-]*:/i.test(target) ? link : `](${PACKAGE_DIR}/${target.startsWith('#') ? `README.md${target}` : target})`,
+    );
+
+  it('leads a relative link into the package, an anchor to its README, and leaves a web address', () => {
+    expect(fromRoot('[a](docs/guide.md#x) [b](#transports) [c](https://example.com)')).toBe(
+      `[a](${PACKAGE_DIR}/docs/guide.md#x) [b](${PACKAGE_DIR}/README.md#transports) [c](https://example.com)`,
+    );
+  });
+
+  it("is the package README's summary, its links led into the package", () => {
+    const own = summary(readFileSync(`${PACKAGE_DIR}/README.md`, 'utf8'));
+    expect(own).toContain('@IdempotentHandler()');
+    expect(summary(readFileSync('README.md', 'utf8'))).toBe(fromRoot(own!));
+  });
+
+  it('keeps the two commands a newcomer needs: start the demo, run the tests', () => {
+    const readme = readFileSync('README.md', 'utf8');
+    expect(readme).toMatch(/^npm ci && npm start +# /m);
+    expect(readme).toMatch(/^npm test +# /m);
   });
 });

@@ -11,13 +11,15 @@ import { dirname, join, resolve } from 'node:path';
 import { NATS_URL, natsAvailable, RABBITMQ_URL, rabbitMqAvailable, REDIS_URL, redisAvailable } from './support/brokers.js';
 import { type DemoProcess, startAppProcess } from './support/demo-process.js';
 import { Fauxqs } from './support/fauxqs.js';
+import { DOCS, guidePages, shippedDocuments } from './support/guide-pages.js';
+import { kafkaBrokerAvailable, startKafkaBroker } from './support/kafka-broker.js';
 import { postJson } from './support/post-json.js';
 import { installed, packLibrary, run, TSCONFIG } from './support/scratch-app.js';
 import { createTestDatabase, type TestDatabase, until } from './support/test-database.js';
 
 /*
- * Every TypeScript example of the guide (and of operations.md and the package README), compiled and
- * run as a user would: written into a scratch
+ * Every TypeScript example of the guide's pages (each page its index links to, operations.md
+ * among them) and of the package README, compiled and run as a user would: written into a scratch
  * service that installs the packed tarball, compiled with tsc (NodeNext, strict), and the runnable
  * ones started against the real PostgreSQL and brokers, each sent one message and its duplicate.
  *
@@ -30,7 +32,7 @@ import { createTestDatabase, type TestDatabase, until } from './support/test-dat
  *                                                         named wrapper (WRAPPERS below)
  *
  *   <!-- layer example: drizzle src/app.module.ts -->  the block belongs to the service of another data
- *                                                         layer, which test/adopter-layers.e2e-spec.ts builds
+ *                                                         layer, which test/adopter-layers.<layer>.e2e-spec.ts build
  *
  * Wrappers: `class` (class members: a controller whose constructor has `credits`, `payments`,
  * `orders` and `idempotency`), `decorators` (decorators of one method), `statements` (the body of
@@ -44,8 +46,8 @@ import { createTestDatabase, type TestDatabase, until } from './support/test-dat
  * that start with `credits`, `payments` or `CREDITS` get a prefix unique to the run.
  */
 
-/** The documents whose examples are compiled: the guide, its operator's part and the package README. */
-const DOCUMENTS = ['libs/idempotency/docs/guide.md', 'libs/idempotency/docs/operations.md', 'libs/idempotency/README.md'];
+/** The documents whose examples are compiled: the guide's pages, in its index's order, and the package README. */
+const DOCUMENTS = [...guidePages(), 'libs/idempotency/README.md'];
 const PREFIX = `guide-e2e-${process.pid}-${Date.now()}-`;
 
 type Wrapper = 'class' | 'decorators' | 'statements' | 'file';
@@ -129,11 +131,17 @@ const PRELUDE: Record<string, string> = {
       'IdempotencyModule',
       'IdempotentHandler',
       'Outbox',
+      'OutboxAdmin',
       'ProcessedMessage',
       'RedisLeaseStore',
     ].map((name) => [name, 'nestjs-idempotent-consumer']),
   ),
   IdempotencyTestingModule: 'nestjs-idempotent-consumer/testing',
+  DataLayerContractModule: 'nestjs-idempotent-consumer/testing',
+  NestFactory: '@nestjs/core',
+  ...Object.fromEntries(
+    ['KNEX', 'KnexDataLayer', 'layer', 'KnexWriter', 'KnexModule', 'startMyApp', 'db', 'describe', 'it', 'beforeAll', 'afterAll'].map((name) => [name, './knex-layer.js']),
+  ),
   leaseStoreContract: 'nestjs-idempotent-consumer/testing',
   CreditsService: './credits.service.js',
   PaymentsService: './payments.service.js',
@@ -289,6 +297,31 @@ export class PaymentsService {
   }
 }
 `,
+  'examples/knex-layer.ts': `
+import type { Type } from '@nestjs/common';
+import type { IdempotencyDataLayer } from 'nestjs-idempotent-consumer';
+import type { DataLayerService, DataLayerWriter } from 'nestjs-idempotent-consumer/testing';
+
+interface PoolClient {
+  query(sql: string, params?: unknown[]): Promise<unknown>;
+  release(): void;
+}
+
+// Yours, in docs/custom-data-layer.md: the knex layer, its writer and module, a start of your
+// contract service, a pg Pool on its database, and the test runner's functions. The project's own
+// knex layer, proven by the contract, is test/apps/knex-layer.
+export declare const KNEX: unknown;
+export declare const KnexDataLayer: new (knex: unknown) => IdempotencyDataLayer;
+export declare const layer: IdempotencyDataLayer;
+export declare const KnexWriter: Type<DataLayerWriter>;
+export declare class KnexModule {}
+export declare function startMyApp(env: { POOL_MAX?: number }): Promise<DataLayerService>;
+export declare const db: { query(sql: string, params?: unknown[]): Promise<{ rows: any[] }>; connect(): Promise<PoolClient> };
+export declare function describe(name: string, body: () => void): void;
+export declare function it(name: string, body: () => Promise<void>, timeoutMs?: number): void;
+export declare function beforeAll(body: () => Promise<unknown>): void;
+export declare function afterAll(body: () => Promise<unknown> | unknown): void;
+`,
   'examples/guide-support.ts': `
 import { type CanActivate, type INestApplication, Injectable, SetMetadata, type Type } from '@nestjs/common';
 import type { Queue } from 'bullmq';
@@ -407,6 +440,14 @@ import { example } from '../examples/jetstream.bootstrap.js';
 import { start } from './app.js';
 
 await start({ controllers: [Example] }, (app) => example({ app, url: process.env.NATS_URL!, queue: undefined as unknown as Queue }));
+`,
+  'run/kafka.main.ts': `
+import type { Queue } from 'bullmq';
+import { Example } from '../examples/credits.kafka.controller.js';
+import { example } from '../examples/kafka.bootstrap.js';
+import { start } from './app.js';
+
+await start({ controllers: [Example] }, (app) => example({ app, url: process.env.KAFKA_BROKER!, queue: undefined as unknown as Queue }));
 `,
   'run/sqs.main.ts': `
 import { CreditQueueModule } from '../examples/credit-queue.module.js';
@@ -545,6 +586,7 @@ describe('the guide\'s examples, compiled and run from the packed tarball', () =
             '@nestjs-plugins/nestjs-nats-jetstream-transport',
             '@nats-io/jetstream',
             '@nats-io/transport-node',
+            'kafkajs',
             '@nestjs/graphql',
             '@nestjs/apollo',
             '@apollo/server',
@@ -609,10 +651,11 @@ describe('the guide\'s examples, compiled and run from the packed tarball', () =
     }
   });
 
-  it('marks every ```ts block of the guide, operations.md and the README with the scratch file it belongs to', () => {
+  it('marks every ```ts block of the guide\'s pages and the README with the scratch file it belongs to', () => {
     expect(examplesOf('x.md', '<!-- example: a.ts -->\n```ts\nconst a = 1;\n```\n\n```ts\nb\n```\n<!-- example: c.ts in class -->\n\n```ts\nc() {}\n```').unmarked).toEqual([6]);
     expect(unmarked).toEqual([]);
     expect(examples.length).toBeGreaterThan(35);
+    expect(DOCUMENTS).toEqual(expect.arrayContaining(shippedDocuments().filter((document) => document.startsWith(`${DOCS}/`))));
   });
 
   it('compiles every example with tsc (NodeNext, strict) against the packed tarball', () => {
@@ -758,6 +801,28 @@ describe('the guide\'s examples, compiled and run from the packed tarball', () =
       await stopRunners();
       await jsm.streams.delete(`${PREFIX}CREDITS`).catch(() => undefined);
       await nats.close();
+    }
+  });
+
+  it('"Kafka": a grant published twice with one Idempotency-Key is one row, the second record answered as its duplicate', async () => {
+    if (!kafkaBrokerAvailable()) {
+      return;
+    }
+    // The mock cluster has no CreateTopics: the page's consumer does not create topics, so the broker starts with them.
+    const broker = await startKafkaBroker({ 'credits.granted': 1, 'credits.granted.DLT': 1 });
+    try {
+      await scenario(['kafka.bootstrap.ts', 'credits.kafka.controller.ts', 'kafka-publish.ts'], async () => {
+        const app = await startRunner('kafka', { KAFKA_BROKER: broker.bootstrap });
+        for (let copy = 0; copy < 2; copy++) {
+          await run(process.execPath, ['dist/examples/kafka-publish.js'], { cwd: directory, timeout: 30_000, env: { ...process.env, KAFKA_BROKER: broker.bootstrap } });
+        }
+        await until(async () => app.output().includes("Duplicate of 'grant-7'"), 'the second record is answered as a duplicate', 30_000);
+        expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE message_id = 'grant-7'`)).toBe(1);
+        expect(await count(`SELECT count(*) AS n FROM credits WHERE account = 'acc-7'`)).toBe(1);
+      });
+    } finally {
+      await stopRunners();
+      await broker.stop();
     }
   });
 

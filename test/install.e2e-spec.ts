@@ -31,7 +31,7 @@ describe('the documented install, next to the transports that need npm overrides
   beforeAll(async () => {
     folder = await mkdtemp(join(tmpdir(), 'idempotency-install-'));
     ({ tarball } = await packLibrary(folder));
-    guide = await readFile(resolve('libs/idempotency/docs/guide.md'), 'utf8');
+    guide = await readFile(resolve('libs/idempotency/docs/transports.md'), 'utf8');
   });
 
   afterAll(async () => {

@@ -4,6 +4,8 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import {
   IDEMPOTENCY_CHANNELS,
   IdempotencyAdmin,
+  IdempotencyAdminModule,
+  OutboxAdmin,
   IdempotencyContext,
   IdempotencyHealthIndicator,
   IdempotencyOutboxError,
@@ -18,6 +20,8 @@ import {
   schemaSql,
 } from 'nestjs-idempotent-consumer';
 import { Test } from '@nestjs/testing';
+import { NestFactory } from '@nestjs/core';
+import { TypeOrmModule } from '@nestjs/typeorm';
 import { resolve } from 'node:path';
 import { AppModule } from '../apps/demo-api/src/app.module.js';
 import { post, startDemoApp } from './support/demo-app.js';
@@ -347,19 +351,19 @@ describe('the outbox: writes with the work, relay order, retries, dead letters, 
     expect(metrics).toMatch(/idempotency_outbox_dead_lettered_total 2\b/);
     expect(metrics).toMatch(/idempotency_outbox_published_total\{destination="scripted"\} \d+/);
 
-    const admin = app.get(IdempotencyAdmin);
-    const letters = await admin.outboxDeadLetters({ actor: 'ops' });
+    const admin = app.get(OutboxAdmin);
+    const letters = await admin.deadLetters({ actor: 'ops' });
     expect(letters.map((letter) => letter.id)).toEqual([dead, discarded]);
     expect(letters[0]).toMatchObject({ destination: 'scripted', address: 'credits', orderingKey: 'acc-5', attempts: 3, lastError: `broker refused ${dead}` });
-    await expect(admin.requeueDeadLetters({ ids: [dead], reason: '' })).rejects.toThrow('needs a `reason`');
+    await expect(admin.requeue({ ids: [dead], reason: '' })).rejects.toThrow('needs a `reason`');
 
     broker.failures.delete(dead);
-    expect(await admin.requeueDeadLetters({ ids: [dead, held], reason: 'broker fixed', actor: 'ops' })).toEqual([dead]);
-    expect(await admin.discardDeadLetters({ ids: [discarded], reason: 'sent by hand', actor: 'ops' })).toEqual([discarded]);
+    expect(await admin.requeue({ ids: [dead, held], reason: 'broker fixed', actor: 'ops' })).toEqual([dead]);
+    expect(await admin.discard({ ids: [discarded], reason: 'sent by hand', actor: 'ops' })).toEqual([discarded]);
     await until(async () => received(held) && received(freed), 'the held messages were sent');
     expect(broker.idsReceived().filter((id) => [dead, held].includes(id))).toEqual([dead, held]);
     expect(received(discarded)).toBe(false);
-    expect(await admin.outboxDeadLetters()).toEqual([]);
+    expect(await admin.deadLetters()).toEqual([]);
     expect((await app.get(IdempotencyHealthIndicator).isHealthy()).idempotency.status).toBe('up');
   });
 
@@ -392,7 +396,7 @@ describe('the outbox: writes with the work, relay order, retries, dead letters, 
       { event: 'dead-lettered', attempt: 3, error: `broker refused ${dead}` },
     ]);
     expect(events.find((event) => event.id === sent)).toEqual({ event: 'published', id: sent, destination: 'scripted', address: 'credits', attempt: 1 });
-    expect(await app.get(IdempotencyAdmin).discardDeadLetters({ ids: [dead], reason: 'test done' })).toEqual([dead]);
+    expect(await app.get(OutboxAdmin).discard({ ids: [dead], reason: 'test done' })).toEqual([dead]);
   });
 
   it('lists dead letters by ordering key, destination, address and age, a page after another, and gets one by id', async () => {
@@ -406,8 +410,8 @@ describe('the outbox: writes with the work, relay order, retries, dead letters, 
     await runner.commitTransaction();
     await runner.release();
     await until(async () => (await Promise.all([first, second, third].map(rows))).every(([row]) => row?.dead), 'all three are dead letters');
-    const admin = app.get(IdempotencyAdmin);
-    const ids = async (options: Parameters<IdempotencyAdmin['outboxDeadLetters']>[0]) => (await admin.outboxDeadLetters(options)).map((letter) => letter.id);
+    const admin = app.get(OutboxAdmin);
+    const ids = async (options: Parameters<OutboxAdmin['deadLetters']>[0]) => (await admin.deadLetters(options)).map((letter) => letter.id);
     expect(await ids({ orderingKey: 'dl-a' })).toEqual([first]);
     expect(await ids({ address: 'other' })).toEqual([third]);
     expect(await ids({ destination: 'scripted', limit: 2 })).toEqual([first, second]);
@@ -415,10 +419,19 @@ describe('the outbox: writes with the work, relay order, retries, dead letters, 
     expect(await ids({ destination: 'elsewhere' })).toEqual([]);
     expect(await ids({ deadLetteredBefore: new Date(Date.now() - 60_000) })).toEqual([]);
     expect(await ids({ deadLetteredBefore: new Date(Date.now() + 60_000), limit: 3 })).toEqual([first, second, third]);
-    expect(await admin.outboxDeadLetter({ id: second })).toMatchObject({ id: second, orderingKey: 'dl-b', attempts: 3, lastError: `broker refused ${second}` });
-    expect(await admin.outboxDeadLetter({ id: 'no-such-message' })).toBeNull();
-    await expect(admin.outboxDeadLetters({ deadLetteredBefore: 'yesterday' as never })).rejects.toThrow("the outbox's `deadLetteredBefore` must be a valid Date");
-    expect(await admin.discardDeadLetters({ ids: [first, second, third], reason: 'test done' })).toEqual([first, second, third]);
+    expect(await admin.deadLetter({ id: second })).toMatchObject({ id: second, orderingKey: 'dl-b', attempts: 3, lastError: `broker refused ${second}` });
+    expect(await admin.deadLetter({ id: 'no-such-message' })).toBeNull();
+    await expect(admin.deadLetters({ deadLetteredBefore: 'yesterday' as never })).rejects.toThrow("the outbox's `deadLetteredBefore` must be a valid Date");
+    // A script's IdempotencyAdminModule given no `outbox` reads the default outbox table, as the service does.
+    @Module({ imports: [TypeOrmModule.forRoot({ type: 'postgres', url: db.url, extra: { max: 2 } }), IdempotencyAdminModule.forRoot()] })
+    class AdminScriptModule {}
+    const script = await NestFactory.createApplicationContext(AdminScriptModule, { logger: false });
+    try {
+      expect((await script.get(OutboxAdmin).deadLetters({ destination: 'scripted' })).map((letter) => letter.id)).toEqual([first, second, third]);
+    } finally {
+      await script.close();
+    }
+    expect(await admin.discard({ ids: [first, second, third], reason: 'test done' })).toEqual([first, second, third]);
   });
 
   it('purges dispatched messages past outbox.retention, and keeps those not sent yet', async () => {
@@ -663,6 +676,7 @@ describe('a relay whose dead letters let their keys go (deadLetterHoldsKey: fals
     await runner.commitTransaction();
     await runner.release();
     await until(async () => flaky.idsReceived().includes('let-go-next'), 'the message after the dead letter was sent');
+    // Through IdempotencyAdmin's former, deprecated names of OutboxAdmin's methods, which still answer.
     const admin = app.get(IdempotencyAdmin);
     expect((await admin.outboxDeadLetters()).map((letter) => letter.id)).toEqual(['let-go-dead']);
     expect(await admin.requeueDeadLetters({ ids: ['let-go-dead'], reason: 'broker fixed' })).toEqual(['let-go-dead']);

@@ -3,13 +3,16 @@ import { type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jet
 import { connect as connectNats, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import amqplib from 'amqplib';
 import { Queue } from 'bullmq';
-import { BullMqPublisher, JetStreamPublisher, RabbitMqPublisher, SqsPublisher } from 'nestjs-idempotent-consumer';
+import { Kafka, logLevel } from 'kafkajs';
+import { BullMqPublisher, IdempotencyPublishRefusedError, JetStreamPublisher, KafkaPublisher, RabbitMqPublisher, SqsPublisher } from 'nestjs-idempotent-consumer';
 import { createClient } from 'redis';
 import { NATS_URL, natsAvailable, RABBITMQ_URL, rabbitMqAvailable, REDIS_URL, redisAvailable } from './support/brokers.js';
 import { freePort } from './support/demo-process.js';
 import { Fauxqs, sqsClient } from './support/fauxqs.js';
+import { type KafkaBroker, kafkaBrokerAvailable, startKafkaBroker } from './support/kafka-broker.js';
 import { firstAttempt, type HeldMessage, publisherContract, type PublisherHarness } from './support/outbox-publisher.contract.js';
 import { TcpProxy } from './support/tcp-proxy.js';
+import { until } from './support/test-database.js';
 
 /** This run's names: queues, subjects, streams and Redis prefixes no other run shares. */
 const RUN = `${process.pid}-${Date.now()}`;
@@ -19,6 +22,7 @@ const nextName = (prefix: string) => `${prefix}-${RUN}-${++addresses}`;
 const withRabbitMq = (await rabbitMqAvailable()) ? describe : describe.skip;
 const withNats = (await natsAvailable()) ? describe : describe.skip;
 const withRedis = (await redisAvailable()) ? describe : describe.skip;
+const withKafka = kafkaBrokerAvailable() ? describe : describe.skip;
 
 const parse = (text: string): unknown => JSON.parse(text);
 
@@ -271,5 +275,87 @@ describe('SqsPublisher against SQS (the fauxqs emulator)', () => {
     expect(publisher.refuse({ ...message, headers: { 'AWS.trace': 'v' } })).toContain('name');
     expect(publisher.refuse({ ...message, headers: { trace: '' } })).toContain('value');
     expect(publisher.refuse({ ...message, headers: { 'Idempotency-Key': 'k' } })).toContain('carries the id');
+  });
+});
+
+/** Against librdkafka's mock cluster (test/support/kafka-broker.ts), which auto-creates a topic at its first message and refuses nothing. */
+withKafka('KafkaPublisher against a Kafka-protocol broker (the Idempotency-Key header, the ordering key as the record key)', () => {
+  let broker: KafkaBroker;
+  let kafka: Kafka;
+  let publisher: KafkaPublisher;
+
+  beforeAll(async () => {
+    broker = await startKafkaBroker();
+    kafka = new Kafka({ clientId: `outbox-publishers-${RUN}`, brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
+    publisher = new KafkaPublisher({ producer: kafka.producer() });
+  });
+
+  afterAll(async () => {
+    await publisher?.close();
+    await broker?.stop();
+  });
+
+  /** Every record of `topic`, read from the beginning by a consumer group of its own, with its partition and key. */
+  async function records(topic: string): Promise<(HeldMessage & { partition: number; recordKey: string | undefined })[]> {
+    const admin = kafka.admin();
+    await admin.connect();
+    const total = (await admin.fetchTopicOffsets(topic)).reduce((sum, { high, low }) => sum + Number(high) - Number(low), 0);
+    await admin.disconnect();
+    const held: (HeldMessage & { partition: number; recordKey: string | undefined })[] = [];
+    const consumer = kafka.consumer({ groupId: nextName('outbox-publishers'), maxWaitTimeInMs: 100 });
+    await consumer.connect();
+    try {
+      await consumer.subscribe({ topic, fromBeginning: true });
+      await consumer.run({
+        eachMessage: async ({ partition, message }) => {
+          const headers = Object.fromEntries(Object.entries(message.headers ?? {}).map(([name, value]) => [name, String(value)]));
+          held.push({ key: headers['Idempotency-Key'], payload: parse(message.value!.toString()), headers, pattern: undefined, partition, recordKey: message.key?.toString() });
+        },
+      });
+      await until(async () => held.length >= total, `the ${total} records of ${topic} are read`, 30_000);
+    } finally {
+      await consumer.disconnect();
+    }
+    return held;
+  }
+
+  const harness: PublisherHarness = {
+    publisher: () => publisher,
+    address: async () => nextName('outbox-publisher'),
+    held: (topic) => records(topic),
+    carries: { pattern: false, headers: true },
+    repeatedId: 'kept',
+    // The mock takes any topic: a name Kafka does not allow (a real broker answers INVALID_TOPIC_EXCEPTION) is refused by the publisher.
+    unacceptable: async () => ({ address: 'no such topic!' }),
+    async unreachable() {
+      // Two retries of the connection, a second in all, then kafkajs rejects (no timer of it outlives the check).
+      const nowhere = new Kafka({ brokers: [`127.0.0.1:${await freePort()}`], logLevel: logLevel.NOTHING, retry: { retries: 2 } });
+      return { publisher: new KafkaPublisher({ producer: nowhere.producer() }), address: nextName('outbox-publisher'), outcome: 'rejects' };
+    },
+  };
+
+  for (const check of publisherContract(harness)) {
+    it(check.name, check.run);
+  }
+
+  it('puts the messages of an ordering key in one partition, in the order sent; refuses a pattern, topic names Kafka does not allow and a header named as the id', async () => {
+    const topic = await harness.address();
+    const message = { id: '', address: topic, pattern: undefined, headers: {}, payload: '{}', orderingKey: undefined };
+    for (let n = 0; n < 12; n++) {
+      await publisher.publish({ ...message, id: `${topic}-${n}`, payload: JSON.stringify({ n }), orderingKey: `account-${n % 3}` }, firstAttempt());
+    }
+    const held = await records(topic);
+    expect(held).toHaveLength(12);
+    for (let account = 0; account < 3; account++) {
+      const ofKey = held.filter((record) => record.recordKey === `account-${account}`);
+      expect(ofKey.map((record) => record.payload)).toEqual([0, 1, 2, 3].map((i) => ({ n: i * 3 + account })));
+      expect(new Set(ofKey.map((record) => record.partition)).size).toBe(1);
+    }
+    expect(publisher.refuse(message)).toBeUndefined();
+    expect(publisher.refuse({ ...message, pattern: 'orders.created' })).toContain('no pattern');
+    expect(publisher.refuse({ ...message, address: '..' })).toContain("topic's name");
+    expect(publisher.refuse({ ...message, address: 'x'.repeat(250) })).toContain("topic's name");
+    expect(publisher.refuse({ ...message, headers: { 'Idempotency-Key': 'k' } })).toContain('carries');
+    await expect(publisher.publish({ ...message, id: 'refused', address: 'no such topic!' }, firstAttempt())).rejects.toBeInstanceOf(IdempotencyPublishRefusedError);
   });
 });

@@ -86,7 +86,7 @@ describe('the purge of 1,000,000 expired ids while claims run', () => {
     let stopBaseline = false;
     const baseline = await Promise.all([
       measureUntil(claim, () => stopBaseline, CLAIM_CONCURRENCY),
-      until(async () => claims >= 400, '400 claims without a purge').then(() => (stopBaseline = true)),
+      until(async () => claims >= 400, '400 claims without a purge', 120_000).then(() => (stopBaseline = true)),
     ]).then(([latencies]) => latencies);
 
     const claimsBefore = claims;

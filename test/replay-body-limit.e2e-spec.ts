@@ -98,7 +98,7 @@ describe.each(PLATFORMS)(`replay.maxBodyBytes (${LIMIT}) on %s`, (platform) => {
     );
 
   /**
-   * The answer the guide (libs/idempotency/docs/guide.md) and IdempotencyResponseTooLargeError
+   * The answer the guide (libs/idempotency/docs/keys.md) and IdempotencyResponseTooLargeError
    * document for a duplicate of a message whose response was too large to record: 500,
    * problem+json, replayed, naming the option; the first delivery's status is in its detail.
    */

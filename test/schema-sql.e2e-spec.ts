@@ -3,6 +3,7 @@ import {
   CreateProcessedMessagesTable1764633600000,
   UpgradeProcessedMessagesTable1796342400000,
   CreateOutboxMessagesTable1796428800000,
+  CreateKafkaOffsetsTable1796515200000,
 } from 'nestjs-idempotent-consumer';
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -22,6 +23,7 @@ const LIBRARY_MIGRATIONS = [
   CreateProcessedMessagesFunctions1796256000000,
   UpgradeProcessedMessagesTable1796342400000,
   CreateOutboxMessagesTable1796428800000,
+  CreateKafkaOffsetsTable1796515200000,
 ];
 
 // The library's migrations for another table, subclassed as the guide says.
@@ -139,6 +141,7 @@ describe('the SQL of the migrations, for migration tools other than TypeORM', ()
       '1796256000000-create-processed-messages-functions.sql',
       '1796342400000-upgrade-processed-messages-table.sql',
       '1796428800000-create-outbox-messages-table.sql',
+      '1796515200000-create-kafka-offsets-table.sql',
     ]);
     for (const { sql } of files) {
       expect(sql.startsWith('-- nestjs-idempotent-consumer: migration ')).toBe(true);
@@ -176,6 +179,9 @@ describe('the SQL of the migrations, for migration tools other than TypeORM', ()
     const outbox = await storeOf(db, 'outbox_messages');
     expect(outbox).toEqual(await storeOf(await migratedByTypeOrm(LIBRARY_MIGRATIONS), 'outbox_messages'));
     expect(outbox.columns).toHaveLength(14);
+    const positions = await storeOf(db, 'kafka_offsets');
+    expect(positions).toEqual(await storeOf(await migratedByTypeOrm(LIBRARY_MIGRATIONS), 'kafka_offsets'));
+    expect(positions.columns).toHaveLength(4);
   });
 
   it('makes, from what --table billing_claims prints, the store of the migrations subclassed with that name', async () => {
@@ -184,6 +190,7 @@ describe('the SQL of the migrations, for migration tools other than TypeORM', ()
       CreateBillingClaimsFunctions1796256000002,
       UpgradeBillingClaims1796342400001,
       CreateOutboxMessagesTable1796428800000,
+      CreateKafkaOffsetsTable1796515200000,
     ]);
     const expected = await storeOf(typeOrm, 'billing_claims');
     const printed = await cli('--table', 'billing_claims');
@@ -203,17 +210,18 @@ describe('the SQL of the migrations, for migration tools other than TypeORM', ()
 
   it('prints with --from only the migrations after the one named, which bring a database that ran it to the same store', async () => {
     const files = await shippedFiles();
-    expect(await cli('--from', '1796256000000')).toEqual({ code: 0, stdout: `${files[2].sql}\n${files[3].sql}`, stderr: '' });
+    expect(await cli('--from', '1796256000000')).toEqual({ code: 0, stdout: `${files[2].sql}\n${files[3].sql}\n${files[4].sql}`, stderr: '' });
     expect(await cli('--from', '1764633600000-create-processed-messages-table')).toEqual({
       code: 0,
-      stdout: `${files[1].sql}\n${files[2].sql}\n${files[3].sql}`,
+      stdout: `${files[1].sql}\n${files[2].sql}\n${files[3].sql}\n${files[4].sql}`,
       stderr: '',
     });
-    expect(await cli('--from', '1796342400000')).toEqual({ code: 0, stdout: files[3].sql, stderr: '' });
-    expect(await cli('--from', '1796428800000')).toEqual({
+    expect(await cli('--from', '1796342400000')).toEqual({ code: 0, stdout: `${files[3].sql}\n${files[4].sql}`, stderr: '' });
+    expect(await cli('--from', '1796428800000')).toEqual({ code: 0, stdout: files[4].sql, stderr: '' });
+    expect(await cli('--from', '1796515200000')).toEqual({
       code: 0,
       stdout: '',
-      stderr: '-- nestjs-idempotent-consumer-sql: no migration after 1796428800000-create-outbox-messages-table: nothing to run.\n',
+      stderr: '-- nestjs-idempotent-consumer-sql: no migration after 1796515200000-create-kafka-offsets-table: nothing to run.\n',
     });
 
     const expected = await storeOf(await migratedByTypeOrm(LIBRARY_MIGRATIONS), 'processed_messages');
@@ -225,12 +233,13 @@ describe('the SQL of the migrations, for migration tools other than TypeORM', ()
 
   it('leaves out the outbox table with --without-outbox, also after --from', async () => {
     const files = await shippedFiles();
-    expect(await cli('--without-outbox')).toEqual({ code: 0, stdout: `${files[0].sql}\n${files[1].sql}\n${files[2].sql}`, stderr: '' });
-    expect(await cli('--without-outbox', '--from', '1796256000000')).toEqual({ code: 0, stdout: files[2].sql, stderr: '' });
-    expect(await cli('--without-outbox', '--from', '1796342400000')).toEqual({
+    expect(await cli('--without-outbox')).toEqual({ code: 0, stdout: `${files[0].sql}\n${files[1].sql}\n${files[2].sql}\n${files[4].sql}`, stderr: '' });
+    expect(await cli('--without-outbox', '--from', '1796256000000')).toEqual({ code: 0, stdout: `${files[2].sql}\n${files[4].sql}`, stderr: '' });
+    expect(await cli('--without-outbox', '--from', '1796428800000')).toEqual({ code: 0, stdout: files[4].sql, stderr: '' });
+    expect(await cli('--without-outbox', '--from', '1796515200000')).toEqual({
       code: 0,
       stdout: '',
-      stderr: '-- nestjs-idempotent-consumer-sql: no migration after 1796342400000-upgrade-processed-messages-table: nothing to run.\n',
+      stderr: '-- nestjs-idempotent-consumer-sql: no migration after 1796515200000-create-kafka-offsets-table: nothing to run.\n',
     });
   });
 
@@ -248,7 +257,7 @@ describe('the SQL of the migrations, for migration tools other than TypeORM', ()
       stderr:
         'nestjs-idempotent-consumer-sql: --from "1796256000001" is none of the library\'s migrations; they are, in order:\n' +
         '  1764633600000-create-processed-messages-table\n  1796256000000-create-processed-messages-functions\n  1796342400000-upgrade-processed-messages-table\n' +
-        '  1796428800000-create-outbox-messages-table\n',
+        '  1796428800000-create-outbox-messages-table\n  1796515200000-create-kafka-offsets-table\n',
     });
     const unknown = await cli('--tabel', 'billing_claims');
     expect(unknown).toMatchObject({ code: 2, stdout: '' });

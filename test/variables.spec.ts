@@ -5,7 +5,9 @@ import { dirname, join, relative, resolve } from 'node:path';
  * CI runs every end-to-end suite on the default pair (the embedded PostgreSQL 18, TypeORM 1.1) and
  * again, on each other variable, only the suites listed for it in test/variables.json (.ci/run reads
  * the lists). This check keeps the lists honest: a suite whose code shows that it can observe a
- * variable must be on that variable's list, and every listed suite must exist.
+ * variable must be on that variable's list, or be represented there (`represented`: the listed
+ * suite that drives the same path of the library and shows every sign it shows, and why), and
+ * every listed or represented suite must exist.
  *
  * A suite's code is its file, the files under test/ it imports (support, fixtures, test apps, each
  * transitively) and the test apps it starts (dist/test-apps/test/apps/<app>: all of test/apps/<app>).
@@ -15,6 +17,10 @@ import { dirname, join, relative, resolve } from 'node:path';
 interface Variable {
   readonly description: string;
   readonly suites: Record<string, string>;
+  /** Suites that show signs of the variable but do not run for it: the listed suite that stands for each, and why. */
+  readonly represented?: Record<string, { readonly by: string; readonly why: string }>;
+  /** Suites that show signs of the variable but cannot meet it (their store is on another database), and why. */
+  readonly apart?: Record<string, string>;
 }
 
 /** What in a suite's code shows that it observes a variable, and what the text of that code shows it by. */
@@ -50,6 +56,7 @@ const SIGNALS: Record<string, readonly Signal[]> = {
     { shows: "runs TypeORM migrations itself (the store's, released schemas)", pattern: STORE_MIGRATED_BY_HAND },
     { shows: 'joins the transaction of a TypeORM transactions library', pattern: /typeorm-transactional|transactional-adapter-typeorm/ },
     { shows: "cuts the database's connection under a claim (the loss surfaces through TypeORM's query runner)", pattern: /\bTcpProxy\.toDatabase\b|pg_terminate_backend/ },
+    { shows: "runs the transport contract, whose database outage fails claims (the loss surfaces through TypeORM's query runner)", pattern: /\btransportContract\b/ },
   ],
 };
 
@@ -88,14 +95,19 @@ function suiteCode(suite: string): Map<string, string> {
   return code;
 }
 
-/** The signals of `variable` that a suite's code shows, each with the file that shows it. */
-function observed(suite: string, variable: string): string[] {
-  const code = suiteCode(suite);
-  return SIGNALS[variable].flatMap(({ shows, pattern }) => {
-    const file = [...code].find(([, text]) => pattern.test(text))?.[0];
-    return file ? [`${shows} (${relative(ROOT, file)})`] : [];
-  });
+/** The signals of `variable` that a suite's code shows: what each shows, and the file that shows it. */
+function shown(suite: string, variable: string): Map<string, string> {
+  const code = [...suiteCode(suite)];
+  return new Map(
+    SIGNALS[variable].flatMap(({ shows, pattern }) => {
+      const file = code.find(([, text]) => pattern.test(text))?.[0];
+      return file ? [[shows, relative(ROOT, file)] as const] : [];
+    }),
+  );
 }
+
+/** The signals of `variable` that a suite's code shows, each with the file that shows it. */
+const observed = (suite: string, variable: string) => [...shown(suite, variable)].map(([shows, file]) => `${shows} (${file})`);
 
 describe('the suites each CI variable runs (test/variables.json)', () => {
   it('has a list for every variable the check knows, and knows every list', () => {
@@ -105,13 +117,24 @@ describe('the suites each CI variable runs (test/variables.json)', () => {
   it.each(Object.keys(SIGNALS))('%s lists every suite whose code shows it can observe it', (variable) => {
     const missing = suites
       .map((suite) => ({ suite, shows: observed(suite, variable) }))
-      .filter(({ suite, shows }) => shows.length > 0 && !(suite in variables[variable].suites))
+      .filter(({ suite, shows }) => shows.length > 0 && !(suite in variables[variable].suites) && !(suite in (variables[variable].represented ?? {})) && !(suite in (variables[variable].apart ?? {})))
       .map(({ suite, shows }) => `${suite} must join the ${variable} list in test/variables.json: it ${shows.join('; it ')}`);
     expect(missing).toEqual([]);
   });
 
-  it.each(Object.keys(SIGNALS))('%s lists only suites that exist, each with why it is there', (variable) => {
-    const listed = Object.entries(variables[variable].suites);
+  it.each(Object.keys(SIGNALS))('%s represents a suite only by a listed suite that shows every sign it shows, and says why', (variable) => {
+    const { suites: listed, represented = {} } = variables[variable];
+    const wrong = Object.entries(represented).flatMap(([suite, { by, why }]) => [
+      ...(suites.includes(suite) ? [] : [`${suite} is represented for ${variable} but is not an end-to-end suite`]),
+      ...(by in listed ? [] : [`${suite} is represented for ${variable} by ${by}, which is not on the list`]),
+      ...(why.trim() ? [] : [`${suite} is represented for ${variable} without why`]),
+      ...[...shown(suite, variable).keys()].filter((shows) => !shown(by, variable).has(shows)).map((shows) => `${suite} is represented for ${variable} by ${by}, which does not show that it ${shows}`),
+    ]);
+    expect(wrong).toEqual([]);
+  });
+
+  it.each(Object.keys(SIGNALS))('%s lists only suites that exist, each with why it is there (or apart)', (variable) => {
+    const listed = [...Object.entries(variables[variable].suites), ...Object.entries(variables[variable].apart ?? {})];
     expect(listed.filter(([suite]) => !suites.includes(suite)).map(([suite]) => `${suite} is listed for ${variable} but is not an end-to-end suite`)).toEqual([]);
     expect(listed.filter(([, why]) => !why.trim()).map(([suite]) => `${suite} on the ${variable} list says nothing of why`)).toEqual([]);
   });

@@ -1,5 +1,5 @@
-import type { BenchAppOptions, BenchAppProcess, Platform } from '../support/bench-app.process.js';
-import type { BenchDatabase } from '../support/bench-database.js';
+import type { BenchAppOptions, BenchAppProcess, Platform } from '../../test/support/bench-processes.js';
+import type { BenchDatabase } from '../../test/support/bench-database.js';
 import type { BenchRuntime, BenchRuntimes } from '../support/bench-runtime.js';
 import type { Summary } from '../support/measurement.js';
 import { round } from '../support/stats.js';
@@ -98,26 +98,26 @@ export function checkFloor(label: string, value: number, bound: FloorCheck['boun
   return { label, value, bound, floor, met: bound === 'at least' ? value >= floor : value <= floor };
 }
 
+/** Starts an app for each of `names` with `start`, a process each, runs `use` on them, and stops them all whatever `use` does. */
+export async function withApps<Name extends string, T>(names: readonly Name[], start: (name: Name) => Promise<BenchAppProcess>, use: (apps: Record<Name, BenchAppProcess>) => Promise<T>): Promise<T> {
+  const apps = {} as Record<Name, BenchAppProcess>;
+  try {
+    for (const name of names) {
+      apps[name] = await start(name);
+    }
+    return await use(apps);
+  } finally {
+    await Promise.all(Object.values<BenchAppProcess>(apps).map((app) => app.stop()));
+  }
+}
+
 /** Thrown by a case that cannot run on this machine (a missing tool); the runner records why. */
 export class CaseSkipped extends Error {
   override readonly name = 'CaseSkipped';
 }
 
-/** A comparison of the idempotent variant with the very same handler without the module. */
-export interface AgainstPlain {
-  /** What the rows' variant names start with: a platform, a prefetch. */
-  readonly variant: string;
-  readonly floorLabel: string;
-  /** The issue's floor for the idempotent variant's throughput as a fraction of the plain one's. */
-  readonly floor: number;
-  readonly chartTitle: string;
-  readonly unit: string;
-  readonly plain: Summary;
-  readonly idempotent: Summary;
-}
-
 /** Variants of a handler, each against the very same handler without the module; no floor applies. */
-export interface VariantsAgainstPlain {
+interface VariantsAgainstPlain {
   /** What the rows' variant names start with: a platform, a prefetch. */
   readonly variant: string;
   readonly chartTitle: string;
@@ -125,6 +125,13 @@ export interface VariantsAgainstPlain {
   readonly plain: Summary;
   /** The variants by label, as the rows and bars name them. */
   readonly others: Readonly<Record<string, Summary>>;
+}
+
+/** The idempotent variant against the very same handler without the module, with the issue's floor for its throughput as a fraction of the plain one's. */
+interface AgainstPlain extends Omit<VariantsAgainstPlain, 'others'> {
+  readonly floorLabel: string;
+  readonly floor: number;
+  readonly idempotent: Summary;
 }
 
 /** Adds the table rows and the chart group of `comparison` to `report`; returns each variant's throughput ratio to plain. */

@@ -1,22 +1,11 @@
-import { BENCH_LAYERS, type BenchLayer } from '../app/layer-bench.module.js';
-import type { ProcessLaunch } from '../support/bench-app.process.js';
-import { createLayerDatabase } from '../support/bench-database.js';
-import { type InstructionWindows, openCallgrind } from '../support/callgrind.js';
-import {
-  type ArmInstructions,
-  INSTRUCTION_NODE_ARGS,
-  inParallel,
-  instructionsFigure,
-  instructionWindows,
-  measureArm,
-  PARALLEL_ARMS,
-  type RunningArm,
-  runningHttpArm,
-  signedThousands,
-  thousands,
-} from '../support/instruction-arms.js';
-import { startLayerBenchApp } from '../support/layer-bench-app.process.js';
-import { type BenchCase, type BenchContext, type CaseReport, CaseSkipped, checkFloor, emptyReport } from './bench-case.js';
+import { BENCH_LAYERS, type BenchLayer } from '../../test/apps/bench/layer-bench.module.js';
+import type { ProcessLaunch } from '../../test/support/bench-processes.js';
+import { createLayerSchema } from '../../test/support/postgres-server.js';
+import { createTestDatabase } from '../../test/support/test-database.js';
+import type { InstructionWindows } from '../support/callgrind.js';
+import { addedHalfSpread, armFigure, type ArmInstructions, inParallel, measureArm, openInstructionCase, PARALLEL_ARMS, type RunningArm, runningHttpArm, signedThousands } from '../support/instruction-arms.js';
+import { startLayerBenchApp } from '../../test/support/bench-processes.js';
+import { type BenchCase, type BenchContext, type CaseReport, checkFloor } from './bench-case.js';
 
 /** The arms of each layer: the write in the layer's own transaction, and the same write under `@IdempotentHandler()`. */
 type LayerArm = 'plain' | 'idempotent';
@@ -49,7 +38,7 @@ export interface LayerCost {
  * with `--single-threaded --predictable-gc-schedule`, warm-up windows until two agree, then
  * windows; the CPU time per request of the same arm run natively). Per layer (plain `pg`,
  * Drizzle, Kysely and Prisma on a pg Pool joined by `PgPoolDataLayer`, MikroORM joined by
- * `MikroOrmDataLayer`, TypeORM), the layer's bench app (`bench/app/layer-bench.module.ts`) runs two
+ * `MikroOrmDataLayer`, TypeORM), the layer's bench app (`test/apps/bench/layer-bench.module.ts`) runs two
  * arms, each in a process of its own: one `INSERT` in a transaction of the layer's own, without the
  * module, and the same `INSERT` in an `@IdempotentHandler()` with a new `Idempotency-Key` each
  * request. The app counts the queries it sends: on every layer but MikroORM the idempotent arm
@@ -61,22 +50,11 @@ export const dataLayers: BenchCase = {
   id: 17,
   title: 'Cost per data layer',
   async run(context): Promise<CaseReport> {
-    const callgrind = await openCallgrind();
-    if (!callgrind) {
-      throw new CaseSkipped('valgrind (with callgrind_control) is not installed');
-    }
-    const how = instructionWindows(context.settings);
-    const report = emptyReport();
-    report.details.method = {
-      ...how,
-      nodeArgs: INSTRUCTION_NODE_ARGS,
-      valgrind: callgrind.version,
-      runtime: context.runtimes.headline.version,
-      platform: 'express',
-      store: "the package's schemaSql(), in a database of the case's own",
-    };
-    const database = await createLayerDatabase(context.database);
+    const { callgrind, how, report } = await openInstructionCase(context, { platform: 'express', store: "the package's schemaSql(), in a database of the case's own" });
+    // A database of the case's own on the bench database's server.
+    const database = await createTestDatabase(context.database.url, 1);
     try {
+      await createLayerSchema(database.url);
       const items = BENCH_LAYERS.flatMap((layer) => LAYER_ARMS.map((arm) => ({ layer, arm })));
       const counts = await inParallel(items, PARALLEL_ARMS, ({ layer, arm }) =>
         measureArm(context, how, callgrind, `${layer} ${arm}`, (launch) => layerArm(context, how, database.url, layer, arm, launch)),
@@ -112,26 +90,19 @@ function layerCost(plain: ArmInstructions, idempotent: ArmInstructions): LayerCo
     plain,
     idempotent,
     added: idempotent.median - plain.median,
-    addedHalfSpread: Math.round((plain.max - plain.min + idempotent.max - idempotent.min) / 2),
+    addedHalfSpread: addedHalfSpread(idempotent, plain),
     roundTrips: { plain: plain.roundTrips, idempotent: idempotent.roundTrips },
   };
 }
 
 /** The rows, the round-trip checks and the chart group of the layers. */
 function reportLayers(report: CaseReport, costs: Record<BenchLayer, LayerCost>): void {
-  const halfSpread = ({ spreadPercent }: ArmInstructions) => `±${(spreadPercent / 2).toFixed(1)} %`;
   const trips = (value: number | undefined) => (value === undefined ? 'round trips not counted' : `${value} round trips`);
   for (const layer of BENCH_LAYERS) {
-    const { plain, idempotent, added, addedHalfSpread, roundTrips } = costs[layer];
+    const { plain, idempotent, roundTrips } = costs[layer];
     report.rows.push(
-      { variant: `${layer}, plain`, appCpuMicros: plain.cpuMicros, figure: `${instructionsFigure(plain)} ${halfSpread(plain)}; ${trips(roundTrips.plain)}` },
-      {
-        variant: `${layer}, idempotent`,
-        appCpuMicros: idempotent.cpuMicros,
-        figure:
-          `${instructionsFigure(idempotent)} ${halfSpread(idempotent)}; ${signedThousands(added)} ±${thousands(addedHalfSpread)} over plain, ` +
-          `${signedMicros(idempotent.cpuMicros - plain.cpuMicros)}; ${trips(roundTrips.idempotent)}`,
-      },
+      { variant: `${layer}, plain`, appCpuMicros: plain.cpuMicros, figure: `${armFigure(plain)}; ${trips(roundTrips.plain)}` },
+      { variant: `${layer}, idempotent`, appCpuMicros: idempotent.cpuMicros, figure: `${armFigure(idempotent, plain)}; ${trips(roundTrips.idempotent)}` },
     );
     if (roundTrips.plain !== undefined && roundTrips.idempotent !== undefined) {
       report.floors.push(checkFloor(`${layer}: round trips ours adds per first delivery`, roundTrips.idempotent - roundTrips.plain, 'at most', ADDED_ROUND_TRIPS[layer]));
@@ -160,9 +131,4 @@ function addedTrips({ roundTrips: { plain, idempotent } }: LayerCost): string {
   if (plain === undefined || idempotent === undefined) return '?';
   const added = idempotent - plain;
   return added > 0 ? `+${added}` : `${added}`;
-}
-
-/** `+123 µs`, `−45 µs` */
-function signedMicros(value: number): string {
-  return `${value >= 0 ? '+' : '−'}${Math.abs(value).toLocaleString('en-US')} µs`;
 }

@@ -1,8 +1,8 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BenchAppProcess, PLATFORMS } from '../support/bench-app.process.js';
-import type { BenchDatabase } from '../support/bench-database.js';
+import { type BenchAppProcess, PLATFORMS } from '../../test/support/bench-processes.js';
+import type { BenchDatabase } from '../../test/support/bench-database.js';
 import { runAppLoad, uniqueCredits } from '../support/http-load.js';
 import { type Arm, interleave, summarize, withDatabaseCpu } from '../support/measurement.js';
 import { findPgbench, runPgbench } from '../support/pgbench.js';

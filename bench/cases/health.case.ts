@@ -1,5 +1,6 @@
-import { emptyProcessedMessages, seedProcessedMessages } from '../support/processed-messages.js';
-import { median, percentile, round } from '../support/stats.js';
+import { seedProcessedMessages } from '../../test/support/processed-messages.js';
+import { percentile } from '../../test/support/latency.js';
+import { median, round } from '../support/stats.js';
 import { type BenchCase, type CaseReport, checkFloor, emptyReport } from './bench-case.js';
 
 const PLATFORM = 'express';
@@ -19,8 +20,8 @@ export const health: BenchCase = {
   title: 'Health',
   async run({ database, startApp, log }): Promise<CaseReport> {
     const report = emptyReport();
-    await emptyProcessedMessages(database);
-    await seedProcessedMessages(database, { count: STORE_ROWS, consumer: 'Seed.store', expired: false });
+    await database.query('TRUNCATE processed_messages');
+    await seedProcessedMessages(database, { count: STORE_ROWS, consumer: 'Seed.store', expired: false, sender: 'default' });
     await database.query('VACUUM ANALYZE processed_messages');
     const app = await startApp(PLATFORM);
     try {

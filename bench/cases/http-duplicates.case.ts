@@ -1,5 +1,5 @@
-import { type BenchAppProcess, PLATFORMS } from '../support/bench-app.process.js';
-import type { BenchDatabase } from '../support/bench-database.js';
+import { type BenchAppProcess, PLATFORMS } from '../../test/support/bench-processes.js';
+import { expectNoNewLedgerRows } from '../../test/support/ledger.js';
 import { creditBody, type HttpLoad, runAppLoad, uniqueCredits } from '../support/http-load.js';
 import { type Arm, interleave, summarize } from '../support/measurement.js';
 import { round } from '../support/stats.js';
@@ -71,32 +71,4 @@ export function replayedCredits(label: string): HttpLoad['request'] {
 /** Sends `replayed` to `path` twice round its keys, so each one has surely been processed before a replay round. */
 export async function processReplayedKeys(app: BenchAppProcess, path: string, connections: number, replayed: HttpLoad['request']): Promise<void> {
   await runAppLoad(app, path, { connections, amount: 2 * REPLAYED_KEYS, request: replayed });
-}
-
-/** Runs `load` and fails when it wrote a ledger row: a replay that ran the handler is not one. */
-export async function expectNoNewLedgerRows<T>(database: BenchDatabase, load: () => Promise<T>): Promise<T> {
-  const before = await settledLedgerRows(database);
-  const result = await load();
-  const after = await settledLedgerRows(database);
-  if (after !== before) {
-    throw new Error(`the replay round ran the handler: ledger_entries went from ${before} to ${after} rows`);
-  }
-  return result;
-}
-
-/**
- * The ledger's row count once the requests still in flight when the previous load stopped (up to
- * one per connection) have committed: two readings 100 ms apart that agree.
- */
-async function settledLedgerRows(database: BenchDatabase): Promise<string> {
-  const count = async () => (await database.query<{ n: string }>('SELECT count(*) AS n FROM ledger_entries'))[0].n;
-  let previous = await count();
-  for (;;) {
-    await new Promise((done) => setTimeout(done, 100));
-    const current = await count();
-    if (current === previous) {
-      return current;
-    }
-    previous = current;
-  }
 }

@@ -1,8 +1,8 @@
-import { type BenchAppProcess, type Platform, PLATFORMS } from '../support/bench-app.process.js';
+import { type Platform, PLATFORMS } from '../../test/support/bench-processes.js';
 import type { BenchRuntime } from '../support/bench-runtime.js';
 import { runAppLoad, uniqueCredits } from '../support/http-load.js';
 import { type Arm, interleave, type Measurement, type Summary, summarize, withDatabaseCpu } from '../support/measurement.js';
-import { type BenchCase, type BenchContext, type CaseReport, checkFloor, emptyReport, reportAgainstPlain } from './bench-case.js';
+import { type BenchCase, type BenchContext, type CaseReport, checkFloor, emptyReport, reportAgainstPlain, withApps } from './bench-case.js';
 
 /** The issue's floor for the database CPU that the claim and the record add to a request. */
 const ADDED_DATABASE_CPU_FLOOR_MICROS = 150;
@@ -67,16 +67,12 @@ export async function measureFirstDeliveries<Route extends CreditRoute>(
   // One process per route: the plain one never runs an idempotent request, so it never pays for
   // what the module switches on once used (on Node 20, AsyncLocalStorage's promise hooks,
   // process-wide): it is the app without the module.
-  const apps = new Map<Route, BenchAppProcess>();
-  try {
-    for (const route of routes) {
-      apps.set(route, await startApp(platform, runtime));
-    }
+  return withApps(routes, () => startApp(platform, runtime), async (apps) => {
     const arm = (route: Route): Arm => ({
       name: `${platform} ${route}`,
       measure: (r, seconds) =>
         withDatabaseCpu(database, () =>
-          runAppLoad(apps.get(route) as BenchAppProcess, `/${route}/credits`, {
+          runAppLoad(apps[route], `/${route}/credits`, {
             connections: settings.connections,
             seconds,
             request: uniqueCredits(`${label}-${platform}-${route}-${r}`),
@@ -86,7 +82,5 @@ export async function measureFirstDeliveries<Route extends CreditRoute>(
     const rounds = await interleave(routes.map(arm), { ...settings, log });
     const medians = Object.fromEntries(routes.map((route) => [route, summarize(rounds[`${platform} ${route}`])])) as Record<Route, Summary>;
     return { rounds, medians };
-  } finally {
-    await Promise.all([...apps.values()].map((app) => app.stop()));
-  }
+  });
 }

@@ -1,24 +1,25 @@
-import { type BenchAppProcess, type Platform, PLATFORMS, type ProcessLaunch, startBenchApp } from '../support/bench-app.process.js';
-import { openBenchBroker, RABBITMQ_URL } from '../support/bench-broker.js';
-import { startBenchConsumer } from '../support/bench-consumer.process.js';
-import { type Callgrind, type InstructionWindows, openCallgrind } from '../support/callgrind.js';
+import { type BenchAppProcess, type Platform, PLATFORMS, type ProcessLaunch, startBenchApp, startConsumerProcess } from '../../test/support/bench-processes.js';
+import { RABBITMQ_URL } from '../../test/support/brokers.js';
+import { openBenchBroker } from '../../test/support/broker-clients.js';
+import type { Callgrind, InstructionWindows } from '../support/callgrind.js';
 import { nthCredit } from '../support/http-load.js';
 import {
   type ArmInstructions,
-  INSTRUCTION_NODE_ARGS,
   inParallel,
   instructionsFigure,
-  instructionWindows,
+  kilobytes,
   measureArm,
+  openInstructionCase,
   PARALLEL_ARMS,
+  REQUEST_TIMEOUT_SECONDS,
   type RunningArm,
   runningHttpArm,
   signedThousands,
   thousands,
 } from '../support/instruction-arms.js';
-import { lastLedgerRow, waitForEffects } from '../support/ledger-effects.js';
-import { CREDIT_PATTERNS } from '../app/bench-messages.controller.js';
-import { type BenchCase, type BenchContext, type CaseReport, CaseSkipped, checkFloor, emptyReport } from './bench-case.js';
+import { lastLedgerRow, waitForEffects } from '../../test/support/ledger.js';
+import { CREDIT_PATTERNS } from '../../test/apps/bench/bench-messages.controller.js';
+import { type BenchCase, type BenchContext, type CaseReport, checkFloor } from './bench-case.js';
 import { type DatabaseInstructions, measureDatabaseInstructions } from './instructions.database.js';
 import { PEER_LABEL } from './peer.case.js';
 
@@ -50,7 +51,8 @@ const DATABASE_ADDED_GOAL = 362_000;
  * garbage collection before each window; warm-up windows until two in a row agree; then
  * `windows` windows of `window` requests at `connections` connections, counted between
  * `callgrind_control -z` and `-d`. Each arm runs once more without valgrind, the same requests,
- * for its CPU time per request. Arms: plain, ours, ours in lease mode on Redis and the peer, first
+ * for its CPU time per request and, over HTTP, the bytes it allocates per request on the V8 heap
+ * (read from the heap's use around each garbage collection: `test/apps/bench/process-usage.ts`). Arms: plain, ours, ours in lease mode on Redis and the peer, first
  * deliveries and replays of one key, on Express and Fastify; the RabbitMQ consumer, plain and
  * ours; and the database: a single-user PostgreSQL backend under callgrind replaying the
  * statements the app sent for one plain and one idempotent first delivery (see `instructions.database.ts`).
@@ -59,13 +61,7 @@ export const instructions: BenchCase = {
   id: 16,
   title: 'Instructions per request (valgrind callgrind)',
   async run(context): Promise<CaseReport> {
-    const callgrind = await openCallgrind();
-    if (!callgrind) {
-      throw new CaseSkipped('valgrind (with callgrind_control) is not installed');
-    }
-    const how = instructionWindows(context.settings);
-    const report = emptyReport();
-    report.details.method = { ...how, nodeArgs: INSTRUCTION_NODE_ARGS, valgrind: callgrind.version, runtime: context.runtimes.headline.version };
+    const { callgrind, how, report } = await openInstructionCase(context);
     try {
       const items = PLATFORMS.flatMap((platform) => HTTP_ARMS.map((arm) => ({ platform, arm })));
       const counts = await inParallel(items, PARALLEL_ARMS, ({ platform, arm }) =>
@@ -111,8 +107,10 @@ async function measureMessages({ database, runtimes, ...context }: BenchContext,
   try {
     for (const variant of MESSAGE_ARMS) {
       arms[variant] = await measureArm({ database, runtimes, ...context }, how, callgrind, `rabbitmq ${variant}`, async (launch) => {
-        const consumer = await startBenchConsumer(database.url, broker.url, runtimes.headline, launch);
+        const consumer = await startConsumerProcess('rabbitmq', runtimes.headline, { BENCH_DATABASE_URL: database.url, BENCH_RABBITMQ_URL: broker.url }, launch);
         const queue = `bench-c16-${variant}-${process.pid}-${Date.now().toString(36)}`;
+        // Under valgrind a message may take as long as a request may: the ledger's default 30 s stall limit is a native consumer's.
+        const stallMs = launch.wrapper ? REQUEST_TIMEOUT_SECONDS * 1000 : undefined;
         await broker.declareQueue(queue);
         await consumer.consume(queue);
         let sent = 0;
@@ -127,7 +125,7 @@ async function measureMessages({ database, runtimes, ...context }: BenchContext,
               queue,
               Array.from({ length: messages }, (_, n) => ({ messageId: `${queue}-${first + n}`, pattern: CREDIT_PATTERNS[variant], data: nthCredit(first + n) })),
             );
-            await waitForEffects(database, last, messages);
+            await waitForEffects(database, last, messages, stallMs);
           },
           cpu: () => consumer.collect(),
           stop: async () => {
@@ -167,10 +165,11 @@ function reportHttp(report: CaseReport, platform: Platform, arms: Record<string,
   for (const arm of HTTP_ARMS) {
     const name = armName(arm);
     const over = arm.route === 'plain' ? '' : arm.replays ? '; a replay' : `; ${signedThousands(added(name))} over plain`;
+    const allocated = arms[name].allocatedBytes;
     report.rows.push({
       variant: `${platform}, ${ROUTE_NAMES[arm.route]}${arm.replays ? ' replays' : ''}`,
       appCpuMicros: arms[name].cpuMicros,
-      figure: `${instructionsFigure(arms[name])}${over}`,
+      figure: `${instructionsFigure(arms[name])}${over}${allocated === undefined ? '' : `; ${kilobytes(allocated)} allocated`}`,
     });
   }
   report.floors.push(

@@ -1,19 +1,16 @@
 import { execFile, spawn } from 'node:child_process';
-import { chown, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { chown, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { startBenchApp } from '../support/bench-app.process.js';
-import { createSchema, freePort, postgresOwner, waitForConnections } from '../support/bench-database.js';
+import { startBenchApp } from '../../test/support/bench-processes.js';
+import { createBenchSchema, initDataDir, newestServerBinaries, type ServerOwner, startServer } from '../../test/support/postgres-server.js';
 import { type InstructionWindows, readDumps } from '../support/callgrind.js';
 import { creditBody, runHttpLoad } from '../support/http-load.js';
 import { median, round } from '../support/stats.js';
 import type { BenchContext } from './bench-case.js';
 
 const run = promisify(execFile);
-
-/** Where the machine's PostgreSQL packages put their binaries; the newest major is used. */
-const POSTGRES_BINARIES = '/usr/lib/postgresql';
 
 /** One replayed transaction's counts, per transaction. */
 export interface ReplayedInstructions {
@@ -49,19 +46,16 @@ export interface DatabaseInstructions {
  * instructions a statement); both transactions pay it.
  */
 export async function measureDatabaseInstructions(context: BenchContext, how: InstructionWindows): Promise<DatabaseInstructions | { skipped: string }> {
-  const binaries = await newestBinaries();
+  const binaries = await newestServerBinaries();
   if (!binaries) {
-    return { skipped: `no PostgreSQL binaries under ${POSTGRES_BINARIES}` };
+    return { skipped: 'no PostgreSQL binaries under /usr/lib/postgresql' };
   }
-  const owner = await postgresOwner();
-  const dataDir = await mkdtemp(join(tmpdir(), 'bench-instructions-pg-'));
+  const { dataDir, owner } = await initDataDir(binaries, 'bench-instructions-pg-');
   const dumpDir = await mkdtemp(join(tmpdir(), 'bench-instructions-dumps-'));
-  if (owner) {
-    await chown(dataDir, owner.uid, owner.gid);
-    await chown(dumpDir, owner.uid, owner.gid);
-  }
   try {
-    await run(join(binaries, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'], { ...owner });
+    if (owner) {
+      await chown(dumpDir, owner.uid, owner.gid);
+    }
     const { stdout: version } = await run(join(binaries, 'postgres'), ['--version']);
     const statements = await captureStatements(context, binaries, dataDir, owner);
     const transactions = { warmup: how.preWarmup / 4, window: how.window };
@@ -77,15 +71,6 @@ export async function measureDatabaseInstructions(context: BenchContext, how: In
   }
 }
 
-/** The bin folder of the newest PostgreSQL major installed under `POSTGRES_BINARIES`. */
-async function newestBinaries(): Promise<string | undefined> {
-  const majors = await readdir(POSTGRES_BINARIES).catch(() => []);
-  const newest = majors.filter((name) => /^\d+$/.test(name)).sort((a, b) => Number(a) - Number(b)).at(-1);
-  return newest === undefined ? undefined : join(POSTGRES_BINARIES, newest, 'bin');
-}
-
-type Owner = { uid: number; gid: number } | undefined;
-
 /** The key and account of the captured deliveries, which the replay varies per transaction. */
 const CAPTURED_ACCOUNT = 'a0';
 
@@ -99,21 +84,13 @@ async function captureStatements(
   { runtimes }: BenchContext,
   binaries: string,
   dataDir: string,
-  owner: Owner,
+  owner: ServerOwner,
 ): Promise<{ plain: string[]; idempotent: string[] }> {
-  const port = await freePort();
-  const server = spawn(
-    join(binaries, 'postgres'),
-    ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-k', dataDir, '-c', 'log_statement=all', '-c', 'log_line_prefix=@@ '],
-    { ...owner, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
   let log = '';
-  server.stderr?.on('data', (chunk) => (log += chunk));
+  const server = await startServer(binaries, dataDir, owner, ['log_statement=all', 'log_line_prefix=@@ '], (chunk) => (log += chunk));
   try {
-    const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-    await waitForConnections(url, server);
-    await createSchema(url);
-    const app = await startBenchApp('express', url, runtimes.headline);
+    await createBenchSchema(server.url);
+    const app = await startBenchApp('express', server.url, runtimes.headline);
     try {
       const key = `c16-database-${Date.now().toString(36)}`;
       const capture = async (route: 'plain' | 'idempotent') => {
@@ -130,9 +107,7 @@ async function captureStatements(
       await app.stop();
     }
   } finally {
-    const exited = new Promise((done) => server.once('exit', done));
-    server.kill('SIGINT');
-    await exited;
+    await server.stop();
   }
 }
 
@@ -185,7 +160,7 @@ function parseLog(log: string): string[] {
  * (`--dump-before` and `--toggle-collect` of `CreateCheckPoint`), so each dump is one window
  * and each window starts, as the first does, from a checkpoint. Returns instructions per transaction.
  */
-async function replayUnderCallgrind(binaries: string, dataDir: string, dumpDir: string, owner: Owner, statements: string[], how: InstructionWindows): Promise<ReplayedInstructions> {
+async function replayUnderCallgrind(binaries: string, dataDir: string, dumpDir: string, owner: ServerOwner, statements: string[], how: InstructionWindows): Promise<ReplayedInstructions> {
   const callgrind = [
     '--tool=callgrind',
     '--quiet',

@@ -1,9 +1,9 @@
-import { type BenchAppProcess, type Platform, PLATFORMS } from '../support/bench-app.process.js';
+import { type Platform, PLATFORMS } from '../../test/support/bench-processes.js';
 import { runFixedRateLoad } from '../support/fixed-rate-load.js';
 import { runAppLoad, uniqueCredits, withAppCpu } from '../support/http-load.js';
 import { type Arm, describe, interleave, type Measurement, type Summary, summarize } from '../support/measurement.js';
 import { round } from '../support/stats.js';
-import { type BenchCase, type BenchContext, type CaseReport, type ChartGroup, checkFloor, emptyReport } from './bench-case.js';
+import { type BenchCase, type BenchContext, type CaseReport, type ChartGroup, checkFloor, emptyReport, withApps } from './bench-case.js';
 import type { CreditRoute } from './http-first-deliveries.case.js';
 import { PEER_LABEL } from './peer.case.js';
 
@@ -71,12 +71,8 @@ export async function measureAtFixedRate<Route extends CreditRoute>(
   label: string,
   routes: Route[],
 ): Promise<FixedRateMeasurement<Route>> {
-  const apps = new Map<Route | 'plain', BenchAppProcess>();
-  try {
-    for (const route of routes) {
-      apps.set(route, await startApp(platform));
-    }
-    const idempotentApp = apps.get('idempotent' as Route);
+  return withApps(routes, () => startApp(platform), async (apps) => {
+    const idempotentApp = apps['idempotent' as Route];
     if (!idempotentApp) {
       throw new Error('a fixed rate is set from the idempotent route: measure it too');
     }
@@ -93,7 +89,7 @@ export async function measureAtFixedRate<Route extends CreditRoute>(
     const arm = (route: Route): Arm => ({
       name: `${platform} ${route} at ${rate}/s`,
       measure: (r, seconds) => {
-        const app = apps.get(route) as BenchAppProcess;
+        const app = apps[route];
         return withAppCpu(app, () =>
           runFixedRateLoad({
             url: `${app.baseUrl}/${route}/credits`,
@@ -112,23 +108,14 @@ export async function measureAtFixedRate<Route extends CreditRoute>(
       routes.map((route) => [route, round(Math.min(...roundsOf(route).map((m) => m.throughput)) / rate, 3)]),
     ) as Record<Route, number>;
     return { saturation, rate, rounds, medians, lowestRateShare };
-  } finally {
-    await Promise.all([...apps.values()].map((app) => app.stop()));
-  }
+  });
 }
 
 /** p50 and p99 a route adds to the plain one, in milliseconds. */
-export interface AddedLatency {
-  p50: number;
-  p99: number;
-}
+type AddedLatency = Record<'p50' | 'p99', number>;
 
 /** How a variant is named in the table (`name`) and on the chart (`short`), and its colour there. */
-export interface LatencyVariant {
-  name: string;
-  short: string;
-  series: number;
-}
+type LatencyVariant = { name: string; short: string; series: number };
 
 /**
  * Adds the rows (plain, then each of `variants`, by route) and a chart group of p50 and p99 bars

@@ -1,8 +1,8 @@
-import { PREFETCH } from '../app/bench-app.module.js';
-import { PLATFORMS } from '../support/bench-app.process.js';
+import { PREFETCH } from '../../test/apps/bench/bench-app.module.js';
+import { PLATFORMS } from '../../test/support/bench-processes.js';
 import { type BenchCase, type CaseReport, emptyReport, reportVariantsAgainstPlain } from './bench-case.js';
 import { measureFirstDeliveries } from './http-first-deliveries.case.js';
-import { drainConsumers } from './rabbitmq-consumer.case.js';
+import { drainRow, RABBITMQ } from './consumers.case.js';
 
 /**
  * Case 8: the credit handler in lease mode, its claim in PostgreSQL and in Redis, against the very
@@ -26,7 +26,7 @@ export const leaseMode: BenchCase = {
       });
       report.details[platform] = { rounds, medians, ratios };
     }
-    const drained = await drainConsumers(context, 'c8', ['plain', 'lease-postgres', 'lease-redis']);
+    const drained = await drainRow(context, 'c8', RABBITMQ, ['plain', 'lease-postgres', 'lease-redis']);
     const ratios = reportVariantsAgainstPlain(report, {
       variant: `RabbitMQ, prefetch ${PREFETCH}`,
       chartTitle: `8 · lease mode · RabbitMQ consumer · prefetch ${PREFETCH}`,
@@ -34,7 +34,7 @@ export const leaseMode: BenchCase = {
       plain: drained.medians.plain,
       others: { 'lease, postgres': drained.medians['lease-postgres'], 'lease, redis': drained.medians['lease-redis'] },
     });
-    report.details.rabbitmq = { ...drained, ratios };
+    report.details.rabbitmq = { ...RABBITMQ.details, ...drained, ratios };
     return report;
   },
 };

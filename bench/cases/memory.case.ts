@@ -1,4 +1,4 @@
-import type { ProcessUsage } from '../app/process-usage.js';
+import type { ProcessUsage } from '../../test/apps/bench/process-usage.js';
 import { runAppLoad, uniqueCredits } from '../support/http-load.js';
 import { describe } from '../support/measurement.js';
 import { round } from '../support/stats.js';

@@ -1,27 +1,17 @@
-import amqplib from 'amqplib';
 import { schemaSql } from 'nestjs-idempotent-consumer';
-import type { ProcessLaunch } from '../support/bench-app.process.js';
-import { type BenchBroker, openBenchBroker, RABBITMQ_URL } from '../support/bench-broker.js';
-import { type InstructionWindows, openCallgrind } from '../support/callgrind.js';
+import type { ProcessLaunch } from '../../test/support/bench-processes.js';
+import { RABBITMQ_URL } from '../../test/support/brokers.js';
+import { type BenchBroker, consumeArrivals, openBenchBroker } from '../../test/support/broker-clients.js';
+import { until } from '../../test/support/test-database.js';
+import type { OutboxBenchConfig } from '../../test/apps/bench/outbox-bench.module.js';
+import type { InstructionWindows } from '../support/callgrind.js';
 import { runFixedRateLoad } from '../support/fixed-rate-load.js';
 import { runHttpLoad, uniqueCredits } from '../support/http-load.js';
-import {
-  type ArmInstructions,
-  INSTRUCTION_NODE_ARGS,
-  inParallel,
-  instructionsFigure,
-  instructionWindows,
-  measureArm,
-  PARALLEL_ARMS,
-  REQUEST_TIMEOUT_SECONDS,
-  type RunningArm,
-  runningHttpArm,
-  signedThousands,
-  thousands,
-} from '../support/instruction-arms.js';
-import { type OutboxBenchAppProcess, startOutboxBenchApp } from '../support/outbox-bench-app.process.js';
-import { percentile, round } from '../support/stats.js';
-import { type BenchCase, type BenchContext, type CaseReport, CaseSkipped, emptyReport } from './bench-case.js';
+import { addedHalfSpread, armFigure, type ArmInstructions, inParallel, measureArm, openInstructionCase, PARALLEL_ARMS, REQUEST_TIMEOUT_SECONDS, type RunningArm, runningHttpArm, signedThousands } from '../support/instruction-arms.js';
+import { type HttpBenchProcess, startOutboxBenchApp } from '../../test/support/bench-processes.js';
+import { percentile } from '../../test/support/latency.js';
+import { round } from '../support/stats.js';
+import { type BenchCase, type BenchContext, type CaseReport, CaseSkipped } from './bench-case.js';
 
 /**
  * The arms of the instruction count, each an `@IdempotentHandler()` crediting an account on TypeORM
@@ -71,19 +61,13 @@ export const outboxCase: BenchCase = {
   id: 18,
   title: 'Outbox',
   async run(context): Promise<CaseReport> {
-    const callgrind = await openCallgrind();
-    if (!callgrind) {
-      throw new CaseSkipped('valgrind (with callgrind_control) is not installed');
-    }
+    const relaySettings = context.settings.quick ? QUICK_RELAY : FULL_RELAY;
+    const { callgrind, how, report } = await openInstructionCase(context, { platform: 'express', relay: relaySettings });
     const broker = await openBenchBroker().catch(() => undefined);
     if (!broker) {
       await callgrind.close();
       throw new CaseSkipped(`RabbitMQ is not reachable at ${RABBITMQ_URL}`);
     }
-    const how = instructionWindows(context.settings);
-    const relaySettings = context.settings.quick ? QUICK_RELAY : FULL_RELAY;
-    const report = emptyReport();
-    report.details.method = { ...how, nodeArgs: INSTRUCTION_NODE_ARGS, valgrind: callgrind.version, runtime: context.runtimes.headline.version, platform: 'express', relay: relaySettings };
     try {
       if (process.env.BENCH_OUTBOX_RELAY_ONLY === '1') {
         report.rows.push({ variant: 'instructions per message: not measured (BENCH_OUTBOX_RELAY_ONLY=1)' });
@@ -109,80 +93,81 @@ export const outboxCase: BenchCase = {
   },
 };
 
-/** A name of this run for a table and a queue of one process: `c18_<what>_<time>`. */
-function uniqueName(what: string): string {
-  return `c18_${what.replace(/-/g, '_')}_${Date.now().toString(36)}${Math.floor(Math.random() * 1296).toString(36)}`;
-}
-
-/** Makes an outbox table `table` in the bench database, by the package's own migration SQL. */
-async function createOutboxTable(context: BenchContext, table: string): Promise<void> {
-  const migrations = await schemaSql(undefined, table);
-  const outbox = migrations.find(({ name }) => name.endsWith('create-outbox-messages-table'));
+/**
+ * A table and a queue of this run for one process (`c18_<what>_<time>`, `bench-<table>`): the table
+ * made by the package's own migration SQL, a consumer in the runner stamping each arrival on the
+ * queue, and how to remove them all. The consumer also keeps the queue in use: the broker deletes
+ * a run's queue after 10 minutes without one (x-expires), and an arm under valgrind outlasts that;
+ * its mandatory publishes then came back unroutable, and the relay dead-lettered them (a full run on 2026-12-05).
+ */
+async function openOutboxRun({ database }: BenchContext, broker: BenchBroker, what: string) {
+  const table = `c18_${what.replace(/-/g, '_')}_${Date.now().toString(36)}${Math.floor(Math.random() * 1296).toString(36)}`;
+  const queue = `bench-${table}`;
+  const outbox = (await schemaSql(undefined, table)).find(({ name }) => name.endsWith('create-outbox-messages-table'));
   if (!outbox) {
     throw new Error('schemaSql() has no outbox migration');
   }
-  await context.database.query(outbox.sql);
+  await database.query(outbox.sql);
+  await broker.declareQueue(queue);
+  const consumer = await consumeArrivals(broker.url, queue);
+  return {
+    table,
+    queue,
+    consumer,
+    config: (relay: boolean): OutboxBenchConfig => ({ databaseUrl: database.url, rabbitmqUrl: broker.url, queue, table, relay }),
+    close: async () => {
+      await consumer.close();
+      await broker.deleteQueue(queue);
+      await database.query(`DROP TABLE "${table}"`);
+    },
+  };
 }
 
-/** Waits until every message of `table` is dispatched (none dead-lettered); throws after `timeoutMs`. */
-async function waitDispatched(context: BenchContext, table: string, timeoutMs = DRAIN_TIMEOUT_MS): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const [{ pending, dead }] = await context.database.query<{ pending: number; dead: number }>(
-      `SELECT count(*) FILTER (WHERE dispatched_at IS NULL AND dead_lettered_at IS NULL)::int AS pending, count(*) FILTER (WHERE dead_lettered_at IS NOT NULL)::int AS dead FROM "${table}"`,
-    );
-    if (dead > 0) {
-      throw new Error(`${dead} messages of ${table} were dead-lettered`);
-    }
-    if (pending === 0) {
-      return;
-    }
-    if (performance.now() > deadline) {
-      throw new Error(`${pending} messages of ${table} were not dispatched within ${timeoutMs / 1000} s`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+/** Waits until every message of `table` is dispatched; fails at once on a dead-lettered one, and after `DRAIN_TIMEOUT_MS`. */
+async function waitDispatched(context: BenchContext, table: string): Promise<void> {
+  await until(
+    async () => {
+      const [{ pending, dead }] = await context.database.query<{ pending: number; dead: number }>(
+        `SELECT count(*) FILTER (WHERE dispatched_at IS NULL AND dead_lettered_at IS NULL)::int AS pending, count(*) FILTER (WHERE dead_lettered_at IS NOT NULL)::int AS dead FROM "${table}"`,
+      );
+      if (dead > 0) {
+        throw new Error(`${dead} messages of ${table} were dead-lettered`);
+      }
+      return pending === 0;
+    },
+    `every message of ${table} is dispatched`,
+    DRAIN_TIMEOUT_MS,
+  );
 }
 
 /** One arm in a process (and, for `outbox-request`, a relay process) of its own, on a table and a queue of its own. */
 async function outboxArm(context: BenchContext, how: InstructionWindows, broker: BenchBroker, arm: OutboxArm, launch: ProcessLaunch): Promise<RunningArm> {
-  const name = uniqueName(`${arm}_${launch.wrapper ? 'counted' : 'native'}`);
-  const table = name;
-  const queue = `bench-${name}`;
-  await createOutboxTable(context, table);
-  await broker.declareQueue(queue);
-  // A consumer in the runner keeps the queue in use: the broker deletes a run's queue after 10
-  // minutes without one (x-expires), and an arm under valgrind outlasts that; its mandatory
-  // publishes then came back unroutable, and the relay dead-lettered them (a full run on 2026-12-05).
-  const drain = await consumeArrivals(broker.url, queue);
-  const setup = { databaseUrl: context.database.url, rabbitmqUrl: broker.url, queue, table };
-  const apps: OutboxBenchAppProcess[] = [];
+  const run = await openOutboxRun(context, broker, `${arm}_${launch.wrapper ? 'counted' : 'native'}`);
+  const apps: HttpBenchProcess[] = [];
+  const stop = async () => {
+    await Promise.all(apps.map((process) => process.stop()));
+    await run.close();
+  };
   try {
-    const app = await startOutboxBenchApp({ ...setup, relay: arm === 'outbox' }, context.runtimes.headline, launch);
+    const app = await startOutboxBenchApp(run.config(arm === 'outbox'), context.runtimes.headline, launch);
     apps.push(app);
     if (arm === 'outbox-request') {
-      apps.push(await startOutboxBenchApp({ ...setup, relay: true }, context.runtimes.headline));
+      apps.push(await startOutboxBenchApp(run.config(true), context.runtimes.headline));
     }
-    const http = await runningHttpArm(app, how, { path: ROUTES[arm], label: name });
+    const http = await runningHttpArm(app, how, { path: ROUTES[arm], label: run.table });
     return {
       ...http,
       send: async (requests) => {
         await http.send(requests);
         if (arm === 'outbox') {
           // The relay's work for the window's messages belongs to the window.
-          await waitDispatched(context, table);
+          await waitDispatched(context, run.table);
         }
       },
-      stop: async () => {
-        await Promise.all(apps.map((process) => process.stop()));
-        await drain.close();
-        await broker.deleteQueue(queue);
-        await context.database.query(`DROP TABLE "${table}"`);
-      },
+      stop,
     };
   } catch (error) {
-    await Promise.all(apps.map((process) => process.stop()));
-    await drain.close();
+    await stop();
     throw error;
   }
 }
@@ -190,8 +175,6 @@ async function outboxArm(context: BenchContext, how: InstructionWindows, broker:
 /** The instructions of the arms, each above the baseline, as rows and a chart group. */
 function reportInstructions(report: CaseReport, arms: Record<OutboxArm, ArmInstructions>): void {
   const baseline = arms.baseline;
-  const halfSpread = ({ spreadPercent }: ArmInstructions) => `±${(spreadPercent / 2).toFixed(1)} %`;
-  const addedHalfSpread = (arm: ArmInstructions) => Math.round((arm.max - arm.min + baseline.max - baseline.min) / 2);
   const trips = (arm: ArmInstructions) => (arm.roundTrips === undefined ? '' : `; ${arm.roundTrips} round trips/msg`);
   const added: Record<string, number> = {};
   for (const arm of ARMS) {
@@ -200,13 +183,10 @@ function reportInstructions(report: CaseReport, arms: Record<OutboxArm, ArmInstr
     report.rows.push({
       variant: `Express, ${ARM_NAMES[arm]}`,
       appCpuMicros: counted.cpuMicros,
-      figure:
-        `${instructionsFigure(counted)} ${halfSpread(counted)}` +
-        (arm === 'baseline' ? '' : `; ${signedThousands(added[arm])} ±${thousands(addedHalfSpread(counted))} over baseline, ${signedMicros(counted.cpuMicros - baseline.cpuMicros)}`) +
-        trips(counted),
+      figure: armFigure(counted, arm === 'baseline' ? undefined : baseline, 'baseline') + trips(counted),
     });
   }
-  report.details.addedOverBaseline = Object.fromEntries(ARMS.filter((arm) => arm !== 'baseline').map((arm) => [arm, { instructions: added[arm], halfSpread: addedHalfSpread(arms[arm]), cpuMicros: arms[arm].cpuMicros - baseline.cpuMicros }]));
+  report.details.addedOverBaseline = Object.fromEntries(ARMS.filter((arm) => arm !== 'baseline').map((arm) => [arm, { instructions: added[arm], halfSpread: addedHalfSpread(arms[arm], baseline), cpuMicros: arms[arm].cpuMicros - baseline.cpuMicros }]));
   report.chart.push({
     title: '18 · instructions per message · outbox against a direct publish',
     unit: 'k instructions',
@@ -251,36 +231,6 @@ interface BatchSizes {
   readonly histogram: Record<string, number>;
 }
 
-/** A consumer in the runner on `queue`: each message's arrival (epoch ms, sub-ms) by its AMQP messageId. */
-async function consumeArrivals(url: string, queue: string) {
-  const connection = await amqplib.connect(url);
-  const channel = await connection.createChannel();
-  await channel.prefetch(1000);
-  const arrivals = new Map<string, number>();
-  await channel.consume(
-    queue,
-    (message) => {
-      if (message) {
-        arrivals.set(String(message.properties.messageId), performance.timeOrigin + performance.now());
-      }
-    },
-    { noAck: true },
-  );
-  return {
-    arrivals,
-    async waitFor(ids: readonly string[], timeoutMs = 60_000) {
-      const deadline = performance.now() + timeoutMs;
-      while (ids.some((id) => !arrivals.has(id))) {
-        if (performance.now() > deadline) {
-          throw new Error(`${ids.filter((id) => !arrivals.has(id)).length} of ${ids.length} messages did not reach the consumer of ${queue}`);
-        }
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    },
-    close: () => connection.close(),
-  };
-}
-
 /** The rows of `table` created from `since` (epoch ms) on: id, created_at, dispatched_at (epoch ms). */
 async function outboxRows(context: BenchContext, table: string, since = 0) {
   return context.database.query<{ id: string; created: number; dispatched: number }>(
@@ -311,11 +261,9 @@ function batchSizes(rows: readonly { dispatched: number }[]): BatchSizes {
 
 /** One native app with its relay, loaded at `rate` for `seconds` after a warm-up; the consumer stamps each message's arrival. */
 async function measureRate(context: BenchContext, broker: BenchBroker, rate: number, settings: typeof FULL_RELAY): Promise<RateResult> {
-  const name = uniqueName(`rate${rate}`);
-  await createOutboxTable(context, name);
-  await broker.declareQueue(`bench-${name}`);
-  const consumer = await consumeArrivals(broker.url, `bench-${name}`);
-  const app = await startOutboxBenchApp({ databaseUrl: context.database.url, rabbitmqUrl: broker.url, queue: `bench-${name}`, table: name, relay: true }, context.runtimes.headline);
+  const run = await openOutboxRun(context, broker, `rate${rate}`);
+  const { table: name, consumer } = run;
+  const app = await startOutboxBenchApp(run.config(true), context.runtimes.headline);
   try {
     const url = `${app.baseUrl}/outbox/credits`;
     await runHttpLoad({ url, connections: 4, amount: settings.warmup, timeout: REQUEST_TIMEOUT_SECONDS, request: uniqueCredits(`${name}-warmup`) });
@@ -365,9 +313,7 @@ async function measureRate(context: BenchContext, broker: BenchBroker, rate: num
     return result;
   } finally {
     await app.stop();
-    await consumer.close();
-    await broker.deleteQueue(`bench-${name}`);
-    await context.database.query(`DROP TABLE "${name}"`);
+    await run.close();
   }
 }
 
@@ -389,10 +335,8 @@ interface DrainResult {
  * process with its relay started on the table, the consumer stamping arrivals.
  */
 async function measureDrain(context: BenchContext, broker: BenchBroker, messages: number): Promise<DrainResult> {
-  const name = uniqueName('drain');
-  const queue = `bench-${name}`;
-  await createOutboxTable(context, name);
-  await broker.declareQueue(queue);
+  const run = await openOutboxRun(context, broker, 'drain');
+  const { table: name, queue, consumer } = run;
   await context.database.query(
     `INSERT INTO "${name}" (id, destination, address, pattern, headers, payload) ` +
       `SELECT gen_random_uuid()::text, 'rabbitmq', $1, 'credit.granted', '{}', json_build_object('account', 'a' || (n % 1000), 'cents', 1 + n % 100)::text ` +
@@ -400,9 +344,8 @@ async function measureDrain(context: BenchContext, broker: BenchBroker, messages
     [queue, messages],
   );
   await context.database.settle();
-  const consumer = await consumeArrivals(broker.url, queue);
   const started = performance.timeOrigin + performance.now();
-  const app = await startOutboxBenchApp({ databaseUrl: context.database.url, rabbitmqUrl: broker.url, queue, table: name, relay: true }, context.runtimes.headline);
+  const app = await startOutboxBenchApp(run.config(true), context.runtimes.headline);
   try {
     await waitDispatched(context, name);
     const rows = await outboxRows(context, name);
@@ -421,9 +364,7 @@ async function measureDrain(context: BenchContext, broker: BenchBroker, messages
     return result;
   } finally {
     await app.stop();
-    await consumer.close();
-    await broker.deleteQueue(queue);
-    await context.database.query(`DROP TABLE "${name}"`);
+    await run.close();
   }
 }
 
@@ -449,9 +390,4 @@ function reportRelay(report: CaseReport, rates: readonly RateResult[], drain: Dr
     bars: [...rates.map((result) => ({ label: `at ${result.rate}/s`, value: result.relayedPerSecond, series: 1 })), { label: 'backlog', value: drain.perSecond, series: 1 }],
     note: rates.map((result) => `lag p95 at ${result.rate}/s: ${result.lagMs.p95} ms`).join(', ') + `; backlog drained in batches of ${drain.batches.p50} (p50)`,
   });
-}
-
-/** `+123 µs`, `−45 µs` */
-function signedMicros(value: number): string {
-  return `${value >= 0 ? '+' : '−'}${Math.abs(value).toLocaleString('en-US')} µs`;
 }

@@ -1,11 +1,13 @@
-import { type BenchAppProcess, type Platform, PLATFORMS } from '../support/bench-app.process.js';
+import { type Platform, PLATFORMS } from '../../test/support/bench-processes.js';
 import { installedVersion } from '../support/bench-packages.js';
-import { readRedisPersistence, REDIS_URL } from '../support/bench-redis.js';
+import { REDIS_URL } from '../../test/support/brokers.js';
+import { readRedisPersistence } from '../../test/support/broker-clients.js';
 import { runAppLoad, uniqueCredits } from '../support/http-load.js';
 import { type Arm, interleave, type Summary, summarize, withDatabaseCpu } from '../support/measurement.js';
 import { round } from '../support/stats.js';
-import { type BenchCase, type BenchContext, type CaseReport, checkFloor, emptyReport, reportVariantsAgainstPlain } from './bench-case.js';
-import { expectNoNewLedgerRows, processReplayedKeys, replayedCredits } from './http-duplicates.case.js';
+import { type BenchCase, type BenchContext, type CaseReport, checkFloor, emptyReport, reportVariantsAgainstPlain, withApps } from './bench-case.js';
+import { expectNoNewLedgerRows } from '../../test/support/ledger.js';
+import { processReplayedKeys, replayedCredits } from './http-duplicates.case.js';
 
 /** What the table and the chart call the peer. */
 export const PEER_LABEL = '@node-idempotency/nestjs';
@@ -51,7 +53,7 @@ const ADDED_APP_CPU_OVER_PEER = 1.2;
  * - a handler that outlasts the key's TTL lets a twin run beside it. The unique key is
  *   method, URL and `Idempotency-Key` (no sender, no handler), and it is HTTP only.
  * Ours claims in the handler's own transaction: claim, work and response commit together or not
- * at all, so none of these cases exists (see the guide, libs/idempotency/docs/guide.md, *What happens on a crash*).
+ * at all, so none of these cases exists (see the guide, libs/idempotency/docs/operations.md, *What happens on a crash*).
  */
 export const peer: BenchCase = {
   id: 10,
@@ -71,28 +73,23 @@ export const peer: BenchCase = {
 
 /** The case on one platform: its rows, chart groups, and what goes into the details. */
 async function measurePlatform({ settings, database, startApp, log }: BenchContext, report: CaseReport, platform: Platform) {
-  const apps = new Map<Route, BenchAppProcess>();
-  try {
-    for (const route of ROUTES) {
-      apps.set(route, await startApp(platform));
-    }
-    const appOf = (route: Route) => apps.get(route) as BenchAppProcess;
+  return withApps(ROUTES, () => startApp(platform), async (apps) => {
     const replayed = (route: ReplayedRoute) => replayedCredits(`c10-${platform}-${route}`);
     for (const route of REPLAYED_ROUTES) {
-      await processReplayedKeys(appOf(route), `/${route}/credits`, settings.connections, replayed(route));
+      await processReplayedKeys(apps[route], `/${route}/credits`, settings.connections, replayed(route));
     }
     const first = (route: Route): Arm => ({
       name: `${platform} ${route}`,
       measure: (r, seconds) =>
         withDatabaseCpu(database, () =>
-          runAppLoad(appOf(route), `/${route}/credits`, { connections: settings.connections, seconds, request: uniqueCredits(`c10-${platform}-${route}-${r}`) }),
+          runAppLoad(apps[route], `/${route}/credits`, { connections: settings.connections, seconds, request: uniqueCredits(`c10-${platform}-${route}-${r}`) }),
         ),
     });
     const replays = (route: ReplayedRoute): Arm => ({
       name: `${platform} ${route} replays`,
       measure: (_r, seconds) =>
         expectNoNewLedgerRows(database, () =>
-          runAppLoad(appOf(route), `/${route}/credits`, { connections: settings.connections, seconds, request: replayed(route) }),
+          runAppLoad(apps[route], `/${route}/credits`, { connections: settings.connections, seconds, request: replayed(route) }),
         ),
     });
     const arms = [...ROUTES.map(first), ...REPLAYED_ROUTES.map(replays)];
@@ -124,9 +121,7 @@ async function measurePlatform({ settings, database, startApp, log }: BenchConte
       note: REPLAYED_ROUTES.map((route) => `${CHART_NAMES[route]}: replays / first deliveries = ${replayRatio(route).toFixed(3)}`).join(', '),
     });
     return { rounds, medians, ratios, replayRatios: Object.fromEntries(REPLAYED_ROUTES.map((route) => [route, replayRatio(route)])) };
-  } finally {
-    await Promise.all([...apps.values()].map((app) => app.stop()));
-  }
+  });
 }
 
 /**

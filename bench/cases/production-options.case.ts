@@ -1,8 +1,8 @@
-import { type BenchAppOptions, type BenchAppProcess, type Platform } from '../support/bench-app.process.js';
+import { type BenchAppOptions, type BenchAppProcess, type Platform } from '../../test/support/bench-processes.js';
 import { runAppLoad, uniqueCredits } from '../support/http-load.js';
 import { type Arm, interleave, type Summary, summarize, withDatabaseCpu } from '../support/measurement.js';
 import { round } from '../support/stats.js';
-import { type BenchCase, type BenchContext, type CaseReport, emptyReport, reportVariantsAgainstPlain } from './bench-case.js';
+import { type BenchCase, type BenchContext, type CaseReport, emptyReport, reportVariantsAgainstPlain, withApps } from './bench-case.js';
 
 /** Case 1's headline platform. */
 const PLATFORM: Platform = 'express';
@@ -40,18 +40,14 @@ export const productionOptions: BenchCase = {
   async run(context): Promise<CaseReport> {
     const { settings, database, startApp, log } = context;
     const report = emptyReport();
-    const apps = new Map<Configuration, BenchAppProcess>();
     const requests = Object.fromEntries(NAMES.map((name) => [name, 0])) as Record<Configuration, number>;
     const keyPrefix = (name: Configuration) => `c11-${PLATFORM}-${CONFIGURATIONS[name].slug}-`;
-    try {
-      for (const name of NAMES) {
-        apps.set(name, await startApp(PLATFORM, undefined, CONFIGURATIONS[name].options));
-      }
+    return withApps(NAMES, (name) => startApp(PLATFORM, undefined, CONFIGURATIONS[name].options), async (apps) => {
       const arm = (name: Configuration): Arm => ({
         name: `${PLATFORM} ${name}`,
         measure: async (r, seconds) => {
           const measurement = await withDatabaseCpu(database, () =>
-            runAppLoad(apps.get(name) as BenchAppProcess, `/${CONFIGURATIONS[name].route}/credits`, {
+            runAppLoad(apps[name], `/${CONFIGURATIONS[name].route}/credits`, {
               connections: settings.connections,
               seconds,
               request: uniqueCredits(`${keyPrefix(name)}${r}`),
@@ -94,9 +90,7 @@ export const productionOptions: BenchCase = {
       };
       report.details[PLATFORM] = { node: context.runtimes.headline.version, rounds, medians, ratios, againstDefaults, checks };
       return report;
-    } finally {
-      await Promise.all([...apps.values()].map((app) => app.stop()));
-    }
+    });
   },
 };
 
@@ -117,7 +111,7 @@ function added(value: number | undefined, base: number | undefined): number | un
  */
 async function checkOptionsTookEffect(
   { database }: BenchContext,
-  apps: Map<Configuration, BenchAppProcess>,
+  apps: Record<Configuration, BenchAppProcess>,
   requests: Record<Configuration, number>,
   keyPrefix: (name: Configuration) => string,
 ) {
@@ -129,7 +123,7 @@ async function checkOptionsTookEffect(
          FROM processed_messages WHERE message_id LIKE $1`,
       [`${keyPrefix(name)}%`],
     );
-    const { spans } = await (apps.get(name) as BenchAppProcess).usage();
+    const { spans } = await apps[name].usage();
     checks[name] = { requests: requests[name], records, sealed, ...(spans === undefined ? {} : { spans }) };
     const encrypted = 'encryption' in options && options.encryption;
     if (records < requests[name] || sealed !== (encrypted ? records : 0)) {

@@ -1,8 +1,8 @@
 import type { PurgeRun } from 'nestjs-idempotent-consumer';
-import type { BenchDatabase } from '../support/bench-database.js';
+import type { BenchDatabase } from '../../test/support/bench-database.js';
 import { runAppLoad, uniqueCredits } from '../support/http-load.js';
 import { describe, type Measurement, p99Of, summarize } from '../support/measurement.js';
-import { countProcessedMessages, emptyProcessedMessages, seedProcessedMessages } from '../support/processed-messages.js';
+import { countProcessedMessages, seedProcessedMessages } from '../../test/support/processed-messages.js';
 import { median, round } from '../support/stats.js';
 import { type BenchCase, type CaseReport, checkFloor, emptyReport } from './bench-case.js';
 
@@ -36,8 +36,8 @@ export const purge: BenchCase = {
   title: 'Purge',
   async run({ settings, database, startApp, log }): Promise<CaseReport> {
     const report = emptyReport();
-    await emptyProcessedMessages(database);
-    await seedProcessedMessages(database, { count: LIVE_ROWS, consumer: LIVE_CONSUMER, expired: false });
+    await database.query('TRUNCATE processed_messages');
+    await seedProcessedMessages(database, { count: LIVE_ROWS, consumer: LIVE_CONSUMER, expired: false, sender: 'default' });
     const app = await startApp(PLATFORM);
     try {
       const claims = (label: string, load: { seconds: number; until?: Promise<unknown> }) =>
@@ -55,7 +55,7 @@ export const purge: BenchCase = {
         const rowsPerSecond = Math.round(run.rows / (run.durationMs / 1000));
         step('claims during the purge', describe(during));
         step('purge', `${run.rows} rows in ${run.batches} batches, ${run.durationMs} ms = ${rowsPerSecond} rows/s`);
-        await expectEveryExpiredRowPurged(database, run);
+        await expectEveryExpiredRowPurged(database, run, r);
         // As autovacuum would, so the next round's seed starts on a table without dead rows.
         await database.query('VACUUM processed_messages');
         rounds.push({ seedSeconds, without, during, purge: { rows: run.rows, batches: run.batches, durationMs: run.durationMs, rowsPerSecond } });
@@ -108,15 +108,19 @@ export const purge: BenchCase = {
  */
 async function seedExpiredRows(database: BenchDatabase, r: number): Promise<number> {
   const started = performance.now();
-  await seedProcessedMessages(database, { count: EXPIRED_ROWS, consumer: `Seed.expired-${r}`, expired: true });
+  await seedProcessedMessages(database, { count: EXPIRED_ROWS, consumer: expiredConsumer(r), expired: true, sender: 'default' });
   await database.query('VACUUM ANALYZE processed_messages');
   await database.query('CHECKPOINT');
   return round((performance.now() - started) / 1000, 1);
 }
 
-/** The purge deleted exactly the expired rows: none is left, and every live seeded row is. */
-async function expectEveryExpiredRowPurged(database: BenchDatabase, run: Omit<PurgeRun, 'startedAt'>): Promise<void> {
-  const { expired, ofConsumer: live } = await countProcessedMessages(database, LIVE_CONSUMER);
+/** The consumer of round `r`'s expired rows. */
+const expiredConsumer = (r: number) => `Seed.expired-${r}`;
+
+/** Round `r`'s purge deleted exactly the expired rows: none is left, and every live seeded row is. */
+async function expectEveryExpiredRowPurged(database: BenchDatabase, run: Omit<PurgeRun, 'startedAt'>, r: number): Promise<void> {
+  const expired = await countProcessedMessages(database, expiredConsumer(r));
+  const live = await countProcessedMessages(database, LIVE_CONSUMER);
   if (run.outcome !== 'purged' || run.rows !== EXPIRED_ROWS || expired !== 0 || live !== LIVE_ROWS) {
     throw new Error(
       `the purge ${run.outcome} ${run.rows} of ${EXPIRED_ROWS} expired rows, leaving ${expired} expired and ${live} of ${LIVE_ROWS} live seeded rows`,

@@ -1,6 +1,7 @@
 import { runClaims } from './webhook-claims.js';
 import { startPurgeApp } from './purge-app.js';
-import { type SizingDatabase, TABLE } from './sizing-database.js';
+import type { StoreDatabase } from '../../test/support/store-database.js';
+import { TABLE } from './sizing.settings.js';
 
 /** Per-table storage parameters, as `ALTER TABLE ... SET (...)` takes them. */
 export type StorageParameters = Readonly<Record<string, number>>;
@@ -70,7 +71,7 @@ interface TableStatistics {
   n_tup_hot_upd: string;
 }
 
-async function readStatistics(database: SizingDatabase): Promise<TableStatistics> {
+async function readStatistics(database: StoreDatabase): Promise<TableStatistics> {
   const [row] = await database.query<TableStatistics>(
     `SELECT n_dead_tup, n_live_tup, autovacuum_count, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = $1`,
     [TABLE],
@@ -84,7 +85,7 @@ async function readStatistics(database: SizingDatabase): Promise<TableStatistics
  * `n_dead_tup` read from `pg_stat_user_tables` every `sampleSeconds`. The run starts from a
  * vacuumed table with no expired row left, and with the parameters set (or reset to the defaults).
  */
-export async function runChurn(database: SizingDatabase, churn: Churn): Promise<ChurnResult> {
+export async function runChurn(database: StoreDatabase, churn: Churn): Promise<ChurnResult> {
   const catchUp = await startPurgeApp(database.url, { poolSize: 1, timer: false });
   await catchUp.purgeNow();
   await catchUp.close();

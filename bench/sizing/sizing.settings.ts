@@ -1,3 +1,11 @@
+import { DEFAULT_TABLE_NAME } from 'nestjs-idempotent-consumer';
+
+/** The server the sizing uses unless DATABASE_URL names another: this machine's PostgreSQL. */
+export const DEFAULT_SERVER_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** The processed-messages table, as the shipped migration names it. */
+export const TABLE = DEFAULT_TABLE_NAME;
+
 /** How big and how long the sizing measures; see `npm run bench:sizing -- --quick`. */
 export interface SizingSettings {
   /** Rows in the measured table. */

@@ -1,4 +1,5 @@
-import { type SizingDatabase, TABLE } from './sizing-database.js';
+import type { StoreDatabase } from '../../test/support/store-database.js';
+import { TABLE } from './sizing.settings.js';
 
 /** The table's size on disk, whole and by part, and per row. */
 export interface StorageFigures {
@@ -13,7 +14,7 @@ export interface StorageFigures {
 }
 
 /** Reads the processed-messages table's size and its exact row count. */
-export async function measureStorage(database: SizingDatabase): Promise<StorageFigures> {
+export async function measureStorage(database: StoreDatabase): Promise<StorageFigures> {
   const [sizes] = await database.query<{ table_bytes: string; total_bytes: string }>(
     `SELECT pg_table_size($1::regclass) AS table_bytes, pg_total_relation_size($1::regclass) AS total_bytes`,
     [TABLE],

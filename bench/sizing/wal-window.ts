@@ -1,4 +1,4 @@
-import type { SizingDatabase } from './sizing-database.js';
+import type { StoreDatabase } from '../../test/support/store-database.js';
 
 /** The server's WAL position and counters at one moment. */
 interface WalMark {
@@ -29,7 +29,7 @@ export interface WalWindow {
   fullPageImageBytes: number | null;
 }
 
-async function mark(database: SizingDatabase): Promise<WalMark> {
+async function mark(database: StoreDatabase): Promise<WalMark> {
   const [row] = await database.query<{ lsn: string; fpi: string; records: string; checkpoints: string; other_commits: string }>(
     `SELECT pg_current_wal_lsn()::text AS lsn, w.wal_fpi AS fpi, w.wal_records AS records,
             b.checkpoints_timed + b.checkpoints_req AS checkpoints,
@@ -43,7 +43,7 @@ async function mark(database: SizingDatabase): Promise<WalMark> {
  * Runs `work` between two marks and returns its result with the WAL written meanwhile. The end
  * mark waits a second, so that the backends that exited have flushed their statistics.
  */
-export async function measureWal<T>(database: SizingDatabase, work: () => Promise<T>): Promise<{ result: T; wal: WalWindow }> {
+export async function measureWal<T>(database: StoreDatabase, work: () => Promise<T>): Promise<{ result: T; wal: WalWindow }> {
   await database.query('SELECT pg_stat_clear_snapshot()');
   const start = await mark(database);
   const result = await work();
@@ -65,7 +65,7 @@ export async function measureWal<T>(database: SizingDatabase, work: () => Promis
   };
 }
 
-async function readFullPageImageBytes(database: SizingDatabase, start: string, end: string): Promise<number | null> {
+async function readFullPageImageBytes(database: StoreDatabase, start: string, end: string): Promise<number | null> {
   try {
     await database.query('CREATE EXTENSION IF NOT EXISTS pg_walinspect');
     const [{ fpi }] = await database.query<{ fpi: string }>('SELECT sum(fpi_size) AS fpi FROM pg_get_wal_stats($1, $2)', [start, end]);

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { WEBHOOK_RESPONSE, webhookClaim, webhookEvent } from './webhook-message.js';
-import { TABLE } from './sizing-database.js';
+import { TABLE } from './sizing.settings.js';
 
 /** How many first deliveries to claim, how many at once, and at what pace. */
 export interface ClaimLoad {

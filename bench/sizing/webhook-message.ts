@@ -1,7 +1,7 @@
 import { hash, randomUUID } from 'node:crypto';
 import type { RecordedResponse } from 'nestjs-idempotent-consumer';
-import type { SizingDatabase } from './sizing-database.js';
-import { TABLE } from './sizing-database.js';
+import type { StoreDatabase } from '../../test/support/store-database.js';
+import { TABLE } from './sizing.settings.js';
 
 /** The module's documented defaults (`@default` of `retention`, `purge.interval` and `purge.batchSize`). */
 export const MODULE_DEFAULTS = { retentionMs: 7 * 24 * 3_600_000, purge: { intervalMs: 60_000, batchSize: 5000 } } as const;
@@ -76,7 +76,7 @@ const BULK_CHUNK = 1_000_000;
  * the leaves split as under random keys. Expiries rise in insertion order, as a service's do; each
  * row was processed one retention before it expires.
  */
-export async function insertBulkRows(database: SizingDatabase, { count, firstExpiry, expirySpacingMs, log }: BulkRows): Promise<void> {
+export async function insertBulkRows(database: StoreDatabase, { count, firstExpiry, expirySpacingMs, log }: BulkRows): Promise<void> {
   for (let from = 0; from < count; from += BULK_CHUNK) {
     const size = Math.min(BULK_CHUNK, count - from);
     await database.query(

@@ -1,8 +1,6 @@
 // The part of autocannon's programmatic API the bench uses (the package ships no types).
 declare module 'autocannon' {
   interface RawRequest {
-    method?: string;
-    path?: string;
     headers?: Record<string, string>;
     body?: string;
   }
@@ -21,18 +19,13 @@ declare module 'autocannon' {
     timeout?: number;
   }
 
-  interface Histogram {
-    average: number;
-    p50: number;
-    p99: number;
-  }
 
   interface Result {
     errors: number;
     timeouts: number;
     non2xx: number;
     '2xx': number;
-    latency: Histogram;
+    latency: { p50: number; p99: number };
     statusCodeStats: Record<string, { count: number }>;
   }
 

@@ -1,13 +1,12 @@
-import type { TransportArm } from '../app/consumer-commands.js';
+import type { ConsumerArm } from '../../test/apps/bench/bench-messages.controller.js';
 import type { BenchContext } from '../cases/bench-case.js';
-import type { BenchDatabase } from './bench-database.js';
+import type { BenchDatabase } from '../../test/support/bench-database.js';
 import type { CreditRequest } from '../../apps/demo-api/src/credits/credit-request.js';
+import { until } from '../../test/support/test-database.js';
 import { nthCredit } from './http-load.js';
-import { lastLedgerRow, ledgerRowsAfter, waitForEffects } from './ledger-effects.js';
+import { lastLedgerRow, ledgerRowsAfter, waitForEffects } from '../../test/support/ledger.js';
 import { type Arm, interleave, type Measurement, type Summary, summarize, withDatabaseCpu } from './measurement.js';
 
-/** How often a round asks the broker whether every message was settled, once their effects are in. */
-const SETTLE_POLL_MS = 25;
 /** A round fails when the broker still holds messages this long after their effects are in. */
 const SETTLE_TIMEOUT_MS = 10_000;
 
@@ -19,7 +18,7 @@ export interface BacklogMessage {
 
 /** A variant's backlog on a broker, and the consumer process that drains it. */
 export interface Backlog {
-  /** Puts `messages` on the broker; resolves once it holds every one, none delivered yet. */
+  /** Puts `messages` on the broker; resolves once the broker has taken every one. */
   fill(messages: readonly BacklogMessage[]): Promise<void>;
   /** Starts the consumer on the backlog; resolves once it is on it, with its CPU time (µs) from before. */
   consume(): Promise<number>;
@@ -27,14 +26,16 @@ export interface Backlog {
   pause(): Promise<number>;
   /** The messages the broker still holds: not yet acknowledged (or deleted), delivered or not. */
   unsettled(): Promise<number>;
+  /** Stops the consumer for good; a delivery it never settled goes back to (or stays in) the backlog. */
+  stop(): Promise<void>;
 }
 
 /** What `drainBacklogs` measured: the rounds and medians of each variant. */
-export interface DrainedBacklogs {
+export interface DrainedBacklogs<Variant extends ConsumerArm> {
   messagesPerRound: number;
   warmupMessages: number;
   rounds: Record<string, Measurement[]>;
-  medians: Record<TransportArm, Summary>;
+  medians: Record<Variant, Summary>;
 }
 
 /**
@@ -42,10 +43,15 @@ export interface DrainedBacklogs {
  * the variant's backlog first, then times its consumer from the command to consume until the
  * database holds every message's effect. `label` names the rounds' message ids.
  */
-export async function drainBacklogs({ settings, database, log }: BenchContext, label: string, backlogs: Record<TransportArm, Backlog>): Promise<DrainedBacklogs> {
+export async function drainBacklogs<Variant extends ConsumerArm>(
+  { settings, database, log }: BenchContext,
+  label: string,
+  backlogs: Record<Variant, Backlog>,
+): Promise<DrainedBacklogs<Variant>> {
   const messagesPerRound = Math.round(settings.consumerMessages / settings.rounds);
   const warmupMessages = Math.round((messagesPerRound * settings.warmupSeconds) / settings.roundSeconds);
-  const arms: Arm[] = (Object.keys(backlogs) as TransportArm[]).map((variant) => ({
+  const variants = Object.keys(backlogs) as Variant[];
+  const arms: Arm[] = variants.map((variant) => ({
     name: variant,
     measure: (r) =>
       withDatabaseCpu(database, () =>
@@ -53,18 +59,25 @@ export async function drainBacklogs({ settings, database, log }: BenchContext, l
       ),
   }));
   const rounds = await interleave(arms, { ...settings, log });
-  return { messagesPerRound, warmupMessages, rounds, medians: { plain: summarize(rounds.plain), idempotent: summarize(rounds.idempotent) } };
+  const medians = Object.fromEntries(variants.map((variant) => [variant, summarize(rounds[variant])])) as Record<Variant, Summary>;
+  return { messagesPerRound, warmupMessages, rounds, medians };
 }
 
 /**
- * Fills the backlog with `messages` messages (ids `idPrefix<n>`), then times the consumer from the
+ * Fills the backlog with `messages` messages (ids `idPrefix<n>`), fails unless the broker then holds
+ * exactly those, then times the consumer from the
  * command to consume until the database holds one new ledger row per message. Waits, untimed,
  * until the broker has every message settled before it pauses the consumer, so that no ack or
  * delete is cut off. Fails unless every message was settled and had exactly one effect: as many
- * new ledger rows as messages and, for the idempotent variant, as many new claims (none for plain).
+ * new ledger rows as messages and, for the variants that claim in PostgreSQL, as many new claims
+ * (none for plain, nor for lease mode on Redis, whose claims are in Redis).
  */
-async function drainRound(database: BenchDatabase, backlog: Backlog, variant: TransportArm, idPrefix: string, messages: number): Promise<Measurement> {
+async function drainRound(database: BenchDatabase, backlog: Backlog, variant: ConsumerArm, idPrefix: string, messages: number): Promise<Measurement> {
   await backlog.fill(Array.from({ length: messages }, (_, n) => ({ messageId: `${idPrefix}${n}`, data: nthCredit(n) })));
+  const held = await backlog.unsettled();
+  if (held !== messages) {
+    throw new Error(`${variant} round ${idPrefix}: the broker holds ${held} messages where the round put ${messages}`);
+  }
   const last = await lastLedgerRow(database);
   const claimsBefore = await claimCount(database);
   const started = performance.now();
@@ -76,7 +89,7 @@ async function drainRound(database: BenchDatabase, backlog: Backlog, variant: Tr
 
   const effects = await ledgerRowsAfter(database, last);
   const claims = (await claimCount(database)) - claimsBefore;
-  const expectedClaims = variant === 'idempotent' ? messages : 0;
+  const expectedClaims = variant === 'idempotent' || variant === 'lease-postgres' ? messages : 0;
   if (left !== 0 || effects !== messages || claims !== expectedClaims) {
     throw new Error(
       `${variant} round ${idPrefix}: ${messages} messages left ${left} unsettled on the broker, ${effects} ledger rows ` +
@@ -88,13 +101,8 @@ async function drainRound(database: BenchDatabase, backlog: Backlog, variant: Tr
 
 /** Polls the broker until it holds none of the backlog's messages, for up to SETTLE_TIMEOUT_MS; the messages still held. */
 async function settled(backlog: Backlog): Promise<number> {
-  const deadline = performance.now() + SETTLE_TIMEOUT_MS;
-  let left = await backlog.unsettled();
-  while (left > 0 && performance.now() < deadline) {
-    await new Promise((done) => setTimeout(done, SETTLE_POLL_MS));
-    left = await backlog.unsettled();
-  }
-  return left;
+  await until(async () => (await backlog.unsettled()) === 0, 'the broker holds none of the round', SETTLE_TIMEOUT_MS).catch(() => undefined);
+  return backlog.unsettled();
 }
 
 /** The claims in the store: only one arm runs at a time, so a round's new claims are its own. */

@@ -1,7 +1,7 @@
 import { Agent, request } from 'node:http';
 import type { HttpLoad } from './http-load.js';
 import type { Measurement } from './measurement.js';
-import { percentile } from './stats.js';
+import { percentile } from '../../test/support/latency.js';
 
 /** A stream of POSTs sent at a fixed rate, whether or not the earlier ones were answered. */
 export interface FixedRateLoad {

@@ -1,6 +1,6 @@
 import autocannon from 'autocannon';
 import type { CreditRequest } from '../../apps/demo-api/src/credits/credit-request.js';
-import type { BenchAppProcess } from './bench-app.process.js';
+import type { BenchAppProcess } from '../../test/support/bench-processes.js';
 import type { Measurement } from './measurement.js';
 
 /** A stream of POSTs with an `Idempotency-Key` header, one key and body per request. */

@@ -1,6 +1,6 @@
-import type { BenchContext, BenchSettings } from '../cases/bench-case.js';
-import type { ProcessLaunch } from './bench-app.process.js';
-import type { Callgrind, InstructionWindows } from './callgrind.js';
+import { type BenchContext, type BenchSettings, type CaseReport, CaseSkipped, emptyReport } from '../cases/bench-case.js';
+import type { HttpBenchProcess, ProcessLaunch } from '../../test/support/bench-processes.js';
+import { type Callgrind, type InstructionWindows, openCallgrind } from './callgrind.js';
 import { creditBody, runHttpLoad, uniqueCredits } from './http-load.js';
 import { median, round } from './stats.js';
 
@@ -9,8 +9,25 @@ const FULL: InstructionWindows = { connections: 4, preWarmup: 1000, warmupWindow
 const QUICK: InstructionWindows = { connections: 4, preWarmup: 300, warmupWindow: 100, settledWithin: 0.05, maxWarmupWindows: 2, windows: 3, window: 100 };
 
 /** The windows an instruction case sends to each arm in this run. */
-export function instructionWindows(settings: BenchSettings): InstructionWindows {
+function instructionWindows(settings: BenchSettings): InstructionWindows {
   return settings.quick ? QUICK : FULL;
+}
+
+/**
+ * Opens callgrind for an instruction case (16, 17, 18), and its report with the method in the
+ * details: this run's windows, the counted processes' Node options, valgrind's and the apps'
+ * Node's versions, and the case's own `method`.
+ * @throws CaseSkipped where valgrind is not installed.
+ */
+export async function openInstructionCase(context: BenchContext, method: Record<string, unknown> = {}): Promise<{ callgrind: Callgrind; how: InstructionWindows; report: CaseReport }> {
+  const callgrind = await openCallgrind();
+  if (!callgrind) {
+    throw new CaseSkipped('valgrind (with callgrind_control) is not installed');
+  }
+  const how = instructionWindows(context.settings);
+  const report = emptyReport();
+  report.details.method = { ...how, nodeArgs: INSTRUCTION_NODE_ARGS, valgrind: callgrind.version, runtime: context.runtimes.headline.version, ...method };
+  return { callgrind, how, report };
 }
 
 /**
@@ -41,6 +58,9 @@ export interface ArmInstructions {
   /** The app's CPU time per request in the same arm run natively (no valgrind), each window and the median. */
   readonly cpuWindows: number[];
   readonly cpuMicros: number;
+  /** Where the arm reads them: the bytes its process allocated on the V8 heap per request in each native window, and the median. */
+  readonly allocatedWindows?: number[];
+  readonly allocatedBytes?: number;
   /** Where the arm counts them: the queries its process sent per request in each native window, and the median. */
   readonly roundTripWindows?: number[];
   readonly roundTrips?: number;
@@ -55,6 +75,8 @@ export interface RunningArm {
   send(requests: number): Promise<void>;
   /** The process's CPU time (µs) now. */
   cpu(): Promise<number>;
+  /** The bytes the process has allocated on the V8 heap so far, where it reads them (not under valgrind). */
+  allocated?(): Promise<number | undefined>;
   /** The queries the process has sent to PostgreSQL so far, where it counts them. */
   roundTrips?(): Promise<number>;
   stop(): Promise<void>;
@@ -98,14 +120,20 @@ export async function measureArm(
   const native = await start({ nodeArgs: INSTRUCTION_NODE_ARGS });
   const cpuWindows: number[] = [];
   const roundTripWindows: number[] = [];
+  const allocatedWindows: number[] = [];
   try {
     await native.send(how.preWarmup + warmup.length * how.warmupWindow);
     for (let w = 0; w < how.windows; w++) {
       // Read before the collection, so the reading's own request is not in the window's CPU time.
       const tripsBefore = await native.roundTrips?.();
       const before = await native.collect();
+      const allocatedBefore = await native.allocated?.();
       await native.send(how.window);
       cpuWindows.push(((await native.cpu()) - before) / how.window);
+      const allocatedAfter = await native.allocated?.();
+      if (allocatedBefore !== undefined && allocatedAfter !== undefined) {
+        allocatedWindows.push((allocatedAfter - allocatedBefore) / how.window);
+      }
       const tripsAfter = await native.roundTrips?.();
       if (tripsBefore !== undefined && tripsAfter !== undefined) {
         roundTripWindows.push((tripsAfter - tripsBefore) / how.window);
@@ -114,16 +142,17 @@ export async function measureArm(
   } finally {
     await native.stop();
   }
-  const result = summarizeArm(warmup, windows, cpuWindows, roundTripWindows);
+  const result = summarizeArm(warmup, windows, cpuWindows, roundTripWindows, allocatedWindows);
   log(
     `${name.padEnd(28)} ${thousands(result.median)} instr/req (${thousands(result.min)}–${thousands(result.max)}, ±${(result.spreadPercent / 2).toFixed(1)} %), ` +
       `warm-up ${warmup.map(thousands).join(', ')}; ${result.cpuMicros} µs/req native` +
-      `${result.roundTrips === undefined ? '' : `, ${result.roundTrips} round trips/req`}; ${countedSeconds.toFixed(0)} s under valgrind`,
+      `${result.roundTrips === undefined ? '' : `, ${result.roundTrips} round trips/req`}` +
+      `${result.allocatedBytes === undefined ? '' : `, ${kilobytes(result.allocatedBytes)} allocated/req`}; ${countedSeconds.toFixed(0)} s under valgrind`,
   );
   return result;
 }
 
-function summarizeArm(warmup: number[], windows: number[], cpuWindows: number[], roundTripWindows: number[]): ArmInstructions {
+function summarizeArm(warmup: number[], windows: number[], cpuWindows: number[], roundTripWindows: number[], allocatedWindows: number[]): ArmInstructions {
   const middle = median(windows);
   return {
     warmup: warmup.map(Math.round),
@@ -135,7 +164,13 @@ function summarizeArm(warmup: number[], windows: number[], cpuWindows: number[],
     cpuWindows: cpuWindows.map(Math.round),
     cpuMicros: Math.round(median(cpuWindows)),
     ...(roundTripWindows.length > 0 ? { roundTripWindows: roundTripWindows.map((trips) => round(trips, 3)), roundTrips: round(median(roundTripWindows), 3) } : {}),
+    ...(allocatedWindows.length > 0 ? { allocatedWindows: allocatedWindows.map(Math.round), allocatedBytes: Math.round(median(allocatedWindows)) } : {}),
   };
+}
+
+/** `12.3 kB` */
+export function kilobytes(bytes: number): string {
+  return `${(bytes / 1000).toFixed(1)} kB`;
 }
 
 /** Runs `measure` on every item, at most `limit` at once; the results in the items' order. */
@@ -151,22 +186,11 @@ export async function inParallel<T, R>(items: readonly T[], limit: number, measu
   return results;
 }
 
-/** An app process serving the credit routes over HTTP that an arm runs in: the bench app, the data-layer bench app. */
-export interface HttpArmApp {
-  readonly pid: number;
-  readonly baseUrl: string;
-  /** The process's CPU time (µs) so far; with `gc`, after a full garbage collection. */
-  usage(options?: { gc: boolean }): Promise<{ cpuMicros: number }>;
-  /** The queries the process has sent to PostgreSQL so far, where it counts them. */
-  roundTrips?(): Promise<number>;
-  stop(): Promise<void>;
-}
-
 /**
  * The arm of `app`'s credit route at `path` (`/plain/credits`): each request a new key labelled
  * `label`, or with `replays` all the one key, which it processes once first.
  */
-export async function runningHttpArm(app: HttpArmApp, how: InstructionWindows, { path, label, replays = false }: { path: string; label: string; replays?: boolean }): Promise<RunningArm> {
+export async function runningHttpArm(app: HttpBenchProcess, how: InstructionWindows, { path, label, replays = false }: { path: string; label: string; replays?: boolean }): Promise<RunningArm> {
   const url = `${app.baseUrl}${path}`;
   const replayed = { key: `${label}-replayed`, body: creditBody(0) };
   let sent = 0;
@@ -191,6 +215,7 @@ export async function runningHttpArm(app: HttpArmApp, how: InstructionWindows, {
     collect: async () => (await app.usage({ gc: true })).cpuMicros,
     send,
     cpu: async () => (await app.usage()).cpuMicros,
+    allocated: async () => (await app.usage()).allocatedBytes,
     ...(roundTrips ? { roundTrips } : {}),
     stop: () => app.stop(),
   };
@@ -204,6 +229,21 @@ export function instructionsFigure({ median: middle, min, max }: { median: numbe
 /** `1,234k` */
 export function thousands(value: number): string {
   return `${Math.round(value / 1000).toLocaleString('en-US')}k`;
+}
+
+/** Half of `arm`'s range plus half of `base`'s: how far the difference of their medians can move within the windows. */
+export function addedHalfSpread(arm: ArmInstructions, base: ArmInstructions): number {
+  return Math.round((arm.max - arm.min + base.max - base.min) / 2);
+}
+
+/** `1,234k instr (1,201k–1,250k) ±2.0 %`, and against `base` (`over` names it): `; +56k ±3k over plain, +12 µs`. */
+export function armFigure(arm: ArmInstructions, base?: ArmInstructions, over = 'plain'): string {
+  const own = `${instructionsFigure(arm)} ±${(arm.spreadPercent / 2).toFixed(1)} %`;
+  if (!base) {
+    return own;
+  }
+  const cpu = arm.cpuMicros - base.cpuMicros;
+  return `${own}; ${signedThousands(arm.median - base.median)} ±${thousands(addedHalfSpread(arm, base))} over ${over}, ${cpu >= 0 ? '+' : '−'}${Math.abs(cpu).toLocaleString('en-US')} µs`;
 }
 
 /** `+123k`, `−45k` */

@@ -1,4 +1,5 @@
-import type { BenchDatabase } from './bench-database.js';
+import type { BenchDatabase } from '../../test/support/bench-database.js';
+import { startCpuReading, startServerCpuReading } from './database-cpu.js';
 import { median, round } from './stats.js';
 
 /** One timed run of a load against one variant. */
@@ -95,7 +96,7 @@ export async function withDatabaseCpu(
   measure: () => Promise<Measurement>,
   scope: 'backends' | 'server' = 'backends',
 ): Promise<Measurement> {
-  const readCpu = await (scope === 'server' ? database.startServerCpuReading() : database.startCpuReading());
+  const readCpu = await (scope === 'server' ? startServerCpuReading(database) : startCpuReading(database));
   const measurement = await measure();
   const micros = await readCpu();
   return micros === undefined ? measurement : { ...measurement, databaseCpuMicros: micros / measurement.count };

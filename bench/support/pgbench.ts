@@ -1,10 +1,11 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { run as runCommand } from '../../test/support/scratch-app.js';
 import type { Measurement } from './measurement.js';
-import { percentile } from './stats.js';
+import { percentile } from '../../test/support/latency.js';
 
 /** The pgbench binary a run uses, and what it says its version is. */
 export interface Pgbench {
@@ -57,7 +58,7 @@ export async function runPgbench(pgbench: Pgbench, run: PgbenchRun): Promise<Mea
       `--log-prefix=${join(logDir, 'tx')}`,
       run.url,
     ];
-    const output = await execute(pgbench.path, args);
+    const { stdout: output } = await runCommand(pgbench.path, args, { cwd: process.cwd() });
     const tps = /tps = ([\d.]+) \(without initial connection time\)/.exec(output);
     const processed = /number of transactions actually processed: (\d+)/.exec(output);
     const failed = /number of failed transactions: (\d+)/.exec(output);
@@ -83,15 +84,4 @@ export async function runPgbench(pgbench: Pgbench, run: PgbenchRun): Promise<Mea
   } finally {
     await rm(logDir, { recursive: true, force: true });
   }
-}
-
-function execute(command: string, args: string[]): Promise<string> {
-  return new Promise((done, fail) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (chunk) => (output += chunk));
-    child.stderr.on('data', (chunk) => (output += chunk));
-    child.once('error', fail);
-    child.once('exit', (code) => (code === 0 ? done(output) : fail(new Error(`pgbench exited with ${code}:\n${output}`))));
-  });
 }

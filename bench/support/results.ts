@@ -1,5 +1,9 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { cpus, release, totalmem, type } from 'node:os';
+import { join } from 'node:path';
 import type { ChartGroup, FloorCheck, TableRow } from '../cases/bench-case.js';
+import type { BenchRuntime } from './bench-runtime.js';
 
 /** What became of a case in this run. */
 export type CaseStatus = 'measured' | 'failed' | 'skipped' | 'not run';
@@ -20,17 +24,14 @@ export interface CaseResult {
   details?: Record<string, unknown>;
 }
 
-/** A Node.js the app processes ran on. */
-export interface AppRuntime {
-  name: string;
-  /** `process.version` of the binary the apps were forked with. */
-  version: string;
-  source: string;
-}
+/** A Node.js the app processes ran on: `version` is what the binary they were forked with says. */
+export type AppRuntime = Omit<BenchRuntime, 'execPath'>;
 
 /** `bench/results/<date>.json`. */
 export interface BenchResults {
   date: string;
+  /** What was measured: the package's version and the commit of the tree (`+changes` when it had uncommitted ones), for the headline's stamp. */
+  measured: Measured;
   /** A `--quick` trial of the harness, not a run to publish. */
   quick: boolean;
   command: string;
@@ -57,6 +58,8 @@ export function markdownTable(results: BenchResults): string {
   const number = (value: number | undefined, digits: number) =>
     value === undefined ? '' : value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
   const lines = [
+    `nestjs-idempotent-consumer ${results.measured.version} at ${results.measured.commit}, ${results.date}${results.quick ? ' (a --quick trial)' : ''}:`,
+    '',
     '| Case | Variant | Throughput (/s) | p50 (ms) | p99 (ms) | App CPU (µs/req) | DB CPU (µs/req) | Figure |',
     '| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |',
   ];
@@ -93,6 +96,24 @@ export interface Machine {
   memoryGiB: number;
   os: string;
   node: string;
+}
+
+/** The package's version and the checkout's commit; `unknown` outside a git checkout. */
+export interface Measured {
+  version: string;
+  commit: string;
+}
+
+/** What this run measures: the version in `libs/idempotency/package.json` and `git describe`'s commit of the working tree. */
+export function describeMeasured(): Measured {
+  const { version } = JSON.parse(readFileSync(join(process.cwd(), 'libs', 'idempotency', 'package.json'), 'utf8')) as { version: string };
+  let commit = 'unknown';
+  try {
+    commit = execFileSync('git', ['describe', '--always', '--abbrev=12', '--dirty=+changes'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    // Not a git checkout (a copy of the tree): the commit is not known here.
+  }
+  return { version, commit };
 }
 
 /** The machine this process runs on. */

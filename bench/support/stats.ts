@@ -8,15 +8,6 @@ export function median(values: number[]): number {
   return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 }
 
-/** The value at percentile `p` (0-100) of `values`, nearest rank. */
-export function percentile(values: number[], p: number): number {
-  if (values.length === 0) {
-    return Number.NaN;
-  }
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-}
-
 /** Rounds to `digits` decimals, for figures in the results. */
 export function round(value: number, digits = 2): number {
   const factor = 10 ** digits;

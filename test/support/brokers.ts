@@ -38,12 +38,14 @@ export const natsAvailable = () =>
     await connection.close();
   });
 
-export const redisAvailable = () =>
-  brokerAvailable('Redis', REDIS_URL, async () => {
-    const client = createClient({ url: REDIS_URL, socket: { reconnectStrategy: false, connectTimeout: 2_000 } });
-    await client.connect();
-    await client.close();
-  });
+/** Connects to Redis at `REDIS_URL` and disconnects; rejects when it does not answer. */
+export async function probeRedis(): Promise<void> {
+  const client = createClient({ url: REDIS_URL, socket: { reconnectStrategy: false, connectTimeout: 2_000 } });
+  await client.connect();
+  await client.close();
+}
+
+export const redisAvailable = () => brokerAvailable('Redis', REDIS_URL, probeRedis);
 
 /** Makes `app` a consumer of NATS through Nest's transport (request-reply and events), started. */
 export async function consumeNats(app: INestApplication): Promise<void> {

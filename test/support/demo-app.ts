@@ -23,7 +23,12 @@ export async function startDemoApp(
     platform === 'fastify'
       ? moduleRef.createNestApplication(new FastifyAdapter(), { logger })
       : moduleRef.createNestApplication({ logger });
-  await app.listen(0, '127.0.0.1');
+  // An application that fails to start is closed, so that what its bootstrap started (its pool, the
+  // purge's and the samplers' timers) stops with it, before the test drops its database.
+  await app.listen(0, '127.0.0.1').catch(async (error: unknown) => {
+    await app.close().catch(() => undefined);
+    throw error;
+  });
   return { app, baseUrl: (await app.getUrl()).replace('[::1]', '127.0.0.1') };
 }
 

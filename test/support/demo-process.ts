@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { readdir, readFile, readlink } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { until } from './test-database.js';
@@ -33,7 +34,7 @@ export function startDemoProcess(env: Record<string, string>): Promise<DemoProce
 
 /**
  * A built Nest application (`entry`, a JavaScript file that listens on `PORT`) as a child process,
- * ready once `GET readinessPath` gets an HTTP answer.
+ * ready once it listens on its port and `GET readinessPath` gets an HTTP answer.
  */
 export async function startAppProcess(entry: string, env: Record<string, string>, readinessPath: string): Promise<DemoProcess> {
   if (!existsSync(entry)) {
@@ -72,7 +73,9 @@ async function startOnFreePort(entry: string, env: Record<string, string>, readi
         const Failure = output.includes(`EADDRINUSE: address already in use 127.0.0.1:${port}`) ? PortTaken : Error;
         throw new Failure(`${entry} exited with ${child.exitCode}:\n${output}`);
       }
-      return fetch(`${baseUrl}${readinessPath}`).then(
+      // Another process (an app of a suite beside this one, listening on port 0) may hold the port
+      // the child was given: its answer must not pass for the child's.
+      return (await listensOn(child, port)) && fetch(`${baseUrl}${readinessPath}`).then(
         () => true,
         () => false,
       );
@@ -91,4 +94,24 @@ async function startOnFreePort(entry: string, env: Record<string, string>, readi
       await exited;
     },
   };
+}
+
+/** Whether `child` holds the listening socket of `port` (Linux: the socket's inode in /proc/net/tcp among the child's open files). */
+async function listensOn(child: ChildProcess, port: number): Promise<boolean> {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  const tables = await Promise.all(['/proc/net/tcp', '/proc/net/tcp6'].map((table) => readFile(table, 'utf8').catch(() => '')));
+  const listening = new Set(
+    tables
+      .flatMap((table) => table.split('\n').slice(1))
+      .map((line) => line.trim().split(/\s+/))
+      // local_address is <ip>:<port> in hex; state 0A is LISTEN; the 10th field is the socket's inode.
+      .filter((fields) => fields.length > 9 && fields[1].endsWith(`:${hexPort}`) && fields[3] === '0A')
+      .map((fields) => `socket:[${fields[9]}]`),
+  );
+  if (listening.size === 0) {
+    return false;
+  }
+  const files = await readdir(`/proc/${child.pid}/fd`).catch(() => []);
+  const targets = await Promise.all(files.map((fd) => readlink(`/proc/${child.pid}/fd/${fd}`).catch(() => '')));
+  return targets.some((target) => listening.has(target));
 }

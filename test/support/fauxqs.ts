@@ -1,8 +1,11 @@
-import { CreateQueueCommand, GetQueueAttributesCommand, PurgeQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, GetQueueAttributesCommand, PurgeQueueCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { freePort } from './demo-process.js';
 import { until } from './test-database.js';
+
+/** SendMessageBatch calls in flight at once while `send` fills a queue (10 messages each, the most SQS takes). */
+const SEND_WINDOW = 50;
 
 /**
  * fauxqs, an SQS emulator from npm (not Amazon SQS), as a child process of the suite on a free port
@@ -47,6 +50,22 @@ export class Fauxqs {
       new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
     );
     return Number(Attributes!.ApproximateNumberOfMessages) + Number(Attributes!.ApproximateNumberOfMessagesNotVisible);
+  }
+
+  /** Sends `bodies` to the queue at `url` in batches of 10 (SQS gives each its `MessageId`); resolves once every batch was taken. */
+  async send(url: string, bodies: readonly string[]): Promise<void> {
+    const batches = Array.from({ length: Math.ceil(bodies.length / 10) }, (_, b) => bodies.slice(b * 10, b * 10 + 10));
+    for (let start = 0; start < batches.length; start += SEND_WINDOW) {
+      await Promise.all(
+        batches.slice(start, start + SEND_WINDOW).map(async (batch) => {
+          const entries = batch.map((body, n) => ({ Id: String(n), MessageBody: body }));
+          const { Failed } = await this.client.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: entries }));
+          if (Failed && Failed.length > 0) {
+            throw new Error(`fauxqs refused ${Failed.length} of a batch of ${entries.length}: ${Failed[0].Message}`);
+          }
+        }),
+      );
+    }
   }
 
   purge(url: string): Promise<unknown> {

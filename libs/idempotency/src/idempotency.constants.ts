@@ -10,12 +10,15 @@ export const DEFAULT_TABLE_NAME = 'processed_messages';
 /** The outbox table's name unless `outbox.tableName` says otherwise. */
 export const DEFAULT_OUTBOX_TABLE_NAME = 'outbox_messages';
 
+/** The table of the Kafka consumers' positions, with `kafkaOffsets: true`. */
+export const KAFKA_OFFSETS_TABLE_NAME = 'kafka_offsets';
+
 /** The longest accepted idempotency key, in characters (Unicode code points, as PostgreSQL's `varchar(255)` counts them). */
 export const MAX_KEY_LENGTH = 255;
 
 /**
  * The `node:diagnostics_channel` channels the module publishes on, for tools that are not
- * OpenTelemetry. Each message is a small plain object (see the guide's "Tracing" section); the
+ * OpenTelemetry. Each message is a small plain object (see "Tracing" on the guide's page docs/operations.md); the
  * key is in it only with `tracing: { recordKey: true }`. Nothing is built when no one subscribes.
  *
  * @example

@@ -1,7 +1,9 @@
+import { outboxTableProvider } from './outbox/outbox.options.js';
 import { type DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { IdempotencyAdmin } from './admin/idempotency-admin.service.js';
+import { OutboxAdmin } from './admin/outbox-admin.service.js';
 import { ClaimingService } from './claiming/claiming.service.js';
 import { IdempotencyContext } from './context/idempotency.context.js';
 import { CLAIM_STORAGE } from './data-layers/data-layer.js';
@@ -14,7 +16,8 @@ import { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN, type OPTIONS_TYPE } from
 import { resolvedOptionsProviders } from './idempotency.options.js';
 import { DeliveryCore } from './delivery/delivery-core.js';
 import { DeliveryObserver } from './delivery/delivery-observer.js';
-import { DataLayerJoin } from './data-layers/data-layer-join.js';
+import { DataLayerJoin, storeDialectProvider } from './data-layers/data-layer-join.js';
+import { StoreHandle } from './store/store.handle.js';
 import { LeaseClaimingService } from './leasing/lease-claiming.service.js';
 import { LeaseStores } from './leasing/lease-stores.js';
 import { IdempotencyMetricsService } from './metrics/idempotency-metrics.service.js';
@@ -23,6 +26,7 @@ import { IdempotencyPurgeService } from './purge/idempotency-purge.service.js';
 import { PurgeScheduler } from './purge/purge.scheduler.js';
 import { ResponseRecording } from './recording/response-recording.js';
 import { replayCacheProvider } from './replay-cache/replay-cache.js';
+import { HandlerPlans } from './transports/handler-plans.js';
 import { HttpDelivery } from './transports/http/http-delivery.js';
 import { MessageDelivery } from './transports/message-delivery.js';
 import { IdempotentRunner } from './transports/run/idempotent-runner.js';
@@ -66,6 +70,9 @@ import { OutboxSampler } from './outbox/outbox.sampler.js';
     StoreSchemaCheck,
     StoredConsumers,
     DataLayerJoin,
+    storeDialectProvider,
+    StoreHandle,
+    outboxTableProvider,
     replayCacheProvider,
     ClaimingService,
     LeaseStores,
@@ -73,6 +80,7 @@ import { OutboxSampler } from './outbox/outbox.sampler.js';
     ResponseRecording,
     DeliveryObserver,
     DeliveryCore,
+    HandlerPlans,
     HttpDelivery,
     MessageDelivery,
     IdempotentRunner,
@@ -88,10 +96,11 @@ import { OutboxSampler } from './outbox/outbox.sampler.js';
     IdempotencyPurgeService,
     PurgeScheduler,
     IdempotencyHealthIndicator,
+    OutboxAdmin,
     IdempotencyAdmin,
   ],
   // HttpDelivery and MessageDelivery: what @IdempotentHandler()'s interceptor needs in the controllers' modules.
-  exports: [IdempotencyContext, IdempotentRunner, Outbox, IdempotencyAdmin, IdempotencyMetricsService, IdempotencyPurgeService, IdempotencyHealthIndicator, HttpDelivery, MessageDelivery],
+  exports: [IdempotencyContext, IdempotentRunner, Outbox, IdempotencyAdmin, OutboxAdmin, IdempotencyMetricsService, IdempotencyPurgeService, IdempotencyHealthIndicator, HttpDelivery, MessageDelivery],
 })
 export class IdempotencyModule extends ConfigurableModuleClass {
   /**

@@ -20,6 +20,7 @@ describe('resolveModuleOptions', () => {
       },
       purge: { intervalMs: 60_000, batchSize: 5000 },
       outbox: null,
+      kafkaOffsets: false,
       health: {
         maxPurgeLagMs: 3_600_000,
         maxTimeSincePurgeMs: 600_000,
@@ -89,7 +90,24 @@ describe('resolveModuleOptions', () => {
     const pool = new PgPoolDataLayer({ pool: 'PG_POOL' });
     expect(resolveModuleOptions({ dataLayer: pool }).dataLayer).toBe(pool);
     expect(() => resolveModuleOptions({ dataLayer: pool, dataSource: 'billing' })).toThrow(/dataSource .* or dataLayer, not both/);
-    expect(() => resolveModuleOptions({ dataLayer: { name: 'mine' } as never })).toThrow(/dataLayer must be a data layer of the module/);
+  });
+
+  it('takes any object with the members of IdempotencyDataLayer, and names the first one a layer lacks', () => {
+    const layer = { name: 'knex', attach() {}, start: async () => {}, query: async () => ({ rows: [], rowCount: 0 }), connect: async () => undefined as never, schemaAdvice: 'sql-files' } as const;
+    expect(resolveModuleOptions({ dataLayer: layer }).dataLayer).toBe(layer);
+    expect(() => resolveModuleOptions({ dataLayer: { name: 'mine' } as never })).toThrow(
+      "dataLayer must be an IdempotencyDataLayer (new TypeOrmDataLayer(...), new PgPoolDataLayer(...), new MikroOrmDataLayer(...) or one of yours), but the value given ([object Object]) has no attach().",
+    );
+    class HalfLayer {
+      readonly name = 'half';
+      attach() {}
+      start() {}
+      query() {}
+      connect() {}
+    }
+    expect(() => resolveModuleOptions({ dataLayer: new HalfLayer() as never })).toThrow("but the HalfLayer given has no schemaAdvice ('typeorm-migrations' or 'sql-files').");
+    expect(() => resolveModuleOptions({ dataLayer: { ...layer, connect: 'yes' } as never })).toThrow('has no connect().');
+    expect(() => resolveModuleOptions({ dataLayer: 'pg' as never })).toThrow('but the value given (pg) has no name (a string).');
     expect(() => resolveModuleOptions({ dataSource: '' })).toThrow(IdempotencyOptionsError);
   });
 

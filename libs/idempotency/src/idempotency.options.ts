@@ -7,7 +7,7 @@ import { IdempotencyOptionsError } from './errors/idempotency.errors.js';
 import { HEALTH_OPTIONS, type HealthOptions, resolveHealth, type ResolvedHealthOptions } from './health/health.options.js';
 import type { IdempotencyDataLayer } from './data-layers/data-layer.js';
 import { resolveStore, type ResolvedStoreOptions, STORE_OPTIONS } from './data-layers/store.options.js';
-import type { KeyEntry, KeySource, ScopeSource } from './decorators/idempotent-handler.options.js';
+import type { KeyEntry, KeySource, ScopeSource } from './options/idempotent-handler.options.js';
 import { keyMessages } from './keys/key.messages.js';
 import { toKeySources } from './keys/message-key.js';
 import { optionValueMessages } from './options/option-values.messages.js';
@@ -160,6 +160,15 @@ export interface IdempotencyModuleOptions {
    * @default none: `Outbox.publish()` refuses
    */
   outbox?: OutboxOptions;
+  /**
+   * Kafka (`Transport.KAFKA`): writes each consumer group's position per partition in the claim's
+   * transaction (the offset after the record, committed with the work), and seeks each partition
+   * to it when the group assigns it, so a consumer killed between the claim's COMMIT and Kafka's
+   * offset commit does not read the record again. Needs the table of
+   * `CreateKafkaOffsetsTable1796515200000`; the module refuses to start without it.
+   * @default false: Kafka's committed offsets alone, a record read again answered as a duplicate
+   */
+  kafkaOffsets?: boolean;
   /** The scheduled purge of expired ids (and of dispatched outbox messages past `outbox.retention`). */
   purge?: PurgeOptions;
   /** Thresholds of `IdempotencyHealthIndicator`; each one crossed turns the indicator down. */
@@ -222,6 +231,7 @@ export interface ResolvedIdempotencyOptions extends ResolvedStoreOptions, Resolv
   replay: ResolvedReplayOptions;
   purge: ResolvedPurgeOptions;
   outbox: ReturnType<typeof resolveOutbox>;
+  kafkaOffsets: boolean;
   health: ResolvedHealthOptions;
   metrics: ResolvedMetricsOptions;
   tracing: ResolvedTracingOptions;
@@ -255,6 +265,7 @@ export function resolveModuleOptions(options: IdempotencyModuleOptions = {}): Re
     replay: resolveReplay(options.replay ?? {}),
     purge,
     outbox: resolveOutbox(options.outbox),
+    kafkaOffsets: options.kafkaOffsets ?? false,
     health: resolveHealth(options.health ?? {}, purge),
     metrics: resolveMetrics(options.metrics ?? {}),
     tracing: resolveTracing(options.tracing ?? {}),

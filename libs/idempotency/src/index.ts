@@ -10,17 +10,19 @@ export type { SenderOptions } from './discovery/discovery.options.js';
 export type { TracingOptions } from './tracing/tracing.options.js';
 export { IdempotentHandler } from './decorators/idempotent-handler.decorator.js';
 export { IdempotencyInterceptor } from './transports/idempotency.interceptor.js';
-export type { IdempotentHandlerOptions, KeyEntry, KeySource, ScopeSource } from './decorators/idempotent-handler.options.js';
+export type { IdempotentHandlerOptions, KeyEntry, KeySource, ScopeSource } from './options/idempotent-handler.options.js';
 export type { IdempotencyMode, InFlightPolicy, IsolationLevel, RecordPolicy } from './options/handler-values.js';
 export { IdempotencyContext } from './context/idempotency.context.js';
 export { IdempotentRunner } from './transports/run/idempotent-runner.js';
 export type { IdempotentRunOptions } from './transports/run/idempotent-runner.js';
 export type { TransactionStatements } from './data-layers/data-layer.js';
-export type { IdempotencyDataLayer } from './data-layers/data-layer.js';
+export type { Claimant, ClaimConnection, DataLayerHost, IdempotencyDataLayer, QueryResult, StatementResult } from './data-layers/data-layer.js';
 export { TypeOrmDataLayer } from './data-layers/typeorm/typeorm.data-layer.js';
 export type { TypeOrmDataLayerOptions } from './data-layers/typeorm/typeorm.data-layer.js';
 export { PgPoolDataLayer } from './data-layers/pg/pg-pool.data-layer.js';
 export type { PgPoolDataLayerOptions } from './data-layers/pg/pg-pool.data-layer.js';
+export { Mysql2PoolDataLayer } from './data-layers/mysql2/mysql2-pool.data-layer.js';
+export type { Mysql2Pool, Mysql2PoolDataLayerOptions } from './data-layers/mysql2/mysql2-pool.data-layer.js';
 export { MikroOrmDataLayer } from './data-layers/mikro-orm/mikro-orm.data-layer.js';
 export type { MikroOrmDataLayerOptions } from './data-layers/mikro-orm/mikro-orm.data-layer.js';
 export type { RecordedResponse } from './claiming/claim.js';
@@ -32,6 +34,7 @@ export { CreateProcessedMessagesTable1764633600000 } from './migrations/create-p
 export { CreateProcessedMessagesFunctions1796256000000 } from './migrations/create-processed-messages-functions.migration.js';
 export { UpgradeProcessedMessagesTable1796342400000 } from './migrations/upgrade-processed-messages-table.migration.js';
 export { schemaSql } from './migrations/schema-sql.js';
+export { mariaDbSchemaSql } from './migrations/mariadb-schema-sql.js';
 export type { SchemaMigrationSql } from './migrations/schema-sql.js';
 export type { Duration } from './duration/duration.js';
 export { DEFAULT_OUTBOX_TABLE_NAME, DEFAULT_TABLE_NAME, IDEMPOTENCY_CHANNELS, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, MAX_KEY_LENGTH } from './idempotency.constants.js';
@@ -60,6 +63,8 @@ export {
   IdempotencyUnsupportedHandlerError,
 } from './errors/idempotency.errors.js';
 export { IdempotencyAdmin } from './admin/idempotency-admin.service.js';
+export { OutboxAdmin } from './admin/outbox-admin.service.js';
+export type { AdminOutboxActionOptions, AdminOutboxListOptions, AdminOutboxLookupOptions, AdminOutboxMessage } from './admin/outbox-admin.service.js';
 export { IdempotencyAdminModule } from './admin/idempotency-admin.module.js';
 export type { IdempotencyAdminModuleOptions } from './admin/idempotency-admin.options.js';
 export type {
@@ -70,10 +75,6 @@ export type {
   AdminKeyState,
   AdminListOptions,
   AdminLookupOptions,
-  AdminOutboxActionOptions,
-  AdminOutboxListOptions,
-  AdminOutboxLookupOptions,
-  AdminOutboxMessage,
   AdminReleaseOptions,
   AdminUnreadableResponse,
 } from './admin/idempotency-admin.service.js';
@@ -94,9 +95,9 @@ export type {
   RefusalCounts,
   SenderDuplicateRate,
   OutboxCounts,
-  OutboxSample,
   StoreSample,
 } from './metrics/idempotency-metrics.service.js';
+export type { OutboxSample } from './store/outbox-sample.js';
 export type { DeliveryOutcome } from './metrics/delivery-outcome.js';
 export { Outbox } from './outbox/outbox.js';
 export type { OutboxMessage, OutboxPublishOptions } from './outbox/outbox.js';
@@ -112,4 +113,7 @@ export { BullMqPublisher } from './outbox/publishers/bullmq.publisher.js';
 export type { BullMqPublisherOptions } from './outbox/publishers/bullmq.publisher.js';
 export { SqsPublisher } from './outbox/publishers/sqs.publisher.js';
 export type { SqsPublisherOptions, SqsSending } from './outbox/publishers/sqs.publisher.js';
+export { KafkaPublisher } from './outbox/publishers/kafka.publisher.js';
+export type { KafkaProducing, KafkaPublisherOptions } from './outbox/publishers/kafka.publisher.js';
 export { CreateOutboxMessagesTable1796428800000 } from './migrations/create-outbox-messages-table.migration.js';
+export { CreateKafkaOffsetsTable1796515200000 } from './migrations/create-kafka-offsets-table.migration.js';

@@ -11,39 +11,13 @@ import { integer, pgTable, text } from 'drizzle-orm/pg-core';
 import { type Kysely, sql as kyselySql } from 'kysely';
 import type { Pool } from 'pg';
 import type { TransactionStatements } from 'nestjs-idempotent-consumer';
+import type { DataLayerWriter, NestedEnding } from 'nestjs-idempotent-consumer/testing';
 import type { DataSource } from 'typeorm';
 
 /** The application's own pool, which the pool layers are built on. */
 export const PG_POOL = Symbol('PG_POOL');
 /** The Drizzle or Kysely instance on `PG_POOL`. */
 export const DB = Symbol('DB');
-
-/** How a nested transaction of the handler's ends: `commit` keeps its write, `rollback` undoes it and the handler carries on. */
-export type NestedEnding = 'commit' | 'rollback';
-
-/**
- * One data layer's way of writing a credit, as a service on that layer writes: through the
- * application's own instance, never through an object the module hands out.
- */
-export interface LayerWriter {
-  /** Inserts one credit row. */
-  credit(account: string, cents: number): Promise<void>;
-  /** Inserts one credit row in a transaction of the layer's own, nested in the handler's. */
-  creditNested(account: string, cents: number, ending: NestedEnding): Promise<void>;
-  /** Sends a bare COMMIT, as a handler that ends the transaction itself would. */
-  commitItself(): Promise<void>;
-  /** Inserts one credit row and answers its id. */
-  creditReturningId(account: string, cents: number): Promise<string>;
-  /** Whether the credit row `id` is visible, read as the layer reads one row by its key (Prisma: `findUnique`). */
-  findCredit(id: string): Promise<boolean>;
-  /** Waits for the gate row the test holds (a lock): the handler is then in flight, its write sent. */
-  waitAtGate(gate: string): Promise<void>;
-  /**
-   * Runs `work` in a transaction of the layer's own, opened and committed (or, when `work` throws,
-   * rolled back) as the service does, giving it how to run SQL in that transaction and how to write a credit in it.
-   */
-  inOwnTransaction<T>(work: (statements: TransactionStatements, credit: (account: string, cents: number) => Promise<void>) => Promise<T>): Promise<T>;
-}
 
 const GATE_SQL = 'SELECT name FROM gates WHERE name = $1 FOR UPDATE';
 const INSERT_RETURNING_ID = 'INSERT INTO layer_credits (account, cents) VALUES ($1, $2) RETURNING id::text AS id';
@@ -53,7 +27,7 @@ const FIND_CREDIT = 'SELECT id FROM layer_credits WHERE id = $1';
 class NestedRollback extends Error {}
 
 @Injectable()
-export class PgWriter implements LayerWriter {
+export class PgWriter implements DataLayerWriter {
   constructor(@Inject(PG_POOL) private readonly pool: Pool) {}
 
   async credit(account: string, cents: number) {
@@ -109,7 +83,7 @@ export class PgWriter implements LayerWriter {
 export const layerCredits = pgTable('layer_credits', { account: text('account').notNull(), cents: integer('cents').notNull() });
 
 @Injectable()
-export class DrizzleWriter implements LayerWriter {
+export class DrizzleWriter implements DataLayerWriter {
   constructor(@Inject(DB) private readonly db: NodePgDatabase) {}
 
   async credit(account: string, cents: number) {
@@ -159,7 +133,7 @@ interface KyselyTables {
 }
 
 @Injectable()
-export class KyselyWriter implements LayerWriter {
+export class KyselyWriter implements DataLayerWriter {
   constructor(@Inject(DB) private readonly db: Kysely<KyselyTables>) {}
 
   async credit(account: string, cents: number) {
@@ -205,7 +179,7 @@ export class KyselyWriter implements LayerWriter {
 }
 
 @Injectable()
-export class PrismaWriter implements LayerWriter {
+export class PrismaWriter implements DataLayerWriter {
   constructor(@Inject(DB) private readonly prisma: PrismaClient) {}
 
   async credit(account: string, cents: number) {
@@ -251,7 +225,7 @@ export class PrismaWriter implements LayerWriter {
 
 /** `@nestjs-cls/transactional` with its Drizzle adapter: `TransactionHost.tx`, and a `@Transactional()` method for the nested write. */
 @Injectable()
-export class DrizzleClsWriter implements LayerWriter {
+export class DrizzleClsWriter implements DataLayerWriter {
   constructor(private readonly host: TransactionHost<TransactionalAdapterDrizzleOrm<NodePgDatabase>>) {}
 
   async credit(account: string, cents: number) {
@@ -299,7 +273,7 @@ export class DrizzleClsWriter implements LayerWriter {
 
 /** `@nestjs-cls/transactional` with its Prisma adapter: `TransactionHost.tx`, and a `@Transactional()` method for the nested write. */
 @Injectable()
-export class PrismaClsWriter implements LayerWriter {
+export class PrismaClsWriter implements DataLayerWriter {
   constructor(private readonly host: TransactionHost<TransactionalAdapterPrisma<PrismaClient>>) {}
 
   async credit(account: string, cents: number) {
@@ -359,7 +333,7 @@ export const LayerCreditSchema = new EntitySchema<LayerCredit>({
 
 /** MikroORM as a service uses it: a fork of the entity manager per unit of work, flushed. */
 @Injectable()
-export class MikroOrmWriter implements LayerWriter {
+export class MikroOrmWriter implements DataLayerWriter {
   constructor(@Inject(DB) private readonly orm: MikroORM) {}
 
   async credit(account: string, cents: number) {
@@ -412,7 +386,7 @@ export class MikroOrmWriter implements LayerWriter {
 }
 
 @Injectable()
-export class TypeOrmWriter implements LayerWriter {
+export class TypeOrmWriter implements DataLayerWriter {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
   async credit(account: string, cents: number) {

@@ -1,5 +1,6 @@
-import { Injectable } from '@nestjs/common';
-import { IdempotencyContext } from 'nestjs-idempotent-consumer';
+import { Controller, Injectable, Module, type Type } from '@nestjs/common';
+import { EventPattern, Payload } from '@nestjs/microservices';
+import { IdempotencyContext, IdempotentHandler } from 'nestjs-idempotent-consumer';
 import { env, type GrantedCredit } from './outbox-app.js';
 
 /**
@@ -25,4 +26,22 @@ export class GrantedCredits {
       await manager.query('SELECT pg_sleep($1)', [delayMs / 1000]);
     }
   }
+}
+
+/** The downstream service's module, on any transport: one idempotent handler of `pattern` that grants each credit. */
+export function creditsConsumerModule(pattern: string): Type {
+  @Controller()
+  class CreditsConsumer {
+    constructor(private readonly credits: GrantedCredits) {}
+
+    @EventPattern<string>(pattern)
+    @IdempotentHandler()
+    grant(@Payload() credit: GrantedCredit) {
+      return this.credits.grant(credit);
+    }
+  }
+
+  @Module({ controllers: [CreditsConsumer], providers: [GrantedCredits] })
+  class ConsumerModule {}
+  return ConsumerModule;
 }

@@ -1,11 +1,8 @@
 import 'reflect-metadata';
-import { Controller, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { EventPattern, Payload } from '@nestjs/microservices';
 import { NatsJetStreamServer } from '@nestjs-plugins/nestjs-nats-jetstream-transport';
-import { IdempotentHandler } from 'nestjs-idempotent-consumer';
-import { GrantedCredits } from './granted-credits.js';
-import { ADDRESS, env, type GrantedCredit, storeModules } from './outbox-app.js';
+import { creditsConsumerModule } from './granted-credits.js';
+import { ADDRESS, env, storeModules } from './outbox-app.js';
 
 /**
  * The downstream service on NATS JetStream: a durable consumer (DURABLE) of the plugin, acking by
@@ -13,21 +10,7 @@ import { ADDRESS, env, type GrantedCredit, storeModules } from './outbox-app.js'
  * grants each credit once; the subject is the producer's address. A process of its own (the
  * plugin is CommonJS, which Jest's ESM mode does not load), so that a test can SIGKILL it.
  */
-@Controller()
-class CreditsConsumer {
-  constructor(private readonly credits: GrantedCredits) {}
-
-  @EventPattern<string>(ADDRESS)
-  @IdempotentHandler()
-  grant(@Payload() credit: GrantedCredit) {
-    return this.credits.grant(credit);
-  }
-}
-
-@Module({ controllers: [CreditsConsumer], providers: [GrantedCredits] })
-class ConsumerModule {}
-
-const app = await NestFactory.create({ module: class JetStreamConsumerApp {}, imports: [...storeModules(), ConsumerModule] }, { logger: ['log', 'warn', 'error'] });
+const app = await NestFactory.create({ module: class JetStreamConsumerApp {}, imports: [...storeModules(), creditsConsumerModule(ADDRESS)] }, { logger: ['log', 'warn', 'error'] });
 app.connectMicroservice({
   strategy: new NatsJetStreamServer({
     connectionOptions: { servers: env.NATS_URL, name: `outbox-e2e-${env.DURABLE}` },

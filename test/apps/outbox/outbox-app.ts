@@ -2,6 +2,8 @@ import { Controller, Get, Module, type DynamicModule, type Type } from '@nestjs/
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { connect } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
+import { type ISocketFactory, Kafka, logLevel } from 'kafkajs';
+import { connect as connectTcp } from 'node:net';
 import {
   CreateOutboxMessagesTable1796428800000,
   CreateProcessedMessagesFunctions1796256000000,
@@ -9,6 +11,7 @@ import {
   IdempotencyMetricsService,
   IdempotencyModule,
   JetStreamPublisher,
+  KafkaPublisher,
   type OutboxOptions,
   type OutboxPublisher,
   type OutboxRelayOptions,
@@ -21,16 +24,18 @@ import {
  * (the store's migrations, the outbox's among them), the publisher of the run's transport and the
  * `GET /ping` and `GET /stats` a test reads them by.
  *
- * TRANSPORT: 'rabbitmq' or 'jetstream'; OUTBOX_ADDRESS: the queue (RabbitMQ) or the subject
- * (JetStream) credits are published to and consumed from; RABBITMQ_URL / NATS_URL: the broker, or
- * a proxy in front of it.
+ * TRANSPORT: 'rabbitmq', 'jetstream' or 'kafka'; OUTBOX_ADDRESS: the queue (RabbitMQ), the subject
+ * (JetStream) or the topic (Kafka) credits are published to and consumed from; RABBITMQ_URL /
+ * NATS_URL: the broker, or a proxy in front of it; KAFKA_BROKERS: the Kafka broker's `host:port`,
+ * and KAFKA_PROXY_PORT: a proxy in front of it on 127.0.0.1, which every connection of the Kafka
+ * client goes to (it connects to the brokers the cluster's metadata names, not to the one given).
  */
-export type OutboxTransport = 'rabbitmq' | 'jetstream';
+export type OutboxTransport = 'rabbitmq' | 'jetstream' | 'kafka';
 
 export const env = process.env;
 export const TRANSPORT = (env.TRANSPORT ?? 'rabbitmq') as OutboxTransport;
 export const ADDRESS = env.OUTBOX_ADDRESS ?? 'outbox-credits';
-/** The Nest pattern of a credit on RabbitMQ; a JetStream consumer's pattern is its subject. */
+/** The Nest pattern of a credit on RabbitMQ; a JetStream consumer's pattern is its subject, a Kafka one's its topic. */
 export const CREDIT_PATTERN = 'credit.granted';
 
 /** A credit as the producer announces it. */
@@ -54,6 +59,16 @@ function relayOptions(): OutboxRelayOptions {
 async function publisher(): Promise<OutboxPublisher> {
   if (TRANSPORT === 'rabbitmq') {
     return new RabbitMqPublisher({ urls: [env.RABBITMQ_URL!] });
+  }
+  if (TRANSPORT === 'kafka') {
+    const viaProxy: ISocketFactory = ({ onConnect }) => connectTcp({ host: '127.0.0.1', port: Number(env.KAFKA_PROXY_PORT) }, onConnect);
+    const kafka = new Kafka({
+      clientId: `outbox-e2e-${process.pid}`,
+      brokers: [env.KAFKA_BROKERS!],
+      logLevel: logLevel.WARN,
+      ...(env.KAFKA_PROXY_PORT ? { socketFactory: viaProxy } : {}),
+    });
+    return new KafkaPublisher({ producer: kafka.producer() });
   }
   const nats = await connect({ servers: env.NATS_URL, maxReconnectAttempts: -1, reconnectTimeWait: 250, name: `outbox-e2e-${process.pid}` });
   const timeout = env.RELAY_PUBLISH_TIMEOUT_MS ? Number(env.RELAY_PUBLISH_TIMEOUT_MS) : 10_000;

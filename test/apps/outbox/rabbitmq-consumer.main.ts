@@ -1,31 +1,15 @@
 import 'reflect-metadata';
-import { Controller, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { EventPattern, Payload, type RmqOptions, Transport } from '@nestjs/microservices';
-import { IdempotentHandler } from 'nestjs-idempotent-consumer';
-import { GrantedCredits } from './granted-credits.js';
-import { ADDRESS, CREDIT_PATTERN, env, type GrantedCredit, storeModules } from './outbox-app.js';
+import { type RmqOptions, Transport } from '@nestjs/microservices';
+import { creditsConsumerModule } from './granted-credits.js';
+import { ADDRESS, CREDIT_PATTERN, env, storeModules } from './outbox-app.js';
 
 /**
  * The downstream service on RabbitMQ: a Nest RMQ microservice on the producer's queue, acking by
  * hand, whose idempotent handler (keyed by the AMQP messageId, the outbox message's id) grants
  * each credit once. A process of its own, so that a test can SIGKILL it mid-handler.
  */
-@Controller()
-class CreditsConsumer {
-  constructor(private readonly credits: GrantedCredits) {}
-
-  @EventPattern(CREDIT_PATTERN)
-  @IdempotentHandler()
-  grant(@Payload() credit: GrantedCredit) {
-    return this.credits.grant(credit);
-  }
-}
-
-@Module({ controllers: [CreditsConsumer], providers: [GrantedCredits] })
-class ConsumerModule {}
-
-const app = await NestFactory.create({ module: class RabbitMqConsumerApp {}, imports: [...storeModules(), ConsumerModule] }, { logger: ['log', 'warn', 'error'] });
+const app = await NestFactory.create({ module: class RabbitMqConsumerApp {}, imports: [...storeModules(), creditsConsumerModule(CREDIT_PATTERN)] }, { logger: ['log', 'warn', 'error'] });
 app.connectMicroservice<RmqOptions>({
   transport: Transport.RMQ,
   options: { urls: [env.RABBITMQ_URL!], queue: ADDRESS, noAck: false, prefetchCount: 20, queueOptions: { durable: true } },

@@ -1,3 +1,4 @@
+import { outboxTableProvider } from '../outbox/outbox.options.js';
 import { type DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { AsyncLocalStorage } from 'node:async_hooks';
@@ -10,9 +11,11 @@ import { replayCacheProvider } from '../replay-cache/replay-cache.js';
 import { ADMIN_MODULE_OPTIONS_TOKEN, type ADMIN_OPTIONS_TYPE, ConfigurableAdminModuleClass } from './idempotency-admin.module-definition.js';
 import { adminModuleOptions } from './idempotency-admin.options.js';
 import { IdempotencyAdmin } from './idempotency-admin.service.js';
+import { OutboxAdmin } from './outbox-admin.service.js';
+import { StoreHandle } from '../store/store.handle.js';
 
 /**
- * `IdempotencyAdmin` alone, for a script run during an incident: it opens the store through the
+ * `IdempotencyAdmin` and `OutboxAdmin` alone, for a script run during an incident: it opens the store through the
  * script's own TypeORM data source and starts nothing else. Import it beside a
  * `TypeOrmModule.forRoot()` of the script's own, never beside the service's `AppModule`, whose
  * modules start what they start in any application context: broker consumers (BullMQ workers,
@@ -42,12 +45,15 @@ import { IdempotencyAdmin } from './idempotency-admin.service.js';
     ...resolvedOptionsProviders(ADMIN_MODULE_OPTIONS_TOKEN, 'IdempotencyAdminModule', adminModuleOptions),
     { provide: CLAIM_STORAGE, useFactory: () => new AsyncLocalStorage() },
     DataLayerJoin,
+    StoreHandle,
+    outboxTableProvider,
     LeaseStores,
     IdempotencyMetricsService,
     replayCacheProvider,
+    OutboxAdmin,
     IdempotencyAdmin,
   ],
-  exports: [IdempotencyAdmin],
+  exports: [IdempotencyAdmin, OutboxAdmin],
 })
 export class IdempotencyAdminModule extends ConfigurableAdminModuleClass {
   /** The module with `options`; with no argument, every default (the default TypeORM data source, the default table). */

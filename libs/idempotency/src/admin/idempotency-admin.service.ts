@@ -1,9 +1,8 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { IdempotencyAdminError } from '../errors/idempotency.errors.js';
 import { adminMessages } from './admin.messages.js';
-import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../idempotency.options.js';
-import { type ResolvedStoreOptions, STORE_OPTIONS } from '../data-layers/store.options.js';
-import { DataLayerJoin } from '../data-layers/data-layer-join.js';
+import { RECORDING_OPTIONS, type ResolvedRecordingOptions } from '../recording/recording.options.js';
+import { StoreHandle } from '../store/store.handle.js';
 import { toMessageKey, toScope } from '../keys/message-key.js';
 import { ANONYMOUS_SCOPE, scopedMessageId } from '../keys/scoped-key.js';
 import type { LeaseKey, LeaseStore } from '../leasing/lease-store.js';
@@ -13,9 +12,8 @@ import { errorMessages } from '../errors/error.messages.js';
 import type { UnreadableReason } from '../errors/idempotency.errors.js';
 import { openResponse, sealingKeyId, UnreadableRecord } from '../recording/response-seal.js';
 import { ReplayCache } from '../replay-cache/replay-cache.js';
-import { adminForgetSql, adminListSql, adminLookupSql, adminReleaseSql } from './idempotency-admin.queries.js';
-import { DEFAULT_OUTBOX_TABLE_NAME } from '../idempotency.constants.js';
-import { outboxDeadLetterSql, outboxDeadLettersSql, outboxDiscardSql, outboxRequeueSql } from '../outbox/outbox.queries.js';
+import { audit, listLimit, requireReason } from './admin-audit.js';
+import { type AdminOutboxActionOptions, type AdminOutboxListOptions, type AdminOutboxLookupOptions, type AdminOutboxMessage, OutboxAdmin } from './outbox-admin.service.js';
 
 /** What the store holds of a key: completed, held by a live lease, held by a lease that expired, or nothing. */
 export type AdminKeyState = 'processed' | 'leased' | 'lease-expired' | 'not-found';
@@ -117,75 +115,6 @@ export interface AdminForgetResult {
   readonly forgotten: boolean;
 }
 
-/** `outboxDeadLetters()`'s options: filters, each optional, that a dead letter must all meet, and paging. */
-export interface AdminOutboxListOptions {
-  /** How many, oldest first, at most 1000. @default 50 */
-  readonly limit?: number;
-  /** Only the dead letters of this ordering key. */
-  readonly orderingKey?: string;
-  /** Only those of this publisher (their `to`). */
-  readonly destination?: string;
-  /** Only those to this address (a queue, a routing key, a subject). */
-  readonly address?: string;
-  /** Only those parked before this moment (to find the old ones). */
-  readonly deadLetteredBefore?: Date;
-  /** The next page: the dead letters after this id, the last of the previous page (an id that is no dead letter gives an empty page). */
-  readonly after?: string;
-  readonly actor?: string;
-}
-
-/** `outboxDeadLetter()`'s options. */
-export interface AdminOutboxLookupOptions {
-  /** The message's id. */
-  readonly id: string;
-  readonly actor?: string;
-}
-
-/** `requeueDeadLetters()` and `discardDeadLetters()`'s options. */
-export interface AdminOutboxActionOptions {
-  /** The ids of the dead letters; ids of messages that are not dead letters are left as they are. */
-  readonly ids: readonly string[];
-  /** Why: required, logged in the audit line. */
-  readonly reason: string;
-  readonly actor?: string;
-}
-
-/** An outbox message parked as a dead letter. */
-export interface AdminOutboxMessage {
-  readonly id: string;
-  /** The name of its publisher (`to`). */
-  readonly destination: string;
-  readonly address: string;
-  readonly pattern: string | null;
-  readonly orderingKey: string | null;
-  readonly headers: Readonly<Record<string, string>>;
-  /** The payload as the JSON text it is sent as. */
-  readonly payload: string;
-  readonly attempts: number;
-  /** The error of its last publish. */
-  readonly lastError: string | null;
-  readonly createdAt: Date;
-  readonly deadLetteredAt: Date;
-}
-
-const DEFAULT_LIST_LIMIT = 50;
-const MAX_LIST_LIMIT = 1_000;
-const UNNAMED_ACTOR = '(unnamed operator)';
-
-interface DeadLetterRow {
-  id: string;
-  destination: string;
-  address: string;
-  pattern: string | null;
-  ordering_key: string | null;
-  headers: Record<string, string>;
-  payload: string;
-  attempts: number;
-  last_error: string | null;
-  created_at: Date;
-  dead_lettered_at: Date;
-}
-
 interface StoredRow {
   consumer: string;
   message_id: string;
@@ -211,8 +140,8 @@ interface StoredRow {
  *
  * The processed-messages table serves every action. A lease store of the module's `stores` serves
  * `lookup`, `forget` and `release` when it has the optional `inspect()` and `remove()`
- * (`RedisLeaseStore` has them); `list` reads the table only. The outbox's dead letters are listed,
- * requeued and discarded in the outbox table (`outbox.tableName`, or `outbox_messages`).
+ * (`RedisLeaseStore` has them); `list` reads the table only. The outbox's dead letters have their
+ * own service, `OutboxAdmin`.
  *
  * The replay cache (the module's `replayCache`) is per process: `forget` and `release` drop the
  * key's cached response in the process that calls them only. Another instance replays it until its
@@ -221,16 +150,14 @@ interface StoredRow {
  */
 @Injectable()
 export class IdempotencyAdmin {
-  private readonly logger = new Logger('Idempotency');
-
   /** @internal Nest constructs it. */
   constructor(
-    @Inject(STORE_OPTIONS) private readonly store: ResolvedStoreOptions,
-    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
-    private readonly join: DataLayerJoin,
+    private readonly store: StoreHandle,
+    @Inject(RECORDING_OPTIONS) private readonly recording: ResolvedRecordingOptions,
     private readonly stores: LeaseStores,
     private readonly metrics: IdempotencyMetricsService,
     private readonly cache: ReplayCache,
+    private readonly outbox: OutboxAdmin,
   ) {}
 
   /**
@@ -245,7 +172,7 @@ export class IdempotencyAdmin {
     const stored = await this.read(query, id, includeBody);
     const record = includeBody ? this.opened(stored) : stored;
     const sealing = record.unreadable ? `, its response unreadable (${record.unreadable.reason})` : record.sealedWith ? `, its response sealed with '${record.sealedWith}'` : '';
-    this.audit('lookup', query.consumer, id, query.actor, undefined, `${record.state}${sealing}`);
+    audit('lookup', query.consumer, id, query.actor, undefined, `${record.state}${sealing}`);
     return record;
   }
 
@@ -258,10 +185,10 @@ export class IdempotencyAdmin {
    */
   async forget(options: AdminForgetOptions): Promise<AdminForgetResult> {
     const id = messageIdOf(options);
-    const reason = requireReason('forget', options.reason, options.consumer, id);
+    const reason = requireReason('IdempotencyAdmin.forget', options.reason, options.consumer, id);
     const found = await this.read(options, id, false);
     if (found.state === 'leased' && options.force !== true) {
-      this.audit('forget', options.consumer, id, options.actor, reason, 'refused, the lease is live');
+      audit('forget', options.consumer, id, options.actor, reason, 'refused, the lease is live');
       throw new IdempotencyAdminError(adminMessages.adminLiveLease(options.consumer, id, found.leaseExpiresAt ?? new Date()), options.consumer, id);
     }
     let forgotten = false;
@@ -270,7 +197,7 @@ export class IdempotencyAdmin {
       if (store) {
         forgotten = await this.removable(store, options.store as string, 'forget').remove({ consumer: options.consumer, key: id }, options.force ? 'any' : 'completed');
       } else {
-        const { rowCount } = await this.join.query(adminForgetSql(this.store.tableName), [options.consumer, id, options.force === true]);
+        const { rowCount } = await this.store.query(this.store.dialect.admin.adminForgetSql(this.store.table), [options.consumer, id, options.force === true]);
         forgotten = rowCount === 1;
       }
     }
@@ -278,7 +205,7 @@ export class IdempotencyAdmin {
     if (forgotten) {
       this.metrics.recordAdminAction(options.consumer, 'forget');
     }
-    this.audit('forget', options.consumer, id, options.actor, reason, forgotten ? `forgotten (was ${found.state})` : `nothing forgotten (${found.state})`);
+    audit('forget', options.consumer, id, options.actor, reason, forgotten ? `forgotten (was ${found.state})` : `nothing forgotten (${found.state})`);
     return { state: found.state, forgotten };
   }
 
@@ -290,7 +217,7 @@ export class IdempotencyAdmin {
    */
   async release(options: AdminReleaseOptions): Promise<boolean> {
     const id = messageIdOf(options);
-    const reason = requireReason('release', options.reason, options.consumer, id);
+    const reason = requireReason('IdempotencyAdmin.release', options.reason, options.consumer, id);
     const key: LeaseKey = { consumer: options.consumer, key: id };
     const store = this.storeOf(options);
     let released: boolean;
@@ -299,14 +226,14 @@ export class IdempotencyAdmin {
     } else if (store) {
       released = await this.removable(store, options.store as string, 'release').remove(key, 'leased');
     } else {
-      const { rowCount } = await this.join.query(adminReleaseSql(this.store.tableName), [options.consumer, id, options.token ?? null]);
+      const { rowCount } = await this.store.query(this.store.dialect.admin.adminReleaseSql(this.store.table), [options.consumer, id, options.token ?? null]);
       released = rowCount === 1;
     }
     this.cache.forget(key);
     if (released) {
       this.metrics.recordAdminAction(options.consumer, 'release');
     }
-    this.audit('release', options.consumer, id, options.actor, reason, released ? 'released' : 'no lease held');
+    audit('release', options.consumer, id, options.actor, reason, released ? 'released' : 'no lease held');
     return released;
   }
 
@@ -319,7 +246,7 @@ export class IdempotencyAdmin {
   evictCached(query: AdminKeyQuery): boolean {
     const id = messageIdOf(query);
     const evicted = this.cache.forget({ consumer: query.consumer, key: id });
-    this.audit('evictCached', query.consumer, id, query.actor, undefined, evicted ? 'evicted from this process' : 'not cached in this process');
+    audit('evictCached', query.consumer, id, query.actor, undefined, evicted ? 'evicted from this process' : 'not cached in this process');
     return evicted;
   }
 
@@ -331,81 +258,30 @@ export class IdempotencyAdmin {
    * all are one consumer's). An operator's tool, not for a request path.
    */
   async list(options: AdminListOptions): Promise<AdminKeyRecord[]> {
-    const limit = options.limit ?? DEFAULT_LIST_LIMIT;
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
-      throw new IdempotencyAdminError(`list() takes a limit of 1 to ${MAX_LIST_LIMIT}; got ${String(limit)}.`, options.consumer, '');
-    }
-    const { rows } = await this.join.query<StoredRow>(adminListSql(this.store.tableName, limit), [options.consumer, options.before ?? null]);
-    this.audit('list', options.consumer, undefined, options.actor, undefined, `${rows.length} records`);
+    const limit = listLimit('IdempotencyAdmin.list', options.limit, options.consumer);
+    const { rows } = await this.store.query<StoredRow>(this.store.dialect.admin.adminListSql(this.store.table, limit), [options.consumer, options.before ?? null]);
+    audit('list', options.consumer, undefined, options.actor, undefined, `${rows.length} records`);
     return rows.map((row) => fromRow(row, false));
   }
 
-  /**
-   * The outbox messages parked as dead letters (they failed `outbox.relay.maxAttempts` publishes),
-   * oldest first. Each holds back the later messages of its ordering key.
-   */
-  async outboxDeadLetters(options: AdminOutboxListOptions = {}): Promise<AdminOutboxMessage[]> {
-    const limit = options.limit ?? DEFAULT_LIST_LIMIT;
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
-      throw new IdempotencyAdminError(`outboxDeadLetters() takes a limit of 1 to ${MAX_LIST_LIMIT}; got ${String(limit)}.`, this.outboxTable, '');
-    }
-    const { orderingKey, destination, address, deadLetteredBefore, after } = options;
-    for (const [name, value] of Object.entries({ orderingKey, destination, address, after })) {
-      if (value !== undefined && typeof value !== 'string') {
-        throw new IdempotencyAdminError(adminMessages.adminOutboxFilter(name, 'a text', value), this.outboxTable, '');
-      }
-    }
-    if (deadLetteredBefore !== undefined && (!(deadLetteredBefore instanceof Date) || Number.isNaN(deadLetteredBefore.getTime()))) {
-      throw new IdempotencyAdminError(adminMessages.adminOutboxFilter('deadLetteredBefore', 'a valid Date', deadLetteredBefore), this.outboxTable, '');
-    }
-    const filters = [orderingKey, destination, address, deadLetteredBefore, after].map((value) => value ?? null);
-    const { rows } = await this.join.query<DeadLetterRow>(outboxDeadLettersSql(this.outboxTable), [limit, ...filters]);
-    this.audit('outboxDeadLetters', this.outboxTable, undefined, options.actor, undefined, `${rows.length} dead letters`);
-    return rows.map(fromDeadLetterRow);
+  /** @deprecated Use `OutboxAdmin.deadLetters()`, which takes the same options. */
+  outboxDeadLetters(options?: AdminOutboxListOptions): Promise<AdminOutboxMessage[]> {
+    return this.outbox.deadLetters(options);
   }
 
-  /** The dead letter of id `id`; null when no dead letter has that id (none, or a message not parked). */
-  async outboxDeadLetter(options: AdminOutboxLookupOptions): Promise<AdminOutboxMessage | null> {
-    if (typeof options?.id !== 'string') {
-      throw new IdempotencyAdminError(adminMessages.adminOutboxFilter('id', 'a text', options?.id), this.outboxTable, '');
-    }
-    const {
-      rows: [row],
-    } = await this.join.query<DeadLetterRow>(outboxDeadLetterSql(this.outboxTable), [options.id]);
-    this.audit('outboxDeadLetter', this.outboxTable, options.id, options.actor, undefined, row ? 'a dead letter' : 'no dead letter');
-    return row ? fromDeadLetterRow(row) : null;
+  /** @deprecated Use `OutboxAdmin.deadLetter()`, which takes the same options. */
+  outboxDeadLetter(options: AdminOutboxLookupOptions): Promise<AdminOutboxMessage | null> {
+    return this.outbox.deadLetter(options);
   }
 
-
-  /**
-   * Sends dead letters again: their attempts start over, and the relays are woken.
-   * @returns the ids requeued (those of `ids` that were dead letters).
-   */
-  async requeueDeadLetters(options: AdminOutboxActionOptions): Promise<string[]> {
-    return this.outboxAction('requeueDeadLetters', options, outboxRequeueSql(this.outboxTable), 'requeued');
+  /** @deprecated Use `OutboxAdmin.requeue()`, which takes the same options. */
+  requeueDeadLetters(options: AdminOutboxActionOptions): Promise<string[]> {
+    return this.outbox.requeue(options);
   }
 
-  /**
-   * Deletes dead letters for good: they are never sent, and the later messages of their ordering keys go on.
-   * @returns the ids discarded (those of `ids` that were dead letters).
-   */
-  async discardDeadLetters(options: AdminOutboxActionOptions): Promise<string[]> {
-    return this.outboxAction('discardDeadLetters', options, outboxDiscardSql(this.outboxTable), 'discarded');
-  }
-
-  private async outboxAction(action: string, options: AdminOutboxActionOptions, sql: string, done: string): Promise<string[]> {
-    const reason = requireReason(action, options.reason, this.outboxTable, '');
-    if (!Array.isArray(options.ids) || options.ids.some((id) => typeof id !== 'string')) {
-      throw new IdempotencyAdminError(`${action}() takes \`ids\`, an array of message ids.`, this.outboxTable, '');
-    }
-    const { rows } = await this.join.query<{ id: string }>(sql, [options.ids]);
-    const ids = rows.map((row) => row.id);
-    this.audit(action, this.outboxTable, undefined, options.actor, reason, `${done} ${ids.length} of ${options.ids.length}${ids.length > 0 ? `: ${ids.join(', ')}` : ''}`);
-    return ids;
-  }
-
-  private get outboxTable(): string {
-    return this.options.outbox?.tableName ?? DEFAULT_OUTBOX_TABLE_NAME;
+  /** @deprecated Use `OutboxAdmin.discard()`, which takes the same options. */
+  discardDeadLetters(options: AdminOutboxActionOptions): Promise<string[]> {
+    return this.outbox.discard(options);
   }
 
   private async read(query: AdminKeyQuery, id: string, includeBody: boolean): Promise<AdminKeyRecord> {
@@ -429,7 +305,7 @@ export class IdempotencyAdmin {
     }
     const {
       rows: [row],
-    } = await this.join.query<StoredRow>(adminLookupSql(this.store.tableName, includeBody), [query.consumer, id]);
+    } = await this.store.query<StoredRow>(this.store.dialect.admin.adminLookupSql(this.store.table, includeBody), [query.consumer, id]);
     if (!row) {
       const none = { sender: null, processedAt: null, expiresAt: null, leaseToken: null, leaseExpiresAt: null, responseStatus: null, responseBytes: null };
       return { state: 'not-found', consumer: query.consumer, messageId: id, ...none };
@@ -440,7 +316,7 @@ export class IdempotencyAdmin {
   /** A record read with its body, its headers and body opened when they were sealed. */
   private opened(record: AdminKeyRecord): AdminKeyRecord {
     const stored = { status: record.responseStatus, headers: record.responseHeaders ?? null, body: record.responseBody ?? null };
-    const { keyring } = this.options;
+    const { keyring } = this.recording;
     const opened = openResponse(keyring, { consumer: record.consumer, key: record.messageId }, stored);
     if (opened instanceof UnreadableRecord) {
       const cause = errorMessages.unreadableCause(opened.reason, opened.keyId, opened.formatVersion, [...(keyring?.keys.keys() ?? [])]);
@@ -468,10 +344,6 @@ export class IdempotencyAdmin {
     }
     return store as Required<Pick<LeaseStore, 'inspect' | 'remove'>>;
   }
-
-  private audit(action: string, consumer: string, id: string | undefined, actor: string | undefined, reason: string | undefined, result: string): void {
-    this.logger.log(adminMessages.adminAction(action, consumer, id, actor ?? UNNAMED_ACTOR, reason, result));
-  }
 }
 
 /** The stored id of a query's key: validated as a delivery's key is, and scoped as its handler scopes it. */
@@ -481,29 +353,6 @@ function messageIdOf({ key, scope }: AdminKeyQuery): string {
     return checked;
   }
   return scopedMessageId(checked, scope === null ? ANONYMOUS_SCOPE : toScope(scope, 'the scope given to IdempotencyAdmin'));
-}
-
-function requireReason(action: string, reason: unknown, consumer: string, id: string): string {
-  if (typeof reason !== 'string' || reason.trim() === '') {
-    throw new IdempotencyAdminError(adminMessages.adminReasonMissing(action), consumer, id);
-  }
-  return reason;
-}
-
-function fromDeadLetterRow(row: DeadLetterRow): AdminOutboxMessage {
-  return {
-    id: row.id,
-    destination: row.destination,
-    address: row.address,
-    pattern: row.pattern,
-    orderingKey: row.ordering_key,
-    headers: row.headers,
-    payload: row.payload,
-    attempts: row.attempts,
-    lastError: row.last_error,
-    createdAt: row.created_at,
-    deadLetteredAt: row.dead_lettered_at,
-  };
 }
 
 function fromRow(row: StoredRow, includeBody: boolean): AdminKeyRecord {

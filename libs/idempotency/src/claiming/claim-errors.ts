@@ -3,13 +3,11 @@ import { functionMissing } from '../schema/store-schema.js';
 import { claimMessages } from './claim.messages.js';
 import { PG_CONNECTION_ENDED_CODES, PG_IN_FAILED_TRANSACTION, PG_INTEGRITY_CONSTRAINT_CLASS, PG_TRANSIENT_ERROR_CODES, PG_UNDEFINED_FUNCTION } from './claim.constants.js';
 import type { ClaimRequest } from './claim.js';
+import { postgresErrorCode } from '../dialects/postgres/postgres-errors.js';
+import { MARIADB_DEADLOCK, MARIADB_LOCK_WAIT_TIMEOUT, mariaDbErrno } from '../dialects/mariadb/mariadb-errors.js';
 
-/** The SQLSTATE of a pg error, also when TypeORM wrapped it in a QueryFailedError. */
-export function postgresErrorCode(error: unknown): string | undefined {
-  const candidate = error as { code?: unknown; driverError?: { code?: unknown } } | undefined;
-  const code = candidate?.driverError?.code ?? candidate?.code;
-  return typeof code === 'string' ? code : undefined;
-}
+/** MariaDB's deadlock (the transaction rolled back) and lock wait timeout (the statement rolled back): a retry cures both. */
+const MARIADB_TRANSIENT_ERRNOS: ReadonlySet<number> = new Set([MARIADB_DEADLOCK, MARIADB_LOCK_WAIT_TIMEOUT]);
 
 /**
  * Whether `error` says the claim's connection was lost: the server ended it, the network cut it
@@ -18,6 +16,10 @@ export function postgresErrorCode(error: unknown): string | undefined {
  * "Database connection provided by a query runner was already released").
  */
 function connectionLost(error: unknown, code: string | undefined): boolean {
+  // mysql2 marks the errors after which its connection is gone (the server closed it, the network cut it).
+  if ((error as { fatal?: unknown } | undefined)?.fatal === true) {
+    return true;
+  }
   if (code !== undefined) {
     return code.startsWith('08') || PG_CONNECTION_ENDED_CODES.has(code);
   }
@@ -40,8 +42,10 @@ export function translateDatabaseError(error: unknown, request: Pick<ClaimReques
     const reason = error instanceof Error ? error.message : String(error);
     return new IdempotencyUnavailableError(claimMessages.connectionLost(request.consumer, request.key, reason), request.consumer, request.key, { cause: error });
   }
-  if (code && PG_TRANSIENT_ERROR_CODES.has(code)) {
-    return new IdempotencyTransientError(claimMessages.transient(request.key, code), request.consumer, request.key, { cause: error });
+  const errno = mariaDbErrno(error);
+  if ((code && PG_TRANSIENT_ERROR_CODES.has(code)) || (errno !== undefined && MARIADB_TRANSIENT_ERRNOS.has(errno))) {
+    const named = errno === undefined ? `PostgreSQL ${code}` : `MariaDB ${errno}`;
+    return new IdempotencyTransientError(claimMessages.transient(request.key, named), request.consumer, request.key, { cause: error });
   }
   if (code === PG_IN_FAILED_TRANSACTION) {
     return new IdempotencyTransactionAbortedError(request.consumer, request.key, { cause: error });

@@ -10,7 +10,6 @@ export const TWIN_POLL_FIRST_MS = 50;
 export const TWIN_POLL_MAX_MS = 1_000;
 
 /** PostgreSQL error codes the claim reacts to. */
-export const PG_LOCK_NOT_AVAILABLE = '55P03';
 export const PG_IN_FAILED_TRANSACTION = '25P02';
 /** A statement that needs a transaction block ran outside one. */
 export const PG_NO_ACTIVE_TRANSACTION = '25P01';

@@ -8,6 +8,11 @@ import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
  */
 export interface ClaimRequest {
   readonly consumer: string;
+  /**
+   * The consumer's default name before 0.3.0 (`Class.method`) while the store holds ids under it:
+   * a row under it counts as taken too, and is replayed. Read from the store once, at start-up.
+   */
+  readonly formerConsumer: string | undefined;
   /** The message id as stored: the client's key, or for a scoped handler the scope's digest and the key. */
   readonly key: string;
   /** The key as the client sent it, when `key` is scoped; what `IdempotencyContext.key` answers. */

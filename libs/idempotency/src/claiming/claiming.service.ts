@@ -3,19 +3,19 @@ import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { ActiveClaim } from '../context/idempotency.context.js';
 import { CLAIM_STORAGE } from '../data-layers/data-layer.js';
 import { IdempotencyInFlightError, IdempotencyTransientError } from '../errors/idempotency.errors.js';
-import { PG_LOCK_NOT_AVAILABLE, REJECT_LOCK_TIMEOUT_MS } from './claim.constants.js';
+import { REJECT_LOCK_TIMEOUT_MS } from './claim.constants.js';
 import { claimMessages } from './claim.messages.js';
 import { CLAIM_OPTIONS, type ResolvedClaimOptions } from './claim.options.js';
 import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import type { ClaimConnection } from '../data-layers/data-layer.js';
 import { CallerClaimConnection } from '../data-layers/caller-claim-connection.js';
-import { functionDroppedError, postgresErrorCode, translateDatabaseError } from './claim-errors.js';
+import { functionDroppedError, translateDatabaseError } from './claim-errors.js';
 import type { ClaimOutcome, ClaimRequest, RecordedResponse } from './claim.js';
-import { type ClaimSql, claimStatement, claimWon, type RecordExpiry, recordExpiryStatement, type StoredClaim, twinStatement } from './claim.queries.js';
-import { WORK_SAVEPOINT } from '../data-layers/pg-claim-connection.js';
+import type { ClaimSql, RecordExpiry, StoredClaim } from '../dialects/store-dialect.js';
+import { quickLiteral } from './quick-literal.js';
+import { WORK_SAVEPOINT } from '../data-layers/sql-claim-connection.js';
 import { within } from '../duration/within.js';
 import { type InFlightTwin, InFlightTwins, type TwinEnding } from './in-flight-twins.js';
-import { StoredConsumers } from '../discovery/stored-consumers.js';
 import { DeliveryClaiming } from './delivery-claiming.js';
 import { OpenClaim } from './open-claim.js';
 import { ReplayCache } from '../replay-cache/replay-cache.js';
@@ -40,7 +40,6 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
     @Inject(CLAIM_OPTIONS) options: ResolvedClaimOptions,
     @Inject(CLAIM_STORAGE) private readonly storage: AsyncLocalStorage<ActiveClaim>,
     private readonly join: DataLayerJoin,
-    private readonly consumers: StoredConsumers,
     cache: ReplayCache,
   ) {
     super(options, cache);
@@ -94,31 +93,24 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
         ? new CallerClaimConnection(request.callerTransaction)
         : await this.join.connect(this.options.connectionTimeoutMs, request);
       const sql = this.sql(transaction);
-      const formerConsumer = this.consumers.formerNameOf(request.consumer);
-      const statements = [claimStatement(sql, request, formerConsumer)];
-      if (request.savepoint) {
-        statements.push(WORK_SAVEPOINT);
-      }
-      const [claim] = await transaction.begin(request.isolationLevel, statements);
-      if (claimWon(claim)) {
+      if (await this.join.dialect.claim.begin(transaction, sql, request, request.savepoint ? [WORK_SAVEPOINT] : [])) {
         claimed = true;
         won();
         // In the caller's transaction, the record is not durable until the caller commits: nothing to cache.
         const settled = request.callerTransaction ? ignore : this.settled(request, claimedAt);
         return {
           kind: 'claimed',
-          claim: new OpenClaim(transaction, request, sql, this.storage, (outcome, recorded) => {
+          claim: new OpenClaim(transaction, request, sql, this.join.dialect.claim, this.storage, (outcome, recorded) => {
             settle(outcome === 'processed' ? 'committed' : 'open');
             settled(outcome, recorded);
           }),
         };
       }
-      const response = await this.readTwin(transaction, sql, request, formerConsumer, claimedAt);
+      const response = await this.readTwin(transaction, sql, request, claimedAt);
       ending = 'committed';
       return this.replay(request, response);
     } catch (error) {
-      const code = postgresErrorCode(error);
-      if (code === PG_LOCK_NOT_AVAILABLE) {
+      if (this.join.dialect.claim.heldByTwin(error)) {
         ending = 'held';
         return undefined;
       }
@@ -140,10 +132,9 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
     transaction: ClaimConnection,
     sql: ClaimSql,
     request: ClaimRequest,
-    formerConsumer: string | undefined,
     claimedAt: number,
   ): Promise<RecordedResponse> {
-    const [found, expiry] = await transaction.rollback([twinStatement(sql, request, formerConsumer), recordExpiryStatement(sql, request)]);
+    const [found, expiry] = await transaction.rollback([this.join.dialect.claim.twinStatement(sql, request), this.join.dialect.claim.recordExpiryStatement(sql, request)]);
     const twin = found.rows[0] as StoredClaim | undefined;
     if (!twin) {
       throw new IdempotencyTransientError(claimMessages.claimVanished(request.key), request.consumer, request.key);
@@ -162,6 +153,6 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
   }
 
   private sql(transaction: ClaimConnection): ClaimSql {
-    return { table: this.options.tableName, literal: (value) => transaction.literal(value), readsVoid: transaction.readsVoid };
+    return { table: this.options.tableName, literal: quickLiteral((value) => transaction.literal(value)), readsVoid: transaction.readsVoid };
   }
 }

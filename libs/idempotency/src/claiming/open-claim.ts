@@ -3,7 +3,7 @@ import type { ActiveClaim } from '../context/idempotency.context.js';
 import type { DeliveryOutcome } from '../metrics/delivery-outcome.js';
 import { commitRefusedError, functionDroppedError, translateDatabaseError } from './claim-errors.js';
 import type { ClaimRequest, CommitOptions, RecordedResponse } from './claim.js';
-import { type ClaimSql, recordStatements } from './claim.queries.js';
+import type { ClaimDialect, ClaimSql } from '../dialects/store-dialect.js';
 import type { ClaimConnection } from '../data-layers/data-layer.js';
 import { SettlingDelivery } from './settling-delivery.js';
 import { downstreamKey } from '../keys/downstream-key.js';
@@ -21,6 +21,7 @@ export class OpenClaim extends SettlingDelivery {
     private readonly transaction: ClaimConnection,
     private readonly request: ClaimRequest,
     private readonly sql: ClaimSql,
+    private readonly dialect: ClaimDialect,
     storage: AsyncLocalStorage<ActiveClaim>,
     onSettled: (outcome: DeliveryOutcome, recorded?: RecordedResponse) => void,
   ) {
@@ -35,7 +36,7 @@ export class OpenClaim extends SettlingDelivery {
    * error: nothing was committed.
    */
   protected complete(response: RecordedResponse, options: CommitOptions): Promise<void> {
-    return this.transaction.commit(recordStatements(this.sql, this.request, response), options.undoWork);
+    return this.transaction.commit(this.dialect.recordStatements(this.sql, this.request, response), options.undoWork);
   }
 
   /**

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { ClaimConnection, StatementResult, TransactionStatements } from './data-layer.js';
-import { UNDO_WORK } from './pg-claim-connection.js';
+import { UNDO_WORK } from './sql-claim-connection.js';
 
 /** The savepoint the claim takes in the caller's transaction, so that a failed claim leaves that transaction usable. */
 const CLAIM_SAVEPOINT = 'idempotency_claim';

@@ -2,6 +2,9 @@ import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, ModuleRef } from '@nestjs/core';
 import { CLAIM_STORAGE, type Claimant, type ClaimConnection, type DataLayerHost, type IdempotencyDataLayer, type QueryResult } from './data-layer.js';
 import { type ResolvedStoreOptions, STORE_OPTIONS } from './store.options.js';
+import type { StoreDialect } from '../dialects/store-dialect.js';
+import { POSTGRES_DIALECT } from '../dialects/postgres/postgres.dialect.js';
+import { MARIADB_DIALECT } from '../dialects/mariadb/mariadb.dialect.js';
 
 /**
  * The module's data layer, attached to the application: what reads and writes the store goes
@@ -11,6 +14,8 @@ import { type ResolvedStoreOptions, STORE_OPTIONS } from './store.options.js';
 @Injectable()
 export class DataLayerJoin implements OnModuleInit {
   readonly layer: IdempotencyDataLayer;
+  /** The SQL of the database the layer reaches. */
+  readonly dialect: StoreDialect;
 
   constructor(
     @Inject(STORE_OPTIONS) store: ResolvedStoreOptions,
@@ -19,6 +24,7 @@ export class DataLayerJoin implements OnModuleInit {
     discovery: DiscoveryService,
   ) {
     this.layer = store.dataLayer;
+    this.dialect = this.layer.dialect === 'mariadb' ? MARIADB_DIALECT : POSTGRES_DIALECT;
     this.layer.attach({ moduleRef, discovery, storage });
   }
 
@@ -36,3 +42,9 @@ export class DataLayerJoin implements OnModuleInit {
     return this.layer.connect(timeoutMs, claimant);
   }
 }
+
+/** The token of the store's dialect, for what writes SQL outside the store handle (the outbox's `publish()`). @internal */
+export const STORE_DIALECT = Symbol('IDEMPOTENCY:STORE_DIALECT');
+
+/** The dialect of the module's data layer. @internal */
+export const storeDialectProvider = { provide: STORE_DIALECT, useFactory: (join: DataLayerJoin): StoreDialect => join.dialect, inject: [DataLayerJoin] };

@@ -1,5 +1,11 @@
 import { shownKey } from '../keys/scoped-key.js';
 
+/** What a `dataLayer` option is, for a message: its class, or its value. */
+function describe(value: unknown): string {
+  const name = (value as { constructor?: { name?: unknown } } | null | undefined)?.constructor?.name;
+  return typeof value === 'object' && value !== null && typeof name === 'string' && name !== 'Object' ? `the ${name} given` : `the value given (${String(value)})`;
+}
+
 /** The message texts of the data layers and the store's table. */
 export const dataLayerMessages = {
   invalidDataSource: (value: unknown) => `dataSource must be a data source name; got ${JSON.stringify(value)}.`,
@@ -18,11 +24,15 @@ export const dataLayerMessages = {
   dataLayerAndDataSource: () =>
     'IdempotencyModule takes dataSource (a TypeORM data source name) or dataLayer, not both: pass the name to the ' +
     "layer instead, dataLayer: new TypeOrmDataLayer({ dataSource: 'name' }).",
-  invalidDataLayer: (value: unknown) =>
-    `dataLayer must be a data layer of the module (new TypeOrmDataLayer(...), new PgPoolDataLayer(...) or new MikroOrmDataLayer(...)); got ${String(value)}.`,
+  invalidDataLayer: (value: unknown, member: string) =>
+    `dataLayer must be an IdempotencyDataLayer (new TypeOrmDataLayer(...), new PgPoolDataLayer(...), new MikroOrmDataLayer(...) ` +
+    `or one of yours), but ${describe(value)} has no ${member === 'schemaAdvice' ? "schemaAdvice ('typeorm-migrations' or 'sql-files')" : `${member}${member === 'name' ? ' (a string)' : '()'}`}.`,
   poolMissing: (token: string) =>
     `PgPoolDataLayer found no provider ${token} in the application (its pool option): provide the pg Pool your data ` +
     'layer writes through under that token, or pass the Pool itself.',
+  notAMysql2Pool: (token: string) =>
+    `Mysql2PoolDataLayer's pool (${token}) is not a mysql2 pool: give it the pool your data layer was built on (createPool(...) ` +
+    "from 'mysql2' or 'mysql2/promise').",
   notAPool: (token: string) =>
     `PgPoolDataLayer's pool (${token}) is not a pg Pool: give it the Pool your data layer was built on (new Pool(...) ` +
     "from 'pg'), the one Drizzle, Kysely or Prisma's PrismaPg adapter were given.",

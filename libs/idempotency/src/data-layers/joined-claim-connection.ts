@@ -1,6 +1,6 @@
 import type { IsolationLevel } from '../options/handler-values.js';
 import type { Claimant, DataLayerHost, PgPoolClient } from './data-layer.js';
-import { PgClaimConnection, type PostgresClient } from './pg-claim-connection.js';
+import { SqlClaimConnection, type ClaimClient } from './sql-claim-connection.js';
 
 type Query = (...args: unknown[]) => unknown;
 
@@ -15,7 +15,7 @@ const LEASES = new WeakSet<object>();
  * the claim's own transaction is refused, and `release()` leaves the client to the claim.
  * @internal
  */
-export class JoinedClaimConnection extends PgClaimConnection {
+export class JoinedClaimConnection extends SqlClaimConnection {
   /** The lease of the handler's own statements (`pool.query()`, `IdempotencyContext`). */
   readonly handle: PgPoolClient;
 
@@ -26,7 +26,7 @@ export class JoinedClaimConnection extends PgClaimConnection {
    */
   constructor(
     readonly owner: object,
-    private readonly pooled: PostgresClient,
+    private readonly pooled: ClaimClient,
     claimant: Claimant,
     waitMs: number,
     private readonly giveBack: (broken: boolean) => Promise<void> | void,

@@ -2,8 +2,6 @@ import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 import { toTableName } from './table-name.js';
 import type { IdempotencyDataLayer } from './data-layer.js';
 import { dataLayerMessages } from './data-layer.messages.js';
-import { MikroOrmDataLayer } from './mikro-orm/mikro-orm.data-layer.js';
-import { PgPoolDataLayer } from './pg/pg-pool.data-layer.js';
 import { TypeOrmDataLayer } from './typeorm/typeorm.data-layer.js';
 
 /**
@@ -31,8 +29,28 @@ export function resolveStore(options: { dataLayer?: unknown; dataSource?: unknow
   if (options.dataSource !== undefined) {
     throw new IdempotencyOptionsError(dataLayerMessages.dataLayerAndDataSource());
   }
-  if (!(options.dataLayer instanceof TypeOrmDataLayer) && !(options.dataLayer instanceof PgPoolDataLayer) && !(options.dataLayer instanceof MikroOrmDataLayer)) {
-    throw new IdempotencyOptionsError(dataLayerMessages.invalidDataLayer(options.dataLayer));
+  const missing = missingMember(options.dataLayer);
+  if (missing !== undefined) {
+    throw new IdempotencyOptionsError(dataLayerMessages.invalidDataLayer(options.dataLayer, missing));
   }
-  return { dataLayer: options.dataLayer, tableName: table };
+  return { dataLayer: options.dataLayer as IdempotencyDataLayer, tableName: table };
+}
+
+/** What `IdempotencyDataLayer` requires of each member, by name. */
+const MEMBERS: Record<keyof IdempotencyDataLayer, (value: unknown) => boolean> = {
+  name: (value) => typeof value === 'string',
+  attach: (value) => typeof value === 'function',
+  start: (value) => typeof value === 'function',
+  query: (value) => typeof value === 'function',
+  connect: (value) => typeof value === 'function',
+  schemaAdvice: (value) => value === 'typeorm-migrations' || value === 'sql-files',
+  dialect: (value) => value === undefined || value === 'postgres' || value === 'mariadb',
+};
+
+/** The first member of `IdempotencyDataLayer` that `layer` lacks (or has of another kind); undefined when it has them all. */
+function missingMember(layer: unknown): string | undefined {
+  if (typeof layer !== 'object' || layer === null) {
+    return 'name';
+  }
+  return Object.entries(MEMBERS).find(([member, fits]) => !fits((layer as Record<string, unknown>)[member]))?.[0];
 }

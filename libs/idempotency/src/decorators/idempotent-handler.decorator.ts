@@ -7,7 +7,7 @@ import { IdempotencyInterceptor } from '../transports/idempotency.interceptor.js
 import { IdempotencyErrorFilter } from '../transports/idempotency-error.filter.js';
 import { RESOLVER_TYPE_METADATA } from '../transports/graphql/graphql-resolvers.handler-kind.js';
 import { wrapForProviderCalls } from '../transports/provider-calls.js';
-import type { IdempotentHandlerOptions } from './idempotent-handler.options.js';
+import type { IdempotentHandlerOptions } from '../options/idempotent-handler.options.js';
 
 /** The HTTP methods that change state, whose routes a class-level `@IdempotentHandler()` makes idempotent. */
 const MUTATING_METHODS: ReadonlySet<unknown> = new Set([RequestMethod.POST, RequestMethod.PUT, RequestMethod.PATCH, RequestMethod.DELETE]);

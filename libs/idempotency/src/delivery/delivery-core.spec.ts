@@ -1,7 +1,7 @@
 import type { ExecutionContext } from '@nestjs/common';
 import type { ClaimOutcome, OpenDelivery, RecordedResponse } from '../claiming/claim.js';
 import type { ClaimingService } from '../claiming/claiming.service.js';
-import type { ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
+import type { ResolvedHandler } from './resolved-handler.js';
 import { IdempotencyInFlightError, IdempotencyKeyError, IdempotencyUnavailableError } from '../errors/idempotency.errors.js';
 import { resolveModuleOptions } from '../idempotency.options.js';
 import type { LeaseClaimingService } from '../leasing/lease-claiming.service.js';

@@ -2,7 +2,7 @@ import { type ExecutionContext, Injectable } from '@nestjs/common';
 import type { ClaimOutcome, CommitOptions, OpenDelivery, RecordedResponse } from '../claiming/claim.js';
 import { ClaimingService } from '../claiming/claiming.service.js';
 import { translateDatabaseError } from '../claiming/claim-errors.js';
-import type { ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
+import type { ResolvedHandler } from './resolved-handler.js';
 import type { IdempotencyMode } from '../options/handler-values.js';
 import { failureOutcome, unwrapDeliveryError } from '../errors/delivery-error-classes.js';
 import { LeaseClaimingService, type LeaseClaimRequest } from '../leasing/lease-claiming.service.js';
@@ -19,13 +19,13 @@ import { type EntryReading, type HandlerPlan, requestBuilder, senderReader } fro
  * failure. A new entry is one more of these, with its `EntryReading` for each handler.
  * @internal
  */
-export interface DeliveryEntry<S> extends SpanSource<S> {
+export interface DeliveryEntry<S, P extends HandlerPlan<S> = HandlerPlan<S>> extends SpanSource<S> {
   /** Answers a duplicate from `source` with the response its twin recorded (opened). */
-  replay(delivery: Delivery<S>, source: S, recorded: RecordedResponse): unknown;
+  replay(delivery: Delivery<S, P>, source: S, recorded: RecordedResponse): unknown;
   /** Runs the handler under the won claim, then commits or rolls back through `delivery`; returns the handler's result. */
-  process(delivery: Delivery<S>, source: S): Promise<unknown>;
+  process(delivery: Delivery<S, P>, source: S): Promise<unknown>;
   /** Answers a delivery that failed (`delivery.request` undefined: refused before its claim): throws, or returns what stands for the result. */
-  fail(error: unknown, delivery: Delivery<S>, source: S): unknown;
+  fail(error: unknown, delivery: Delivery<S, P>, source: S): unknown;
 }
 
 /**
@@ -34,7 +34,7 @@ export interface DeliveryEntry<S> extends SpanSource<S> {
  * span, when there is one) and settles once, recording what the plan stores of the response.
  * @internal
  */
-export class Delivery<S> implements ObservedDelivery {
+export class Delivery<S, P extends HandlerPlan<S> = HandlerPlan<S>> implements ObservedDelivery {
   readonly consumer: string;
   readonly mode: IdempotencyMode;
   readonly startedAt = performance.now();
@@ -47,7 +47,7 @@ export class Delivery<S> implements ObservedDelivery {
   claim!: OpenDelivery;
 
   constructor(
-    readonly plan: HandlerPlan<S>,
+    readonly plan: P,
     private readonly observer: DeliveryObserver,
   ) {
     this.consumer = plan.handler.consumer;
@@ -148,22 +148,23 @@ export class DeliveryCore {
 
   /** The plan of `handler`'s deliveries as its entry reads them. */
   plan<S>(handler: ResolvedHandler, reading: EntryReading<S>): HandlerPlan<S> {
-    return {
+    const names: Pick<HandlerPlan<S>, 'formerConsumer'> = { formerConsumer: undefined };
+    return Object.assign(names, {
       handler,
       sender: senderReader(handler),
-      request: requestBuilder(handler, reading),
-      claim: handler.mode === 'lease' ? (request) => this.leases.claim(request) : (request) => this.claims.claim(request),
+      request: requestBuilder(handler, reading, names),
+      claim: handler.mode === 'lease' ? (request: LeaseClaimRequest) => this.leases.claim(request) : (request: LeaseClaimRequest) => this.claims.claim(request),
       toStore: this.recording.storing(handler.record),
-    };
+    });
   }
 
   /**
    * Delivers what `entry` read from `source` to the handler of `plan`.
    * @returns what the entry answers: the handler's result, a duplicate's recorded answer, or a failure's.
    */
-  async deliver<S>(plan: HandlerPlan<S>, context: ExecutionContext, source: S, entry: DeliveryEntry<S>): Promise<unknown> {
+  async deliver<S, P extends HandlerPlan<S>>(plan: P, context: ExecutionContext, source: S, entry: DeliveryEntry<S, P>): Promise<unknown> {
     const { observer } = this;
-    const delivery = new Delivery(plan, observer);
+    const delivery = new Delivery<S, P>(plan, observer);
     observer.started(delivery, entry, source);
     try {
       let sender = OTHER_SENDERS;
@@ -193,7 +194,7 @@ export class DeliveryCore {
           throw error;
         }
         observer.replayed(delivery, recorded.status);
-        return entry.replay(delivery, source, recorded);
+        return await entry.replay(delivery, source, recorded);
       }
       delivery.claim = outcome.claim;
       observer.won(delivery);

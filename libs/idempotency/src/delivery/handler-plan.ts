@@ -1,7 +1,7 @@
-import type { ExecutionContext, Type } from '@nestjs/common';
+import type { ExecutionContext } from '@nestjs/common';
 import type { ClaimOutcome, ClaimRequest, RecordedResponse } from '../claiming/claim.js';
 import type { ClaimConnection, TransactionStatements } from '../data-layers/data-layer.js';
-import type { ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
+import type { ResolvedHandler } from './resolved-handler.js';
 import type { InFlightPolicy } from '../options/handler-values.js';
 import { IdempotencyKeyError } from '../errors/idempotency.errors.js';
 import { fingerprint } from '../keys/fingerprint.js';
@@ -46,6 +46,11 @@ export interface EntryReading<S> {
  */
 export interface HandlerPlan<S> {
   readonly handler: ResolvedHandler;
+  /**
+   * The handler's default name before 0.3.0 whose stored ids its claims also recognise: set once
+   * at start-up, when the store's names have been read (`StoredConsumers`).
+   */
+  formerConsumer: string | undefined;
   /** The delivery's sender: the handler's fixed name, or its sender function's answer, checked. */
   readonly sender: (context: ExecutionContext) => string;
   /** The claim request of a delivery from `sender`: its key read (and scoped, when the handler has a scope), its fingerprint taken when the handler compares one. */
@@ -70,7 +75,7 @@ export function senderReader(handler: ResolvedHandler): (context: ExecutionConte
  * handler has a `scope` (over HTTP, a caller the scope function cannot name is an anonymous one),
  * the fingerprint, and the handler's fixed settings.
  */
-export function requestBuilder<S>(handler: ResolvedHandler, reading: EntryReading<S>): HandlerPlan<S>['request'] {
+export function requestBuilder<S>(handler: ResolvedHandler, reading: EntryReading<S>, names: Pick<HandlerPlan<S>, 'formerConsumer'>): HandlerPlan<S>['request'] {
   const { consumer, retentionMs, isolationLevel, leaseMs, renewLeaseForMs, store, scope } = handler;
   const waitForTwin = (handler.inFlight ?? reading.defaultInFlight) === 'wait';
   const savepoint = handler.recordErrors.size > 0;
@@ -79,6 +84,7 @@ export function requestBuilder<S>(handler: ResolvedHandler, reading: EntryReadin
   const { callerTransaction, handlerClaim } = reading;
   const claimRequest = (key: string, clientKey: string | undefined, context: ExecutionContext, source: S, sender: string) => ({
     consumer,
+    formerConsumer: names.formerConsumer,
     key,
     clientKey,
     sender,
@@ -134,35 +140,4 @@ function fingerprintReader<S>(handler: ResolvedHandler, reading: EntryReading<S>
     };
   }
   return (context) => fingerprint(covers(context));
-}
-
-/**
- * The plans of one entry's handlers, found by the method Nest calls (one lookup); a method
- * inherited by several controllers, or a bound copy of one (golevelup's), is found by its class
- * too. An entry compiles the plan of a method it does not know yet on first sight.
- * @internal
- */
-export class HandlerPlans<P> {
-  private readonly byMethod = new WeakMap<object, { readonly target: Type; readonly plan: P }>();
-  private readonly byClass = new WeakMap<Type, Map<object, P>>();
-
-  /** Keeps `plan` as the plan of `method` called on an instance of `target`, and returns it. */
-  set(target: Type, method: object, plan: P): P {
-    if (!this.byMethod.has(method)) {
-      this.byMethod.set(method, { target, plan });
-    }
-    let plans = this.byClass.get(target);
-    if (!plans) {
-      plans = new Map();
-      this.byClass.set(target, plans);
-    }
-    plans.set(method, plan);
-    return plan;
-  }
-
-  /** The plan of `method` called on an instance of `target`; undefined while none is kept. */
-  get(target: Type, method: object): P | undefined {
-    const found = this.byMethod.get(method);
-    return found !== undefined && found.target === target ? found.plan : this.byClass.get(target)?.get(method);
-  }
 }

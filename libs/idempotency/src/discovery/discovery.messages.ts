@@ -39,7 +39,7 @@ export const discoveryMessages = {
     `The store holds ids of consumers that no handler of this application claims: ${consumers.map((name) => `'${name}'`).join(', ')}` +
     `${more ? ', and more' : ''}. A handler whose consumer name changed would process their redeliveries again. ` +
     "If they are a handler's ids under a former `consumer`, or under its default name before 0.3.0 ('Class.method') and its class or " +
-    "method was renamed before this version first started, move them to its current name (see the guide's 'Stable consumer names'). " +
+    "method was renamed before this version first started, move them to its current name (see 'Stable consumer names' on the guide's page docs/keys.md). " +
     "If they are claimed elsewhere (the consumers of IdempotentRunner.run(), another application's handlers on the same table), " +
     "list them in the module's knownConsumers option.",
   legacyLeaseHeld: (handler: string, consumer: string, legacy: string) =>
@@ -53,7 +53,7 @@ export const discoveryMessages = {
     `${handler} is an @Sse() stream, which cannot be recorded and replayed to duplicates: remove @IdempotentHandler() from it.`,
   notInController: (handler: string) =>
     `${handler} has @IdempotentHandler() but is neither a controller's method nor a handler of a supported ` +
-    "message consumer or a GraphQL mutation (see the guide's transports): not WebSocket gateways or other providers.",
+    "message consumer or a GraphQL mutation (see the guide's page docs/transports.md): not WebSocket gateways or other providers.",
   providerRequestScoped: (handler: string) =>
     `${handler} has @IdempotentHandler() but its provider is request-scoped (or depends on one), so its framework calls ` +
     'instances the module cannot enlist, and every call would be refused: make it and its dependencies singleton-scoped.',

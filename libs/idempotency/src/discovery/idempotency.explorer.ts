@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, ModulesContainer } from '@nestjs/core';
-import { type HandlerPatterns, IdempotencyMetadataAccessor, type ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
+import { type HandlerPatterns, IdempotencyMetadataAccessor } from '../decorators/idempotency-metadata.accessor.js';
+import type { ResolvedHandler } from '../delivery/resolved-handler.js';
 import { formatDuration } from '../duration/duration.js';
 import { IdempotencyConsumerConflictError, IdempotencyOptionsError, IdempotencyRetentionError, IdempotencyUnsupportedHandlerError } from '../errors/idempotency.errors.js';
 import { DEFAULT_SENDER } from '../decorators/idempotency-metadata.constants.js';
@@ -29,6 +30,13 @@ export interface DiscoveredHandler {
   readonly provider?: ProviderHandler;
   /** The guards of its method and its controller (`@UseGuards()`). */
   readonly guards: readonly string[];
+  /** Other handlers name its consumer too (each of another transport): a record may come from another transport's handler. */
+  readonly shared: boolean;
+  /**
+   * How many idempotent `@EventPattern` handlers a message of `pattern` (as a transport names it)
+   * goes to, for a handler of that pattern; 0 when none is known.
+   */
+  readonly fanOut: (pattern: string) => number;
 }
 
 /** An idempotent handler that is a method of a provider, with the transport that delivers to it. */
@@ -51,8 +59,6 @@ export interface ProviderHandler {
 export class IdempotencyExplorer implements OnModuleInit {
   private readonly logger = new Logger('Idempotency');
   private handlers: DiscoveredHandler[] | undefined;
-  private readonly eventHandlers = new Map<string, number>();
-  private readonly sharedConsumers = new Set<string>();
   private readonly warnedUnscoped = new WeakSet<ResolvedHandler>();
 
   constructor(
@@ -74,11 +80,6 @@ export class IdempotencyExplorer implements OnModuleInit {
     });
     this.warnOfUndeclaredSenders(handlers);
     this.warnOfUnscopedGuardedRoutes(handlers);
-    for (const { patterns } of handlers) {
-      for (const pattern of patterns?.isEvent ? patterns.patterns : []) {
-        this.eventHandlers.set(patternKey(pattern), (this.eventHandlers.get(patternKey(pattern)) ?? 0) + 1);
-      }
-    }
   }
 
   /**
@@ -90,13 +91,8 @@ export class IdempotencyExplorer implements OnModuleInit {
     return this.handlers;
   }
 
-  /** How many idempotent `@EventPattern` handlers a message of `pattern` (as a transport names it) goes to; 0 when none is known. */
-  eventHandlersOf(pattern: string): number {
-    return this.eventHandlers.get(patternKey(pattern)) ?? 0;
-  }
-
   private findHandlers(): DiscoveredHandler[] {
-    const found: DiscoveredHandler[] = [];
+    const found: Omit<DiscoveredHandler, 'shared' | 'fanOut'>[] = [];
     const seen = new Set<unknown>();
     const controllers = new Set(this.discovery.getControllers());
     for (const wrapper of [...controllers, ...this.discovery.getProviders()]) {
@@ -132,7 +128,7 @@ export class IdempotencyExplorer implements OnModuleInit {
         });
       }
     }
-    return found;
+    return withSharingAndFanOut(found);
   }
 
   /** The names of the methods of a class wrapper that carry `@IdempotentHandler()`. */
@@ -160,16 +156,8 @@ export class IdempotencyExplorer implements OnModuleInit {
       if (twin && (twin.handler.mode !== found.handler.mode || twin.handler.store !== found.handler.store)) {
         throw new IdempotencyOptionsError(discoveryMessages.sharedConsumerMismatch(found.handler.consumer, [twin, found].map(label)));
       }
-      if (twin) {
-        this.sharedConsumers.add(found.handler.consumer);
-      }
       byConsumer.set(found.handler.consumer, found);
     }
-  }
-
-  /** Whether several handlers share `consumer`, each naming it: a record may then come from another transport's handler. */
-  isShared(consumer: string): boolean {
-    return this.sharedConsumers.has(consumer);
   }
 
   private checkStore({ name, mode, store }: ResolvedHandler): void {
@@ -239,6 +227,28 @@ export class IdempotencyExplorer implements OnModuleInit {
  * them) is safe to repeat, and a recorded answer would be replayed stale for the whole retention.
  */
 const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS', 'ALL']);
+
+/**
+ * The handlers with what each shares with the others: whether its consumer is another's too
+ * (refused at start-up unless each names it), and how many idempotent `@EventPattern` handlers
+ * each of its patterns reaches (one number for a handler whose patterns all reach as many).
+ */
+function withSharingAndFanOut(handlers: readonly Omit<DiscoveredHandler, 'shared' | 'fanOut'>[]): DiscoveredHandler[] {
+  const consumers = new Map<string, number>();
+  const eventHandlers = new Map<string, number>();
+  for (const { handler, patterns } of handlers) {
+    consumers.set(handler.consumer, (consumers.get(handler.consumer) ?? 0) + 1);
+    for (const pattern of patterns?.isEvent ? patterns.patterns : []) {
+      eventHandlers.set(patternKey(pattern), (eventHandlers.get(patternKey(pattern)) ?? 0) + 1);
+    }
+  }
+  const anyPattern = (pattern: string) => eventHandlers.get(patternKey(pattern)) ?? 0;
+  return handlers.map((found) => {
+    const counts = new Set(found.patterns?.patterns.map((pattern) => eventHandlers.get(patternKey(pattern)) ?? 0) ?? [0]);
+    const [only] = counts;
+    return { ...found, shared: (consumers.get(found.handler.consumer) ?? 0) > 1, fanOut: counts.size === 1 ? () => only : anyPattern };
+  });
+}
 
 /** The way a handler's deliveries come in: HTTP, a microservice transport, or a provider's framework. */
 function entryOf({ patterns, provider }: DiscoveredHandler): string {

@@ -1,11 +1,10 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { IdempotencyExplorer } from './idempotency.explorer.js';
 import { IdempotencySchemaError } from '../errors/idempotency.errors.js';
-import { type ResolvedStoreOptions, STORE_OPTIONS } from '../data-layers/store.options.js';
-import { DataLayerJoin } from '../data-layers/data-layer-join.js';
+import { StoreHandle } from '../store/store.handle.js';
+import { MARIADB_DIALECT } from '../dialects/mariadb/mariadb.dialect.js';
 import { POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { findMissing, type SchemaNeeds, schemaNeeds, type StoreCatalogue } from '../schema/store-schema.js';
-import { catalogueParameters, catalogueStatement } from '../schema/store-schema.queries.js';
 import { SchemaBootCheck } from '../schema/schema-boot-check.js';
 
 /**
@@ -27,8 +26,7 @@ export class StoreSchemaCheck extends SchemaBootCheck {
 
   constructor(
     private readonly explorer: IdempotencyExplorer,
-    private readonly join: DataLayerJoin,
-    @Inject(STORE_OPTIONS) private readonly store: ResolvedStoreOptions,
+    private readonly store: StoreHandle,
   ) {
     super();
   }
@@ -45,11 +43,13 @@ export class StoreSchemaCheck extends SchemaBootCheck {
     if (!this.needs.table && !this.needs.functions) {
       return undefined;
     }
-    const table = this.store.tableName;
+    const table = this.store.table;
     const {
       rows: [catalogue],
-    } = await this.join.query<StoreCatalogue>(catalogueStatement, catalogueParameters(table));
-    const { missing, migrations } = findMissing(table, catalogue, this.needs);
-    return missing.length === 0 ? undefined : new IdempotencySchemaError(table, missing, migrations, { sqlFiles: this.join.layer.schemaAdvice === 'sql-files' });
+    } = await this.store.query<StoreCatalogue>(this.store.dialect.catalogue.catalogueStatement, this.store.dialect.catalogue.catalogueParameters(table));
+    // A driver hands an aggregated JSON value over as its text where the column is not of a JSON type (mysql2 on MariaDB).
+    const columns = typeof catalogue.columns === 'string' ? (JSON.parse(catalogue.columns) as StoreCatalogue['columns']) : catalogue.columns;
+    const { missing, migrations } = findMissing(table, { ...catalogue, columns }, this.needs);
+    return missing.length === 0 ? undefined : new IdempotencySchemaError(table, missing, migrations, { sqlFiles: this.store.adviseSqlFiles, mariaDb: this.store.dialect === MARIADB_DIALECT });
   }
 }

@@ -1,13 +1,11 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 import { discoveryMessages } from './discovery.messages.js';
-import { type ResolvedStoreOptions, STORE_OPTIONS } from '../data-layers/store.options.js';
 import { DISCOVERY_OPTIONS, type ResolvedDiscoveryOptions } from './discovery.options.js';
-import { DataLayerJoin } from '../data-layers/data-layer-join.js';
+import { StoreHandle } from '../store/store.handle.js';
 import { POSTGRES_STORE } from '../leasing/lease-stores.js';
 import { IdempotencyExplorer } from './idempotency.explorer.js';
 import { StoreSchemaCheck } from './store-schema.check.js';
-import { consumerHasRowsSql, moveConsumerSql, storedConsumersSql } from './stored-consumers.queries.js';
 
 /** How many distinct consumer names the start-up scan reads at most. */
 const MAX_SCANNED_CONSUMERS = 1_000;
@@ -33,10 +31,9 @@ export class StoredConsumers implements OnApplicationBootstrap {
   private readonly formerNames = new Map<string, string>();
 
   constructor(
-    @Inject(STORE_OPTIONS) private readonly store: ResolvedStoreOptions,
     @Inject(DISCOVERY_OPTIONS) private readonly options: ResolvedDiscoveryOptions,
     private readonly explorer: IdempotencyExplorer,
-    private readonly join: DataLayerJoin,
+    private readonly store: StoreHandle,
     private readonly schema: StoreSchemaCheck,
   ) {}
 
@@ -82,12 +79,12 @@ export class StoredConsumers implements OnApplicationBootstrap {
 
   /** Moves every id of `from` to `to`, a batch per statement; answers how many left `from`. */
   private async moveIds(from: string, to: string): Promise<number> {
-    const sql = moveConsumerSql(this.store.tableName, MOVE_BATCH);
+    const sql = this.store.dialect.catalogue.moveConsumerSql(this.store.table, MOVE_BATCH);
     let total = 0;
     for (;;) {
       const {
         rows: [{ moved }],
-      } = await this.join.query<{ moved: number }>(sql, [from, to]);
+      } = await this.store.query<{ moved: number }>(sql, [from, to]);
       if (moved === 0) {
         return total;
       }
@@ -98,13 +95,13 @@ export class StoredConsumers implements OnApplicationBootstrap {
   private async hasRows(consumer: string): Promise<boolean> {
     const {
       rows: [{ held }],
-    } = await this.join.query<{ held: boolean }>(consumerHasRowsSql(this.store.tableName), [consumer]);
+    } = await this.store.query<{ held: boolean }>(this.store.dialect.catalogue.consumerHasRowsSql(this.store.table), [consumer]);
     return held;
   }
 
   /** The distinct consumer names in the table, at most MAX_SCANNED_CONSUMERS. */
   private async storedNames(): Promise<{ names: Set<string>; more: boolean }> {
-    const { rows } = await this.join.query<{ consumer: string }>(storedConsumersSql(this.store.tableName, MAX_SCANNED_CONSUMERS + 1));
+    const { rows } = await this.store.query<{ consumer: string }>(this.store.dialect.catalogue.storedConsumersSql(this.store.table, MAX_SCANNED_CONSUMERS + 1));
     return { names: new Set(rows.slice(0, MAX_SCANNED_CONSUMERS).map((row) => row.consumer)), more: rows.length > MAX_SCANNED_CONSUMERS };
   }
 }

@@ -99,14 +99,24 @@ export const errorMessages = {
     `${missing.join('; ')}. Run the package's SQL of ${listed(migrations.map(sqlFileOf))}, in this order, with your ` +
     `migration tool: the files are in node_modules/nestjs-idempotent-consumer/sql/, and ` +
     `npx nestjs-idempotent-consumer-sql${table === DEFAULT_TABLE_NAME ? '' : ` --table ${table}`} prints them all ` +
-    "(--from <timestamp> for only those after the last one run). The guide's \"Schema without TypeORM\" shows how in " +
+    "(--from <timestamp> for only those after the last one run). The guide's \"Schema without TypeORM\" (docs/data-layers.md) shows how in " +
     'Prisma, Drizzle and Kysely migrations.',
+  schemaMissingMariaDb: (table: string, missing: readonly string[]) =>
+    `The processed-messages store (table ${table}) lacks what this version of nestjs-idempotent-consumer needs: ${missing.join('; ')}. ` +
+    (table === DEFAULT_TABLE_NAME
+      ? "Run the package's sql/mariadb/1796601600000-create-processed-messages-table.sql with your migration tool."
+      : `Run the SQL that mariaDbSchemaSql('${table}') answers with your migration tool.`),
   outboxSchemaMissing: (table: string, missing: readonly string[], sqlFiles: boolean) =>
     `The outbox (table ${table}) lacks what this version of nestjs-idempotent-consumer needs: ${missing.join('; ')}. ` +
     (sqlFiles
       ? 'Run the package\'s sql/1796428800000-create-outbox-messages-table.sql with your migration tool ' +
         `(npx nestjs-idempotent-consumer-sql${table === 'outbox_messages' ? '' : ` --outbox-table ${table}`} prints it with the others).`
       : 'Add CreateOutboxMessagesTable1796428800000 (subclassed with the table\'s name if it is not the default) to the data source\'s migrations and run them.'),
+  kafkaOffsetsSchemaMissing: (table: string, sqlFiles: boolean) =>
+    `kafkaOffsets is on, and the table ${table} of the Kafka consumers' positions is missing. ` +
+    (sqlFiles
+      ? "Run the package's sql/1796515200000-create-kafka-offsets-table.sql with your migration tool (npx nestjs-idempotent-consumer-sql prints it with the others)."
+      : "Add CreateKafkaOffsetsTable1796515200000 to the data source's migrations and run them."),
   functionDropped: (table: string, missing: readonly string[]) =>
     `The processed-messages store (table ${table}) lacks what this version of nestjs-idempotent-consumer needs: ${missing.join('; ')}. ` +
     'It was there when the application started, so it was dropped since, and TypeORM will not run the migrations it has ' +

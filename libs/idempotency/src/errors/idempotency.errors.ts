@@ -277,17 +277,22 @@ export class IdempotencySchemaError extends IdempotencyError {
    * @param migrations The library's migrations that bring the store to the current shape.
    * @param options `droppedSinceStart`: found missing by a delivery, after the start-up check found it there;
    * `sqlFiles`: the application's data layer is not TypeORM, so the fix is named as the package's SQL files;
-   * `outbox`: `table` is the outbox table.
+   * `outbox`: `table` is the outbox table; `kafkaOffsets`: the table of the Kafka consumers' positions;
+   * `mariaDb`: the store is on MariaDB, whose SQL file is named.
    */
   constructor(
     readonly table: string,
     readonly missing: readonly string[],
     readonly migrations: readonly string[],
-    options?: ErrorOptions & { readonly droppedSinceStart?: boolean; readonly sqlFiles?: boolean; readonly outbox?: boolean },
+    options?: ErrorOptions & { readonly droppedSinceStart?: boolean; readonly sqlFiles?: boolean; readonly outbox?: boolean; readonly kafkaOffsets?: boolean; readonly mariaDb?: boolean },
   ) {
     super(
       options?.outbox
         ? errorMessages.outboxSchemaMissing(table, missing, options.sqlFiles === true)
+        : options?.kafkaOffsets
+        ? errorMessages.kafkaOffsetsSchemaMissing(table, options.sqlFiles === true)
+        : options?.mariaDb
+        ? errorMessages.schemaMissingMariaDb(table, missing)
         : options?.droppedSinceStart
         ? errorMessages.functionDropped(table, missing)
         : options?.sqlFiles

@@ -1,15 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { healthMessages } from './health.messages.js';
-import { type ResolvedStoreOptions, STORE_OPTIONS } from '../data-layers/store.options.js';
 import { HEALTH_OPTIONS, type ResolvedHealthOptions } from './health.options.js';
-import { DataLayerJoin } from '../data-layers/data-layer-join.js';
+import { StoreHandle } from '../store/store.handle.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { StoreSchemaCheck } from '../discovery/store-schema.check.js';
 import { OutboxSchemaCheck } from '../outbox/outbox-schema.check.js';
 import { findProblems, type HealthFigures } from './health.assessment.js';
-import { estimateRows, readStoreStatistics, type StoreStatistics } from '../metrics/store-statistics.queries.js';
-import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from '../outbox/outbox.options.js';
-import { readOutboxState } from '../outbox/outbox.queries.js';
+import type { StoreFigures } from '../dialects/store-dialect.js';
 
 /**
  * What `isHealthy()` answers: the shape of a `@nestjs/terminus` indicator's result, so it goes
@@ -41,12 +38,10 @@ export class IdempotencyHealthIndicator {
   /** @internal Nest constructs it. */
   constructor(
     private readonly metrics: IdempotencyMetricsService,
-    @Inject(STORE_OPTIONS) private readonly store: ResolvedStoreOptions,
     @Inject(HEALTH_OPTIONS) private readonly options: ResolvedHealthOptions,
-    private readonly join: DataLayerJoin,
+    private readonly store: StoreHandle,
     private readonly schema: StoreSchemaCheck,
     private readonly outboxSchema: OutboxSchemaCheck,
-    @Inject(OUTBOX_OPTIONS) private readonly outbox: ResolvedOutboxOptions | null,
   ) {}
 
   /**
@@ -56,24 +51,24 @@ export class IdempotencyHealthIndicator {
    */
   async isHealthy<const Key extends string = 'idempotency'>(key: Key = 'idempotency' as Key): Promise<IdempotencyHealthResult<Key>> {
     const answer = (status: 'up' | 'down', details: object) => ({ [key]: { status, ...details } }) as IdempotencyHealthResult<Key>;
-    let statistics: StoreStatistics;
+    let statistics: StoreFigures;
     let outbox: HealthFigures['outbox'] = null;
     try {
       const lacking = (await this.schema.inspect()) ?? (await this.outboxSchema.inspect());
       if (lacking) {
         return answer('down', { message: lacking.message, missing: lacking.missing });
       }
-      statistics = await readStoreStatistics(this.join, this.store.tableName);
-      if (this.outbox !== null) {
-        outbox = await readOutboxState(this.join, this.outbox.tableName);
+      statistics = await this.store.statistics();
+      if (this.store.outboxTable !== null) {
+        outbox = await this.store.outboxState();
       }
     } catch (error) {
-      return answer('down', { message: healthMessages.storeUnreadable(this.store.tableName, (error as Error).message) });
+      return answer('down', { message: healthMessages.storeUnreadable(this.store.table, (error as Error).message) });
     }
     const figures = { ...this.measure(statistics), outbox };
     const problems = findProblems(figures, this.options);
     const report = {
-      store: { estimatedRows: figures.estimatedRows ?? 'unknown', totalBytes: statistics.total_bytes },
+      store: { estimatedRows: figures.estimatedRows ?? 'unknown', totalBytes: statistics.totalBytes },
       purge: {
         lagSeconds: seconds(figures.purgeLagMs),
         secondsSinceLastSuccess: figures.timeSincePurgeMs === null ? null : seconds(figures.timeSincePurgeMs),
@@ -85,11 +80,11 @@ export class IdempotencyHealthIndicator {
     return problems.length > 0 ? answer('down', { ...report, problems }) : answer('up', report);
   }
 
-  private measure(statistics: StoreStatistics): Omit<HealthFigures, 'outbox'> {
+  private measure(statistics: StoreFigures): Omit<HealthFigures, 'outbox'> {
     const lastSuccess = this.metrics.purge().lastSuccessAt ?? this.metrics.since;
     return {
-      estimatedRows: estimateRows(statistics),
-      purgeLagMs: statistics.lag_ms ?? 0,
+      estimatedRows: statistics.estimatedRows,
+      purgeLagMs: statistics.lagMs ?? 0,
       timeSincePurgeMs: this.options.maxTimeSincePurgeMs === null ? null : Date.now() - lastSuccess.getTime(),
       duplicateRates: this.metrics.duplicateRates(),
     };

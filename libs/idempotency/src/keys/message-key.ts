@@ -1,5 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
-import type { KeySource } from '../decorators/idempotent-handler.options.js';
+import type { KeySource } from '../options/idempotent-handler.options.js';
 import { MAX_KEY_LENGTH } from '../idempotency.constants.js';
 import { IdempotencyKeyError, IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 import { keyMessages } from './key.messages.js';

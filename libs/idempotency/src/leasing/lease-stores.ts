@@ -4,6 +4,8 @@ import { LEASE_OPTIONS, type ResolvedLeaseOptions } from './lease.options.js';
 import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import type { LeaseStore } from './lease-store.js';
 import { PostgresLeaseStore } from './postgres-lease.store.js';
+import { MariaDbLeaseStore } from './mariadb-lease.store.js';
+import { MARIADB_DIALECT } from '../dialects/mariadb/mariadb.dialect.js';
 
 /**
  * The name of the built-in store: the processed-messages table.
@@ -21,7 +23,7 @@ export class LeaseStores {
 
   constructor(@Inject(STORE_OPTIONS) store: ResolvedStoreOptions, @Inject(LEASE_OPTIONS) options: ResolvedLeaseOptions, join: DataLayerJoin) {
     this.stores = new Map([
-      [POSTGRES_STORE, new PostgresLeaseStore(join, store.tableName)],
+      [POSTGRES_STORE, join.dialect === MARIADB_DIALECT ? new MariaDbLeaseStore(join, store.tableName) : new PostgresLeaseStore(join, store.tableName)],
       ...Object.entries(options.stores),
     ]);
   }

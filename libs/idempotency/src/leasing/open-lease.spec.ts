@@ -28,6 +28,7 @@ describe('OpenLease renews its lease while the handler runs', () => {
   const storage = new AsyncLocalStorage<ActiveClaim>();
   const request = {
     consumer: 'Payments.charge',
+    formerConsumer: undefined,
     key: 'order-7',
     sender: 'shop',
     fingerprint: null,

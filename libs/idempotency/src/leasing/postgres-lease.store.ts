@@ -1,15 +1,9 @@
-import type { DataLayerJoin } from '../data-layers/data-layer-join.js';
+import type { StoreQuery } from '../dialects/store-dialect.js';
 import type { RecordedResponse } from '../claiming/claim.js';
 import type { LeaseAttempt, LeaseKey, LeaseRequest, LeaseStore } from './lease-store.js';
+import { heldBy, type LeaseRow } from './lease-row.js';
 import { leaseClaimSql, leaseCompleteSql, leaseEntrySql, leaseExtendSql, leaseReleaseSql } from './postgres-lease.queries.js';
 
-interface LeaseRow {
-  fingerprint: string | null;
-  lease_token: string | null;
-  response_status: number | null;
-  response_headers: Record<string, string | string[]> | null;
-  response_body: Buffer | null;
-}
 
 /**
  * Leases in the processed-messages table: a row whose `lease_token` is set is leased until
@@ -19,7 +13,7 @@ interface LeaseRow {
  */
 export class PostgresLeaseStore implements LeaseStore {
   constructor(
-    private readonly join: Pick<DataLayerJoin, 'query'>,
+    private readonly join: { readonly query: StoreQuery },
     private readonly tableName: string,
   ) {}
 
@@ -44,14 +38,7 @@ export class PostgresLeaseStore implements LeaseStore {
       // Released between the two statements: try again.
       return this.claim(request, token);
     }
-    if (found.lease_token !== null) {
-      return { kind: 'leased', fingerprint: found.fingerprint };
-    }
-    return {
-      kind: 'completed',
-      fingerprint: found.fingerprint,
-      response: { status: found.response_status, headers: found.response_headers, body: found.response_body },
-    };
+    return heldBy(found);
   }
 
   async complete(request: LeaseRequest, token: string, response: RecordedResponse): Promise<boolean> {

@@ -121,8 +121,8 @@ return 0`);
 
 /**
  * Leases in Redis, for high volume where a duplicate after the key expired is harmless, and where
- * the handler tolerates a second run (Redis forgets what it did not persist: see the guide's
- * "Choosing a store"). A message is a key holding its lease (token and expiry) or its response,
+ * the handler tolerates a second run (Redis forgets what it did not persist: see the guide's page
+ * docs/lease-mode.md, "Choosing a store"). A message is a key holding its lease (token and expiry) or its response,
  * kept by TTL for the handler's retention; the claim, and its holder's token-checked complete,
  * release and extend, are Lua scripts, atomic in Redis. A lease expires by Redis's clock; once it
  * did, the next delivery takes it over with a new token, and until one does, its holder may still

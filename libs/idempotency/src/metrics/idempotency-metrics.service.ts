@@ -1,3 +1,4 @@
+import type { OutboxSample } from '../store/outbox-sample.js';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { MAX_COUNTED_SENDERS, OTHER_SENDERS } from './metrics.constants.js';
 import { metricsMessages } from './metrics.messages.js';
@@ -92,14 +93,6 @@ export interface OutboxCounts {
   readonly published: number;
   /** Publishes that failed (each retried later, or parked). */
   readonly failed: number;
-}
-
-/** The outbox's state in the store, sampled with the store's figures. */
-export interface OutboxSample {
-  /** The age of the oldest message not dispatched yet (dead letters aside); 0 when every message was sent. */
-  readonly lagMs: number;
-  /** Messages parked as dead letters. */
-  readonly deadLetters: number;
 }
 
 /**

@@ -4,10 +4,12 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { IdempotencyError, IdempotencyOptionsError } from '../errors/idempotency.errors.js';
+import { CreateKafkaOffsetsTable1796515200000 } from './create-kafka-offsets-table.migration.js';
 import { CreateOutboxMessagesTable1796428800000 } from './create-outbox-messages-table.migration.js';
 import { CreateProcessedMessagesFunctions1796256000000 } from './create-processed-messages-functions.migration.js';
 import { CreateProcessedMessagesTable1764633600000 } from './create-processed-messages-table.migration.js';
 import { schemaSql } from './schema-sql.js';
+import { mariaDbSchemaSql } from './mariadb-schema-sql.js';
 import { UpgradeProcessedMessagesTable1796342400000 } from './upgrade-processed-messages-table.migration.js';
 
 /** The SQL the package ships: libs/idempotency/sql/. */
@@ -18,10 +20,14 @@ const MIGRATIONS = [
   CreateProcessedMessagesFunctions1796256000000,
   UpgradeProcessedMessagesTable1796342400000,
   CreateOutboxMessagesTable1796428800000,
+  CreateKafkaOffsetsTable1796515200000,
 ];
 
 /** The table each migration creates or changes, by default. */
-const TABLE_OF = new Map<unknown, string>([[CreateOutboxMessagesTable1796428800000, 'outbox_messages']]);
+const TABLE_OF = new Map<unknown, string>([
+  [CreateOutboxMessagesTable1796428800000, 'outbox_messages'],
+  [CreateKafkaOffsetsTable1796515200000, 'kafka_offsets'],
+]);
 
 /** `CreateProcessedMessagesTable1764633600000` -> `1764633600000-create-processed-messages-table`. */
 const nameOf = (className: string) => {
@@ -43,6 +49,7 @@ describe('schemaSql()', () => {
       '1796256000000-create-processed-messages-functions',
       '1796342400000-upgrade-processed-messages-table',
       '1796428800000-create-outbox-messages-table',
+      '1796515200000-create-kafka-offsets-table',
     ]);
     expect((await schemaSql()).map((migration) => migration.name)).toEqual(MIGRATIONS.map((migration) => nameOf(migration.name)));
   });
@@ -71,10 +78,18 @@ describe('schemaSql()', () => {
 
   it('is what the package ships in sql/, file for file, so a released file is never edited unnoticed', async () => {
     const migrations = await schemaSql();
-    expect(readdirSync(SHIPPED).sort()).toEqual(migrations.map((migration) => `${migration.name}.sql`));
+    expect(readdirSync(SHIPPED).filter((file) => file.endsWith('.sql')).sort()).toEqual(migrations.map((migration) => `${migration.name}.sql`));
     for (const { name, sql } of migrations) {
       expect({ name, sql: readFileSync(join(SHIPPED, `${name}.sql`), 'utf8') }).toEqual({ name, sql });
     }
+  });
+
+  it("ships MariaDB's table as sql/mariadb/, the SQL mariaDbSchemaSql() answers under a header", () => {
+    expect(readdirSync(join(SHIPPED, 'mariadb'))).toEqual(['1796601600000-create-processed-messages-table.sql']);
+    const shipped = readFileSync(join(SHIPPED, 'mariadb', '1796601600000-create-processed-messages-table.sql'), 'utf8');
+    expect(shipped.startsWith('-- nestjs-idempotent-consumer: ')).toBe(true);
+    expect(shipped.endsWith(`\n\n${mariaDbSchemaSql()}`)).toBe(true);
+    expect(mariaDbSchemaSql('billing_claims')).toBe(mariaDbSchemaSql().replaceAll('processed_messages', 'billing_claims'));
   });
 
   it("names another table everywhere the default's SQL names processed_messages, and nowhere else", async () => {

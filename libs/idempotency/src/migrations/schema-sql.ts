@@ -1,7 +1,8 @@
 import type { MigrationInterface, QueryRunner } from '../optional/typeorm-types.js';
 import { toTableName } from '../data-layers/table-name.js';
 import { IdempotencyError } from '../errors/idempotency.errors.js';
-import { DEFAULT_OUTBOX_TABLE_NAME, DEFAULT_TABLE_NAME } from '../idempotency.constants.js';
+import { DEFAULT_OUTBOX_TABLE_NAME, DEFAULT_TABLE_NAME, KAFKA_OFFSETS_TABLE_NAME } from '../idempotency.constants.js';
+import { CreateKafkaOffsetsTable1796515200000 } from './create-kafka-offsets-table.migration.js';
 import { CreateOutboxMessagesTable1796428800000 } from './create-outbox-messages-table.migration.js';
 import { CreateProcessedMessagesFunctions1796256000000 } from './create-processed-messages-functions.migration.js';
 import { CreateProcessedMessagesTable1764633600000 } from './create-processed-messages-table.migration.js';
@@ -27,11 +28,12 @@ export interface SchemaMigrationSql {
  * The library's migrations in the order they run, each under its name. Written out rather than
  * read from the class names, which a bundler may shorten.
  */
-const MIGRATIONS: readonly (readonly [name: string, migration: new (tableName: string) => MigrationInterface, table: 'store' | 'outbox'])[] = [
+const MIGRATIONS: readonly (readonly [name: string, migration: new (tableName: string) => MigrationInterface, table: 'store' | 'outbox' | 'kafkaOffsets'])[] = [
   ['1764633600000-create-processed-messages-table', CreateProcessedMessagesTable1764633600000, 'store'],
   ['1796256000000-create-processed-messages-functions', CreateProcessedMessagesFunctions1796256000000, 'store'],
   ['1796342400000-upgrade-processed-messages-table', UpgradeProcessedMessagesTable1796342400000, 'store'],
   ['1796428800000-create-outbox-messages-table', CreateOutboxMessagesTable1796428800000, 'outbox'],
+  ['1796515200000-create-kafka-offsets-table', CreateKafkaOffsetsTable1796515200000, 'kafkaOffsets'],
 ];
 
 /**
@@ -45,7 +47,8 @@ const MIGRATIONS: readonly (readonly [name: string, migration: new (tableName: s
  * @param tableName the table's name, as given to `IdempotencyModule.forRoot({ tableName })`;
  *   `'processed_messages'` (`DEFAULT_TABLE_NAME`) when omitted.
  * @param outboxTableName the outbox table's name, as given as `outbox.tableName`; `'outbox_messages'`
- *   (`DEFAULT_OUTBOX_TABLE_NAME`) when omitted. Its migration is needed only where the outbox is used.
+ *   (`DEFAULT_OUTBOX_TABLE_NAME`) when omitted. Its migration is needed only where the outbox is used,
+ *   as the Kafka positions' table's only with `kafkaOffsets: true`.
  * @throws IdempotencyOptionsError when a table name is not a plain PostgreSQL identifier of at most 56 characters.
  *
  * @example
@@ -56,7 +59,7 @@ const MIGRATIONS: readonly (readonly [name: string, migration: new (tableName: s
  * ```
  */
 export async function schemaSql(tableName: string = DEFAULT_TABLE_NAME, outboxTableName: string = DEFAULT_OUTBOX_TABLE_NAME): Promise<SchemaMigrationSql[]> {
-  const tables = { store: toTableName(tableName), outbox: toTableName(outboxTableName, 'outbox.tableName') };
+  const tables = { store: toTableName(tableName), outbox: toTableName(outboxTableName, 'outbox.tableName'), kafkaOffsets: KAFKA_OFFSETS_TABLE_NAME };
   const migrations: SchemaMigrationSql[] = [];
   for (const [name, migration, of] of MIGRATIONS) {
     const table = tables[of];

@@ -4,7 +4,7 @@
 export interface OutgoingMessage {
   /** The message's stable id: the downstream consumer's idempotency key. Every publish of the message carries it. */
   readonly id: string;
-  /** Where the broker routes it: a queue or routing key (RabbitMQ), a subject (NATS JetStream), a queue name (BullMQ), a queue URL (SQS). */
+  /** Where the broker routes it: a queue or routing key (RabbitMQ), a subject (NATS JetStream), a queue name (BullMQ), a queue URL (SQS), a topic (Kafka). */
   readonly address: string;
   /** Nest's message pattern, for a consumer that is a Nest microservice (`@EventPattern(pattern)`); undefined for a raw message. */
   readonly pattern: string | undefined;
@@ -39,8 +39,9 @@ export interface PublishAttempt {
  * Sends outbox messages to one broker, for the relay. The built-in ones: `RabbitMqPublisher`
  * (publisher confirms, the id as the AMQP `messageId`), `JetStreamPublisher` (the id as
  * `Nats-Msg-Id`), `BullMqPublisher` (the id as the `jobId`), `SqsPublisher` (the id as the
- * `MessageDeduplicationId` on FIFO queues). Each writes the id where this module's consumer of the
- * same transport reads its key by default.
+ * `MessageDeduplicationId` on FIFO queues), `KafkaPublisher` (the id as the `Idempotency-Key`
+ * header). Each writes the id where this module's consumer of the same transport reads its key by
+ * default.
  */
 export interface OutboxPublisher {
   /**

@@ -1,6 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { ResolvedClaimOptions } from '../claiming/claim.options.js';
-import type { DataLayerJoin } from '../data-layers/data-layer-join.js';
+import type { StoreHandle } from '../store/store.handle.js';
 import type { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import type { OutboxSchemaCheck } from './outbox-schema.check.js';
 import type { IdempotencyTracing } from '../tracing/idempotency-tracing.js';
@@ -16,10 +15,10 @@ describe('OutboxRelay', () => {
     const failed = new Promise<never>((_, reject) => (fail = () => reject(new Error('connection refused'))));
     failed.catch(() => undefined);
     let connects = 0;
-    const join = { connect: () => (connects++, failed) } as unknown as DataLayerJoin;
+    const store = { outboxTable: 'outbox_messages', connect: () => (connects++, failed) } as unknown as StoreHandle;
     const outbox = resolveOutbox({ publishers: { broker: { publish: async () => undefined } }, relay: { pollInterval: '1h' } });
     const schema = { passed: async () => true } as unknown as OutboxSchemaCheck;
-    const relay = new OutboxRelay(outbox, { connectionTimeoutMs: 5_000 } as ResolvedClaimOptions, join, {} as IdempotencyMetricsService, schema, {} as IdempotencyTracing);
+    const relay = new OutboxRelay(outbox, store, {} as IdempotencyMetricsService, schema, {} as IdempotencyTracing);
     relay.onApplicationBootstrap();
     while (connects < 2) {
       await new Promise((resolve) => setImmediate(resolve));

@@ -1,8 +1,7 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { inspect } from 'node:util';
-import { CLAIM_OPTIONS, type ResolvedClaimOptions } from '../claiming/claim.options.js';
 import type { ClaimConnection } from '../data-layers/data-layer.js';
-import { DataLayerJoin } from '../data-layers/data-layer-join.js';
+import { StoreHandle } from '../store/store.handle.js';
 import { within } from '../duration/within.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { IdempotencyTracing } from '../tracing/idempotency-tracing.js';
@@ -11,7 +10,7 @@ import type { OutgoingMessage, PublishAttempt } from './outbox-publisher.js';
 import { IdempotencyOutboxError, IdempotencyPublishRefusedError } from '../errors/idempotency.errors.js';
 import { OUTBOX_OPTIONS, type ResolvedOutboxOptions, type ResolvedRelayOptions } from './outbox.options.js';
 import { outboxMessages } from './outbox.messages.js';
-import { type FailedPublish, markDispatchedSql, markFailedSql, type OutboxRow, takeBatchSql } from './outbox.queries.js';
+import type { FailedPublish, OutboxRow } from '../dialects/store-dialect.js';
 
 /** What one batch of `OutboxRelay.runOnce()` did with its messages. */
 export interface OutboxRelayRun {
@@ -79,8 +78,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   /** @internal Nest constructs it. */
   constructor(
     @Inject(OUTBOX_OPTIONS) private readonly outbox: ResolvedOutboxOptions | null,
-    @Inject(CLAIM_OPTIONS) private readonly claims: ResolvedClaimOptions,
-    private readonly join: DataLayerJoin,
+    private readonly store: StoreHandle,
     private readonly metrics: IdempotencyMetricsService,
     private readonly schema: OutboxSchemaCheck,
     private readonly tracing: IdempotencyTracing,
@@ -161,9 +159,9 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     if (this.retryAt !== undefined && this.retryAt <= Date.now()) {
       this.retryAt = undefined;
     }
-    const connection = await this.join.connect(this.claims.connectionTimeoutMs, RELAY_CLAIMANT);
+    const connection = await this.store.connect(RELAY_CLAIMANT);
     try {
-      const [taken] = await connection.begin(undefined, [takeBatchSql(this.table, relay.batchSize, relay.deadLetterHoldsKey)]);
+      const [taken] = await connection.begin(undefined, [this.store.dialect.outbox!.takeBatchSql(this.table, relay.batchSize, relay.deadLetterHoldsKey)]);
       const rows = taken.rows as OutboxRow[];
       if (rows.length === 0) {
         await connection.rollback();
@@ -253,8 +251,8 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       this.logger.warn(dead ? outboxMessages.deadLettered(this.table, row.id, attempt, error, relay.deadLetterHoldsKey ? row.ordering_key : null) : outboxMessages.publishFailed(row.id, row.destination, attempt, delayMs, error));
     });
     await connection.commit([
-      ...(published.length > 0 ? [markDispatchedSql(this.table, published.map((row) => row.seq))] : []),
-      ...(failures.length > 0 ? [markFailedSql(this.table, failures)] : []),
+      ...(published.length > 0 ? [this.store.dialect.outbox!.markDispatchedSql(this.table, published.map((row) => row.seq))] : []),
+      ...(failures.length > 0 ? [this.store.dialect.outbox!.markFailedSql(this.table, failures)] : []),
     ]);
     this.metrics.recordOutboxBatch({
       size: rows.length,
@@ -298,7 +296,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     while (!this.stopping) {
       let connection: ClaimConnection | undefined;
       try {
-        connection = await this.join.connect(this.claims.connectionTimeoutMs, RELAY_CLAIMANT);
+        connection = await this.store.connect(RELAY_CLAIMANT);
         let lost!: (error?: Error) => void;
         const ended = new Promise<Error | undefined>((resolve) => (lost = resolve));
         this.endListening = () => lost();
@@ -342,6 +340,6 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   }
 
   private get table(): string {
-    return this.outbox!.tableName;
+    return this.store.outboxTable!;
   }
 }

@@ -1,10 +1,15 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { DataLayerJoin } from '../data-layers/data-layer-join.js';
-import { IdempotencySchemaError } from '../errors/idempotency.errors.js';
+import { Injectable } from '@nestjs/common';
+import { StoreHandle } from '../store/store.handle.js';
+import { IdempotencyOptionsError, IdempotencySchemaError } from '../errors/idempotency.errors.js';
+import { outboxMessages } from './outbox.messages.js';
 import { SchemaBootCheck } from '../schema/schema-boot-check.js';
 import { StoreSchemaCheck } from '../discovery/store-schema.check.js';
-import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from './outbox.options.js';
-import { OUTBOX_COLUMNS, outboxColumnsSql } from './outbox.queries.js';
+
+/** The columns the outbox and its relay use. */
+export const OUTBOX_COLUMNS = [
+  'seq', 'id', 'destination', 'address', 'pattern', 'headers', 'payload', 'ordering_key',
+  'created_at', 'attempts', 'next_attempt_at', 'last_error', 'dispatched_at', 'dead_lettered_at',
+] as const;
 
 /**
  * With an `outbox`, refuses to start when its table is missing or lacks a column the outbox and
@@ -16,29 +21,27 @@ import { OUTBOX_COLUMNS, outboxColumnsSql } from './outbox.queries.js';
 @Injectable()
 export class OutboxSchemaCheck extends SchemaBootCheck {
   constructor(
-    @Inject(OUTBOX_OPTIONS) private readonly outbox: ResolvedOutboxOptions | null,
-    private readonly join: DataLayerJoin,
-    private readonly store: StoreSchemaCheck,
+    private readonly store: StoreHandle,
+    storeSchema: StoreSchemaCheck,
   ) {
-    super();
-  }
-
-  protected override precondition(): Promise<boolean> {
-    return this.store.passed();
+    super(storeSchema);
   }
 
   /** What the outbox table lacks now; undefined when nothing (or there is no outbox). */
   async inspect(): Promise<IdempotencySchemaError | undefined> {
-    if (this.outbox === null) {
+    const table = this.store.outboxTable;
+    if (table === null) {
       return undefined;
     }
-    const table = this.outbox.tableName;
+    if (this.store.dialect.outbox === null) {
+      throw new IdempotencyOptionsError(outboxMessages.notOnDatabase(this.store.dialect.name));
+    }
     const {
       rows: [{ columns }],
-    } = await this.join.query<{ columns: string[] | null }>(outboxColumnsSql, [table]);
+    } = await this.store.query<{ columns: string[] | null }>(this.store.dialect.outbox!.outboxColumnsSql, [table]);
     const missing = columns === null ? [`the table ${table}`] : OUTBOX_COLUMNS.filter((column) => !columns.includes(column)).map((column) => `the column ${column}`);
     return missing.length === 0
       ? undefined
-      : new IdempotencySchemaError(table, missing, ['CreateOutboxMessagesTable1796428800000'], { outbox: true, sqlFiles: this.join.layer.schemaAdvice === 'sql-files' });
+      : new IdempotencySchemaError(table, missing, ['CreateOutboxMessagesTable1796428800000'], { outbox: true, sqlFiles: this.store.adviseSqlFiles });
   }
 }

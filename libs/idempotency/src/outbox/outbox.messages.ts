@@ -3,9 +3,11 @@ import { shownKey } from '../errors/error.messages.js';
 /** The message texts of the outbox and its relay. */
 export const outboxMessages = {
   noPublishers: () => 'outbox.publishers names no publisher: give at least one, by the name messages give as `to` (`{ rabbitmq: new RabbitMqPublisher(...) }`).',
-  notAPublisher: (name: string) => `outbox.publishers.${name} has no publish(message) method: give a RabbitMqPublisher, JetStreamPublisher, BullMqPublisher, SqsPublisher or an OutboxPublisher of your own.`,
+  notAPublisher: (name: string) => `outbox.publishers.${name} has no publish(message) method: give a RabbitMqPublisher, JetStreamPublisher, BullMqPublisher, SqsPublisher, KafkaPublisher or an OutboxPublisher of your own.`,
   notWholeNumber: (name: string, value: unknown, max: number) => `${name} must be a whole number from 1 to ${max}; got ${JSON.stringify(value)}.`,
   retryDelays: (retryMs: number, maxMs: number) => `outbox.relay.maxRetryDelay (${maxMs} ms) is shorter than outbox.relay.retryDelay (${retryMs} ms).`,
+  notOnDatabase: (database: string) =>
+    `The outbox is not available on ${database} yet: its table, relay and statements are PostgreSQL's. Remove the module's \`outbox\` option, or keep the store on PostgreSQL.`,
   notConfigured: () => 'Outbox.publish() needs the module\'s `outbox` option (its publishers and table): IdempotencyModule.forRoot({ outbox: { publishers: { ... } } }).',
   noTransaction: (inLease: string | undefined) =>
     (inLease === undefined
@@ -34,6 +36,11 @@ export const outboxMessages = {
   noStream: (subject: string) =>
     `no JetStream stream takes the subject '${subject}' (or JetStream is not enabled on the server; the client says "jetstream is not enabled"): ` +
     'add a stream whose subjects include it before the relay publishes',
+  kafkaPattern: () => "a Kafka message has no pattern besides its topic (Nest's Kafka transport takes the pattern from the topic): put the pattern in `address`.",
+  kafkaTopic: (topic: string) =>
+    `a Kafka topic's name is 1 to 249 letters, digits, '.', '_' or '-', and neither '.' nor '..' (the address is ${JSON.stringify(topic.slice(0, 300))}).`,
+  kafkaIdHeader: (header: string) => `the header '${header}' is the one that carries the message's id.`,
+  kafkaRefused: (topic: string, type: string) => `Kafka refused the message to the topic '${topic}' for good (${type}).`,
   publishTimedOut: (ms: number) => `no confirmation from the broker within ${ms} ms`,
   noRelay: () => 'OutboxRelay.runOnce() needs a relay in this process: the module\'s `outbox` with `relay` not false (`relay: { autoStart: false }` for one that runs only when called).',
   relayStarted: (table: string, batchSize: number, listens: boolean, pollIntervalMs: number) =>

@@ -5,6 +5,7 @@ import { isPositiveInteger, toFlag } from '../options/option-values.js';
 import { DEFAULT_OUTBOX_TABLE_NAME } from '../idempotency.constants.js';
 import type { OutboxPublisher } from './outbox-publisher.js';
 import { outboxMessages } from './outbox.messages.js';
+import { OUTBOX_TABLE } from '../store/store.handle.js';
 
 /** The relay's settings: how it wakes, how much it takes at once, how it retries. */
 export interface OutboxRelayOptions {
@@ -40,7 +41,7 @@ export interface OutboxRelayOptions {
    */
   listen?: boolean;
   /**
-   * Failed publishes of one message before it is parked as a dead letter (`IdempotencyAdmin.outboxDeadLetters()`).
+   * Failed publishes of one message before it is parked as a dead letter (`OutboxAdmin.deadLetters()`).
    * @default 10
    */
   maxAttempts?: number;
@@ -169,3 +170,10 @@ function wholeNumber(name: string, value: unknown, max: number): number {
   }
   return value;
 }
+
+/** Provides the store handle's `OUTBOX_TABLE` from the outbox's options. @internal */
+export const outboxTableProvider = {
+  provide: OUTBOX_TABLE,
+  useFactory: (outbox: ResolvedOutboxOptions | null) => outbox?.tableName ?? null,
+  inject: [OUTBOX_OPTIONS],
+};

@@ -1,13 +1,10 @@
-import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import { DataLayerJoin } from '../data-layers/data-layer-join.js';
+import { Inject, Injectable } from '@nestjs/common';
+import { GaugeSampler } from '../metrics/gauge-sampler.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { METRICS_OPTIONS, type ResolvedMetricsOptions } from '../metrics/metrics.options.js';
-import { metricsMessages } from '../metrics/metrics.messages.js';
 import { PrometheusExporter } from '../metrics/prometheus.exporter.js';
-import { RepeatingTimer } from '../scheduling/repeating-timer.js';
+import { StoreHandle } from '../store/store.handle.js';
 import { OutboxSchemaCheck } from './outbox-schema.check.js';
-import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from './outbox.options.js';
-import { readOutboxState } from './outbox.queries.js';
 
 /**
  * With an `outbox` and a metrics registry: registers the outbox's metrics, and reads its lag and
@@ -16,43 +13,30 @@ import { readOutboxState } from './outbox.queries.js';
  * @internal
  */
 @Injectable()
-export class OutboxSampler implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger('Idempotency');
-  private timer: RepeatingTimer | undefined;
-  private stopped = false;
-
+export class OutboxSampler extends GaugeSampler {
   constructor(
-    @Inject(OUTBOX_OPTIONS) private readonly outbox: ResolvedOutboxOptions | null,
-    @Inject(METRICS_OPTIONS) private readonly options: ResolvedMetricsOptions,
-    private readonly metrics: IdempotencyMetricsService,
-    private readonly exporter: PrometheusExporter,
-    private readonly join: DataLayerJoin,
-    private readonly schema: OutboxSchemaCheck,
-  ) {}
+    store: StoreHandle,
+    metrics: IdempotencyMetricsService,
+    exporter: PrometheusExporter,
+    @Inject(METRICS_OPTIONS) options: ResolvedMetricsOptions,
+    schema: OutboxSchemaCheck,
+  ) {
+    super(store, metrics, exporter, options, schema);
+  }
 
-  async onApplicationBootstrap(): Promise<void> {
-    const outbox = this.outbox;
-    if (outbox === null || !this.exporter.isRegistered) {
-      return;
+  protected get table(): string {
+    return this.store.outboxTable!;
+  }
+
+  protected override register(): boolean {
+    if (this.store.outboxTable === null) {
+      return false;
     }
     this.exporter.registerOutbox();
-    if (this.options.storeSampleIntervalMs === null || !(await this.schema.passed()) || this.stopped) {
-      return;
-    }
-    this.timer = new RepeatingTimer(this.options.storeSampleIntervalMs, () => this.sample(outbox.tableName));
-    this.timer.start({ now: true });
+    return true;
   }
 
-  beforeApplicationShutdown(): void {
-    this.stopped = true;
-    this.timer?.stop();
-  }
-
-  private async sample(table: string): Promise<void> {
-    try {
-      this.metrics.recordOutboxSample(await readOutboxState(this.join, table));
-    } catch (error) {
-      this.logger.warn(metricsMessages.storeSampleFailed(table, (error as Error).message));
-    }
+  protected async sample(): Promise<void> {
+    this.metrics.recordOutboxSample(await this.store.outboxState());
   }
 }

@@ -10,7 +10,8 @@ import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from './outbox.options.js'
 import { outboxMessages } from './outbox.messages.js';
 import { type Duration, MAX_RETENTION_MS, toMilliseconds } from '../duration/duration.js';
 import { PG_NO_ACTIVE_TRANSACTION, PG_UNIQUE_VIOLATION } from '../claiming/claim.constants.js';
-import { insertOutboxSql, lockOutboxSql } from './outbox.queries.js';
+import type { StoreDialect } from '../dialects/store-dialect.js';
+import { STORE_DIALECT } from '../data-layers/data-layer-join.js';
 
 /** A message for `Outbox.publish()`. */
 export interface OutboxMessage {
@@ -92,6 +93,7 @@ export class Outbox {
   constructor(
     @Inject(OUTBOX_OPTIONS) private readonly options: ResolvedOutboxOptions | null,
     @Inject(CLAIM_STORAGE) private readonly storage: AsyncLocalStorage<ActiveClaim>,
+    @Inject(STORE_DIALECT) private readonly dialect: StoreDialect,
   ) {}
 
   /**
@@ -115,7 +117,7 @@ export class Outbox {
     const outgoing = this.toOutgoing(outbox, message);
     const literal = pg.escapeLiteral;
     const nullable = (value: string | undefined) => (value === undefined ? 'NULL' : literal(value));
-    const statement = insertOutboxSql(outbox.tableName, {
+    const statement = this.dialect.outbox!.insertOutboxSql(outbox.tableName, {
       id: literal(outgoing.id),
       destination: literal(message.to),
       address: literal(outgoing.address),
@@ -153,7 +155,7 @@ export class Outbox {
    */
   private async writeInCallersTransaction(transaction: TransactionStatements, table: string, id: string, statement: string): Promise<void> {
     try {
-      await transaction(lockOutboxSql(table));
+      await transaction(this.dialect.outbox!.lockOutboxSql(table));
     } catch (error) {
       throw reports(error, PG_NO_ACTIVE_TRANSACTION, 'can only be used in transaction blocks') ? new IdempotencyOutboxError(outboxMessages.notInTransaction(), { cause: error }) : error;
     }

@@ -1,14 +1,12 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { IdempotencyPurgeError, type PurgeOutcome, type PurgeRun } from '../errors/idempotency.errors.js';
-import { DataLayerJoin } from '../data-layers/data-layer-join.js';
 import { purgeMessages } from './purge.messages.js';
-import { type ResolvedStoreOptions, STORE_OPTIONS } from '../data-layers/store.options.js';
+import { StoreHandle } from '../store/store.handle.js';
 import { PURGE_OPTIONS, type ResolvedPurgeOptions } from './purge.options.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { IdempotencyTracing } from '../tracing/idempotency-tracing.js';
-import { type PurgeBatchResult, purgeBatchSql } from './purge.queries.js';
+import type { StoreQuery } from '../dialects/store-dialect.js';
 import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from '../outbox/outbox.options.js';
-import { purgeDispatchedSql } from '../outbox/outbox.queries.js';
 
 /**
  * Deletes expired message ids, in batches of `purge.batchSize`, each one statement in its own short
@@ -28,10 +26,9 @@ export class IdempotencyPurgeService implements BeforeApplicationShutdown {
 
   /** @internal Nest constructs it. */
   constructor(
-    @Inject(STORE_OPTIONS) private readonly store: ResolvedStoreOptions,
     @Inject(PURGE_OPTIONS) private readonly options: ResolvedPurgeOptions,
     private readonly metrics: IdempotencyMetricsService,
-    private readonly join: DataLayerJoin,
+    private readonly store: StoreHandle,
     private readonly tracing: IdempotencyTracing,
     @Inject(OUTBOX_OPTIONS) private readonly outbox: ResolvedOutboxOptions | null,
   ) {}
@@ -68,12 +65,12 @@ export class IdempotencyPurgeService implements BeforeApplicationShutdown {
       await this.deleteDispatched();
       const run = finish(outcome);
       if (run.rows > 0) {
-        this.logger.log(purgeMessages.purged(this.store.tableName, run.rows, run.batches, run.durationMs));
+        this.logger.log(purgeMessages.purged(this.store.table, run.rows, run.batches, run.durationMs));
       }
       return run;
     } catch (error) {
       const run = finish('failed');
-      throw new IdempotencyPurgeError(purgeMessages.purgeFailed(this.store.tableName, run.rows), run, { cause: error });
+      throw new IdempotencyPurgeError(purgeMessages.purgeFailed(this.store.table, run.rows), run, { cause: error });
     }
   }
 
@@ -83,11 +80,9 @@ export class IdempotencyPurgeService implements BeforeApplicationShutdown {
    */
   private async deleteExpired(progress: { rows: number; batches: number }): Promise<PurgeOutcome> {
     const { batchSize } = this.options;
-    const sql = purgeBatchSql(this.store.tableName, batchSize);
+    const query: StoreQuery = (text, parameters) => this.store.query(text, parameters);
     while (!this.stopping) {
-      const {
-        rows: [{ locked, rows }],
-      } = await this.join.query<PurgeBatchResult>(sql);
+      const { locked, rows } = await this.store.dialect.purge.purgeBatch(query, this.store.table, batchSize);
       if (!locked) {
         return progress.batches === 0 ? 'skipped' : 'purged';
       }
@@ -106,19 +101,20 @@ export class IdempotencyPurgeService implements BeforeApplicationShutdown {
       return;
     }
     const { batchSize } = this.options;
-    const sql = purgeDispatchedSql(this.outbox.tableName, this.outbox.retentionMs, batchSize);
+    const table = this.store.outboxTable!;
+    const sql = this.store.dialect.outbox!.purgeDispatchedSql(table, this.outbox.retentionMs, batchSize);
     let deleted = 0;
     while (!this.stopping) {
       const {
         rows: [{ rows }],
-      } = await this.join.query<{ rows: number }>(sql);
+      } = await this.store.query<{ rows: number }>(sql);
       deleted += rows;
       if (rows < batchSize) {
         break;
       }
     }
     if (deleted > 0) {
-      this.logger.log(purgeMessages.purgedOutbox(this.outbox.tableName, deleted));
+      this.logger.log(purgeMessages.purgedOutbox(table, deleted));
     }
   }
 }

@@ -21,7 +21,7 @@ describe('PurgeScheduler', () => {
 
   it('purges one interval after bootstrap, then one interval after each run ended, until shutdown', async () => {
     const purge = scheduler({ interval: '1m' });
-    purge.onApplicationBootstrap();
+    await purge.onApplicationBootstrap();
     expect(purge.isScheduled).toBe(true);
     await jest.advanceTimersByTimeAsync(59_999);
     expect(purgeNow).toHaveBeenCalledTimes(0);
@@ -38,7 +38,7 @@ describe('PurgeScheduler', () => {
   it('keeps purging after a run failed', async () => {
     purgeNow.mockImplementationOnce(() => Promise.reject(new Error('database gone')));
     const purge = scheduler({ interval: '1s' });
-    purge.onApplicationBootstrap();
+    await purge.onApplicationBootstrap();
     await jest.advanceTimersByTimeAsync(2_000);
     expect(purgeNow).toHaveBeenCalledTimes(2);
     purge.beforeApplicationShutdown();
@@ -46,7 +46,7 @@ describe('PurgeScheduler', () => {
 
   it('runs no timer when the interval is false', async () => {
     const purge = scheduler({ interval: false });
-    purge.onApplicationBootstrap();
+    await purge.onApplicationBootstrap();
     expect(purge.isScheduled).toBe(false);
     await jest.advanceTimersByTimeAsync(3_600_000);
     expect(purgeNow).not.toHaveBeenCalled();

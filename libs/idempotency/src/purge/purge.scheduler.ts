@@ -1,6 +1,6 @@
-import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { PURGE_OPTIONS, type ResolvedPurgeOptions } from './purge.options.js';
-import { RepeatingTimer } from '../scheduling/repeating-timer.js';
+import { RepeatingTask, type TaskSchedule } from '../scheduling/repeating-task.js';
 import { IdempotencyPurgeService } from './idempotency-purge.service.js';
 
 /**
@@ -9,35 +9,22 @@ import { IdempotencyPurgeService } from './idempotency-purge.service.js';
  * interval is `false`. The timer does not keep the process alive.
  */
 @Injectable()
-export class PurgeScheduler implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class PurgeScheduler extends RepeatingTask {
   private readonly logger = new Logger('Idempotency');
-  private timer: RepeatingTimer | undefined;
 
   constructor(
     @Inject(PURGE_OPTIONS) private readonly options: ResolvedPurgeOptions,
     private readonly purge: IdempotencyPurgeService,
-  ) {}
-
-  /** True while the purge timer runs. */
-  get isScheduled(): boolean {
-    return this.timer?.isScheduled ?? false;
+  ) {
+    super();
   }
 
-  onApplicationBootstrap(): void {
+  protected schedule(): TaskSchedule | null {
     const { intervalMs } = this.options;
-    if (intervalMs === null) {
-      return;
-    }
-    this.timer = new RepeatingTimer(intervalMs, () =>
-      this.purge.purgeNow().then(
-        () => undefined,
-        (error: Error) => this.logger.error(error.message, error.cause instanceof Error ? error.cause.stack : undefined),
-      ),
-    );
-    this.timer.start();
+    return intervalMs === null ? null : { intervalMs, now: false };
   }
 
-  beforeApplicationShutdown(): void {
-    this.timer?.stop();
+  protected async run(): Promise<void> {
+    await this.purge.purgeNow().catch((error: Error) => this.logger.error(error.message, error.cause instanceof Error ? error.cause.stack : undefined));
   }
 }

@@ -17,13 +17,14 @@ export abstract class SchemaBootCheck implements OnApplicationBootstrap {
   /** What to learn before the check at bootstrap (the handlers discovered, say). */
   protected prepare(): void {}
 
-  /** Whether to check at all: false when a check this one comes after refused the start already, so that its error is the one reported. */
-  protected async precondition(): Promise<boolean> {
-    return true;
-  }
+  /**
+   * `after`: the check this one comes after. This one does not check at all when that one refused
+   * the start already, so that its error is the one reported.
+   */
+  constructor(private readonly after?: SchemaBootCheck) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    if (!(await this.precondition())) {
+    if (this.after && !(await this.after.passed())) {
       this.settle(false);
       return;
     }

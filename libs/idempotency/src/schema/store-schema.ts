@@ -1,5 +1,5 @@
 import type { IdempotencyMode } from '../options/handler-values.js';
-import { claimSignature, recordSignature } from './store-schema.queries.js';
+import { claimSignature, recordSignature } from '../dialects/postgres/store-schema.queries.js';
 
 /** The library's migrations, by what they create. */
 const CREATE_TABLE = 'CreateProcessedMessagesTable1764633600000';

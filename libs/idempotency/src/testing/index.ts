@@ -5,3 +5,7 @@ export { leaseStoreContract } from './lease-store.contract.js';
 export type { ContractCheck } from './lease-store.contract.js';
 export { transportContract } from './transport.contract.js';
 export type { ContractConsumer, ContractExtras, ContractMessage, ContractStart, TransportHarness } from './transport.contract.js';
+export { dataLayerContract } from './data-layer.contract.js';
+export type { DataLayerHarness, DataLayerService, DataLayerStart } from './data-layer.contract.js';
+export { DataLayerContractModule } from './data-layer-contract.module.js';
+export type { DataLayerContractOptions, DataLayerWriter, NestedEnding } from './data-layer-contract.module.js';

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { IdempotencyOutboxError } from '../errors/idempotency.errors.js';
 import { Outbox, type OutboxMessage } from '../outbox/outbox.js';
+import { POSTGRES_DIALECT } from '../dialects/postgres/postgres.dialect.js';
 import { outboxMessages } from '../outbox/outbox.messages.js';
 
 /**
@@ -14,7 +15,7 @@ export class TestingOutbox extends Outbox {
 
   /** @internal `IdempotencyTestingModule` constructs it. */
   constructor() {
-    super(null, new AsyncLocalStorage());
+    super(null, new AsyncLocalStorage(), POSTGRES_DIALECT);
   }
 
   /**

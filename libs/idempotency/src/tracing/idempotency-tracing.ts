@@ -102,6 +102,14 @@ export class IdempotencyTracing implements OnModuleInit {
     if (!this.otel) {
       return undefined;
     }
+    const { trace, ProxyTracerProvider, SpanKind } = this.otel;
+    const provider = trace.getTracerProvider();
+    // The global provider stands for the SDK's once one is registered; with none, its tracers' spans
+    // record nothing, so the delivery does without one, as below, with no span made to find that out.
+    const tracer = provider instanceof ProxyTracerProvider ? provider.getDelegateTracer(TRACER_NAME) : provider.getTracer(TRACER_NAME);
+    if (!tracer) {
+      return undefined;
+    }
     const attributes: Record<string, string> = { 'idempotency.consumer': consumer, 'idempotency.mode': mode };
     if (transport === 'http') {
       attributes['http.request.method'] = method ?? '_OTHER';
@@ -109,7 +117,7 @@ export class IdempotencyTracing implements OnModuleInit {
       attributes['messaging.system'] = transport;
       attributes['messaging.operation.type'] = 'process';
     }
-    const span = this.otel.trace.getTracer(TRACER_NAME).startSpan(`idempotency ${consumer}`, { kind: this.otel.SpanKind.INTERNAL, attributes });
+    const span = tracer.startSpan(`idempotency ${consumer}`, { kind: SpanKind.INTERNAL, attributes });
     // No SDK registered, or sampled out: nothing would see the span, so the delivery does without it
     // (its handler's own spans stay children of the same trace through the caller's span).
     return span.isRecording() ? span : undefined;

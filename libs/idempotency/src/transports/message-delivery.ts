@@ -1,30 +1,15 @@
-import { type CallHandler, type ExecutionContext, Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
-import { from, lastValueFrom, mergeMap, type Observable, of, toArray } from 'rxjs';
+import { type CallHandler, type ExecutionContext, Injectable } from '@nestjs/common';
+import { Observable } from 'rxjs';
 import type { RecordedResponse } from '../claiming/claim.js';
 import { type Delivery, DeliveryCore, type DeliveryEntry, processJson } from '../delivery/delivery-core.js';
-import { type HandlerPlan, HandlerPlans } from '../delivery/handler-plan.js';
-import { IdempotencyMetadataAccessor, type ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
-import { IdempotencyExplorer } from '../discovery/idempotency.explorer.js';
 import { classify } from '../errors/delivery-error-classes.js';
-import { IdempotencyKeyError, IdempotencyUnsupportedHandlerError } from '../errors/idempotency.errors.js';
-import { keyAbsence, type KeyLookup, keyReader, readPath, toMessageKey } from '../keys/message-key.js';
-import { type InboundMessage, MESSAGE_TRANSPORTS, type MessageTransport, type Verdict } from './message-transport.js';
+import { IdempotencyUnsupportedHandlerError } from '../errors/idempotency.errors.js';
+import { HandlerPlans } from './handler-plans.js';
+import type { FailureAnswer, InboundMessage, MessageTransport, Verdict } from './message-transport.js';
+import type { MessagePlan, MessageSource } from './message-plan.js';
 import { markReported } from './reported-failures.js';
 import { answerRetryAfter } from './http/retry-after.js';
 import { transportMessages } from './transport.messages.js';
-
-/** One message to an idempotent handler, as the core hands it back to this entry. */
-interface MessageSource {
-  readonly transport: MessageTransport;
-  readonly message: InboundMessage;
-  /** Runs the handler. */
-  readonly run: () => Promise<unknown>;
-}
-
-/** A message handler's plan: the core's, and, for a GraphQL mutation whose key is optional, whether a delivery carries none. */
-interface MessagePlan extends HandlerPlan<MessageSource> {
-  readonly keyless: ((context: ExecutionContext, source: MessageSource) => boolean) | undefined;
-}
 
 /**
  * The values a handler's Observable emitted when they were not one (`from([{ page: 1 }, { page: 2 }])`):
@@ -53,42 +38,23 @@ const STREAM_HEADERS: Readonly<Record<string, string>> = { 'idempotent-reply': '
  * by the one classification of the module's errors.
  */
 @Injectable()
-export class MessageDelivery implements DeliveryEntry<MessageSource>, OnApplicationBootstrap {
-  private readonly plans = new HandlerPlans<MessagePlan>();
-  /** The plans of provider handlers (BullMQ, SQS), whose calls name their handler as resolved. */
-  private readonly byHandler = new WeakMap<ResolvedHandler, MessagePlan>();
-
+export class MessageDelivery implements DeliveryEntry<MessageSource, MessagePlan> {
   constructor(
     private readonly core: DeliveryCore,
-    private readonly accessor: IdempotencyMetadataAccessor,
-    private readonly explorer: IdempotencyExplorer,
-    @Inject(MESSAGE_TRANSPORTS) private readonly transports: readonly MessageTransport[],
+    private readonly plans: HandlerPlans,
   ) {}
 
-  /** Compiles the plan of every idempotent message handler. */
-  onApplicationBootstrap(): void {
-    for (const { handler, patterns, provider, target, methodName } of this.explorer.discovered()) {
-      if (provider) {
-        this.planOf(handler, this.transports.find(({ name }) => name === provider.kind.transport));
-      } else if (patterns) {
-        this.plans.set(target, target.prototype[methodName] as object, this.planOf(handler));
-      }
-    }
-  }
-
   /**
-   * Delivers what an interceptor intercepted, through the first adapter that reads it as its own;
-   * emits the reply, or each value of a reply stream, as the handler's Observable did.
+   * Delivers what an interceptor intercepted, through the first of its plan's adapters that reads
+   * it as its own; emits the reply, or each value of a reply stream, as the handler's Observable did.
    */
   handle(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    for (const transport of this.transports) {
-      const message = transport.read(context);
+    const plan = this.plans.message(context);
+    for (const transport of plan.transports) {
+      const message = transport.read(context, plan.fanOut);
       if (message) {
-        const target = context.getClass();
-        const method = context.getHandler();
-        const plan = this.plans.get(target, method) ?? this.plans.set(target, method, this.planOf(this.accessor.resolve(context), transport));
-        const source: MessageSource = { transport, message, run: async () => replyOfValues(await lastValueFrom(next.handle().pipe(toArray()))) };
-        return plan.keyless?.(context, source) ? next.handle() : from(this.core.deliver(plan, context, source, this)).pipe(mergeMap(emitted));
+        const source: MessageSource = { transport, message, run: () => handlerReply(next.handle()) };
+        return plan.keyless?.(context, source) ? next.handle() : emitted(this.deliverUnlessSettled(plan, context, source));
       }
     }
     const handler = `${context.getClass().name}.${context.getHandler().name}`;
@@ -96,42 +62,62 @@ export class MessageDelivery implements DeliveryEntry<MessageSource>, OnApplicat
   }
 
   /**
-   * Delivers `message` to `handler` (a provider's method its framework calls): `run` runs it.
+   * Delivers `message` to the handler of `plan` (a provider's method its framework calls): `run` runs it.
    * Settles the message once, whatever happens.
    * @returns the handler's reply, or the recorded reply of a duplicate.
    */
-  deliver(handler: ResolvedHandler, context: ExecutionContext, transport: MessageTransport, message: InboundMessage, run: () => Promise<unknown>): Promise<unknown> {
-    return this.core.deliver(this.planOf(handler, transport), context, { transport, message, run }, this);
+  deliver(plan: MessagePlan, context: ExecutionContext, transport: MessageTransport, message: InboundMessage, run: () => Promise<unknown>): Promise<unknown> {
+    return this.deliverUnlessSettled(plan, context, { transport, message, run });
+  }
+
+  /**
+   * Delivers a message through the core, unless its adapter knows it settled already
+   * (`InboundMessage.settledAlready`): that one is settled as an ack, neither claimed nor handled.
+   */
+  private deliverUnlessSettled(plan: MessagePlan, context: ExecutionContext, source: MessageSource): Promise<unknown> {
+    const { settledAlready } = source.message;
+    if (!settledAlready) {
+      return this.core.deliver(plan, context, source, this);
+    }
+    return settledAlready.then(async (settled) => {
+      if (!settled) {
+        return this.core.deliver(plan, context, source, this);
+      }
+      await source.message.settle?.({ kind: 'ack' }, plan.handler.consumer);
+      return undefined;
+    });
   }
 
   transport({ transport }: MessageSource): string {
     return transport.name;
   }
 
-  replay(delivery: Delivery<MessageSource>, { message }: MessageSource, recorded: RecordedResponse): unknown {
-    message.settle?.({ kind: 'ack' }, delivery.consumer);
+  async replay(delivery: Delivery<MessageSource, MessagePlan>, { message }: MessageSource, recorded: RecordedResponse): Promise<unknown> {
+    await message.settle?.({ kind: 'ack' }, delivery.consumer);
     const reply = replyOf(recorded);
     return message.answering ? message.answering.answer(reply, true) : reply;
   }
 
-  async process(delivery: Delivery<MessageSource>, { message, run }: MessageSource): Promise<unknown> {
+  async process(delivery: Delivery<MessageSource, MessagePlan>, { message, run }: MessageSource): Promise<unknown> {
     const { checkReply, answering } = message;
     const result = await processJson(
       delivery,
       async () => {
         const reply = checkReply ? checkReply(await run()) : await run();
+        message.beforeCommit?.();
         return answering ? answering.record(reply) : reply;
       },
       (reply) => (reply instanceof ReplyStream ? STREAM_HEADERS : null),
     );
-    message.settle?.({ kind: 'ack' }, delivery.consumer);
+    await message.settle?.({ kind: 'ack' }, delivery.consumer);
     return answering ? answering.answer(result, false) : result;
   }
 
   /** Settles the failed message with its broker, and answers what its adapter says (GraphQL: with the handler's `retryAfter`). */
-  fail(error: unknown, delivery: Delivery<MessageSource>, { message }: MessageSource): unknown {
+  fail(error: unknown, delivery: Delivery<MessageSource, MessagePlan>, { message }: MessageSource): unknown {
     answerRetryAfter(error, delivery.handler.retryAfterSeconds);
-    const answer = message.settle?.(verdictFor(error, delivery), delivery.consumer);
+    // Only an ack's settle returns a promise (InboundMessage.settle).
+    const answer = message.settle?.(verdictFor(error, delivery), delivery.consumer) as FailureAnswer | void;
     if (answer && 'reply' in answer) {
       return answer.reply;
     }
@@ -141,32 +127,36 @@ export class MessageDelivery implements DeliveryEntry<MessageSource>, OnApplicat
     }
     throw answer?.error ?? error;
   }
-
-  /** The plan of `handler`, compiled once, with the in-flight default of `transport` (the one that delivers to it, where known). */
-  private planOf(handler: ResolvedHandler, transport?: MessageTransport): MessagePlan {
-    let plan = this.byHandler.get(handler);
-    if (!plan) {
-      const lookups = keyLookups(handler);
-      const core = this.core.plan<MessageSource>(handler, {
-        key: lookups ? keyReader(lookups) : messageIdReader,
-        request: ({ message }) => message.request,
-        defaultInFlight: transport?.defaultInFlight ?? 'wait',
-      });
-      plan = { ...core, keyless: handler.required ? undefined : keyAbsence(lookups ?? [MESSAGE_ID]) };
-      this.byHandler.set(handler, plan);
-    }
-    return plan;
-  }
 }
 
-/** The reply of the values a handler's Observable emitted: the value, when it emitted one; else their stream. */
-function replyOfValues(values: unknown[]): unknown {
-  return values.length === 1 ? values[0] : new ReplyStream(values);
+/**
+ * The reply of the values a handler's Observable emits until it completes: the value, when it
+ * emitted one; else their stream. Rejects with its error.
+ */
+function handlerReply(handled: Observable<unknown>): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const values: unknown[] = [];
+    handled.subscribe({
+      next: (value) => values.push(value),
+      error: reject,
+      complete: () => resolve(values.length === 1 ? values[0] : new ReplyStream(values)),
+    });
+  });
 }
 
-/** What Nest sends for a reply: each value of a reply stream, in order; else the reply. */
-function emitted(reply: unknown): Observable<unknown> {
-  return reply instanceof ReplyStream ? from(reply.values) : of(reply);
+/** What Nest sends for a reply, once it came: each value of a reply stream, in order; else the reply. */
+function emitted(reply: Promise<unknown>): Observable<unknown> {
+  return new Observable((subscriber) => {
+    reply.then(
+      (value) => {
+        for (const each of value instanceof ReplyStream ? value.values : [value]) {
+          subscriber.next(each);
+        }
+        subscriber.complete();
+      },
+      (error: unknown) => subscriber.error(error),
+    );
+  });
 }
 
 /**
@@ -190,7 +180,7 @@ function replyOf({ headers, body }: RecordedResponse): unknown {
 }
 
 /** A message that can never succeed is dead-lettered; any other failure is retried after a delay. */
-function verdictFor(error: unknown, { handler, request }: Delivery<MessageSource>): Verdict {
+function verdictFor(error: unknown, { handler, request }: Delivery<MessageSource, MessagePlan>): Verdict {
   const cause = { consumer: handler.consumer, key: request?.key, reason: error instanceof Error ? error.message : String(error) };
   if (!request || classify(error)?.deadLetter) {
     return { kind: 'dead-letter', ...cause };
@@ -202,30 +192,4 @@ function verdictFor(error: unknown, { handler, request }: Delivery<MessageSource
     retryDelayMs: handler.retryDelayMs,
     ...cause,
   };
-}
-
-/** Where `handler` looks for its key (`key`: functions, payload fields, message headers); undefined: the broker's own message id. */
-function keyLookups(handler: ResolvedHandler): KeyLookup<MessageSource>[] | undefined {
-  return handler.key?.map((source): KeyLookup<MessageSource> => {
-    if (typeof source === 'function') {
-      return { where: 'the key function', find: (context) => source(context) };
-    }
-    if ('body' in source) {
-      const path = source.body;
-      return { where: `'${path}' in the message payload`, find: (_context, { message }) => readPath(message.payload, path) };
-    }
-    const name = source.header;
-    return { where: `the ${name} message header`, find: (_context, { message }) => message.header(name) };
-  });
-}
-
-/** The broker's own id of the message, the default key. */
-const MESSAGE_ID: KeyLookup<MessageSource> = { where: 'the message id', find: (_context, { message }) => message.messageId };
-
-/** Reads the default key, the broker's own id of the message, where its transport names one. */
-function messageIdReader(_context: ExecutionContext, { transport, message }: MessageSource): string {
-  if (transport.messageIdSource === undefined) {
-    throw new IdempotencyKeyError(transportMessages.unsupportedTransport(transport.name), 'transport');
-  }
-  return toMessageKey(message.messageId, transport.messageIdSource);
 }

@@ -50,12 +50,25 @@ export interface InboundMessage {
    */
   readonly answering?: ReplyAnswering;
   /**
+   * Resolves true when the broker's own position shows the message settled already (Kafka with
+   * `kafkaOffsets: true`: a record behind its partition's stored position, fetched before the seek
+   * to that position took effect): it is then settled as an ack, neither claimed nor handled.
+   */
+  readonly settledAlready?: Promise<boolean>;
+  /**
+   * Runs under the claim once the handler returned, before the claim's COMMIT: what the transport
+   * adds to that transaction (Kafka with `kafkaOffsets: true`: the consumer's position).
+   */
+  readonly beforeCommit?: () => void;
+  /**
    * Settles the message with the broker, once, after the claim ended (committed, found a
    * duplicate, or rolled back), and logs a failure; `consumer` is the handler's. Where the
    * framework settles by itself (request-reply) it only logs. Where the framework settles a message
    * by what its handler answers, a failed delivery's settle says what to answer in place of its error.
+   * Where settling takes the broker a round trip that must end before the next message (Kafka's
+   * offset commit), an ack's settle returns its promise, and the delivery ends once it resolved.
    */
-  readonly settle?: (verdict: Verdict, consumer: string) => FailureAnswer | void;
+  readonly settle?: (verdict: Verdict, consumer: string) => FailureAnswer | Promise<void> | void;
   /**
    * For a framework that takes a handler's return value as its verdict (golevelup's `Nack`): the
    * reply as it is, or a throw when it refuses the message, so that its claim rolls back.
@@ -97,9 +110,10 @@ export interface MessageTransport {
   readonly messageIdSource: string | undefined;
   /**
    * The message `context` delivers when it is this transport's, else undefined. Reading it may
-   * enlist the delivery for settlement (several handlers of one message settle it together).
+   * enlist the delivery for settlement (several handlers of one message settle it together):
+   * `fanOut` says how many idempotent handlers a message of a pattern reaches (0: not known).
    */
-  read(context: ExecutionContext): InboundMessage | undefined;
+  read(context: ExecutionContext, fanOut: (pattern: string) => number): InboundMessage | undefined;
   /**
    * What a delivery does while its twin is in flight, unless its handler sets `inFlight`.
    * @default 'wait'

@@ -1,7 +1,7 @@
 import { Injectable, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { ModulesContainer } from '@nestjs/core';
 import type { Subscription } from 'rxjs';
-import type { ResolvedHandler } from '../decorators/idempotency-metadata.accessor.js';
+import type { ResolvedHandler } from '../delivery/resolved-handler.js';
 import { IdempotencyExplorer } from '../discovery/idempotency.explorer.js';
 import type { IdempotencyOptionsError } from '../errors/idempotency.errors.js';
 

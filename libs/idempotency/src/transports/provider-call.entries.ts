@@ -2,6 +2,7 @@ import { type ExecutionContext, Injectable, type OnModuleDestroy, type Type } fr
 import { ModuleRef } from '@nestjs/core';
 import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host.js';
 import { type DiscoveredHandler, IdempotencyExplorer } from '../discovery/idempotency.explorer.js';
+import { HandlerPlans } from './handler-plans.js';
 import { MessageDelivery } from './message-delivery.js';
 import { enlistProviderCalls, type ProviderCallEntry, registerEnlister } from './provider-calls.js';
 
@@ -18,6 +19,7 @@ export class ProviderCallEntries implements OnModuleDestroy {
   constructor(
     private readonly explorer: IdempotencyExplorer,
     private readonly delivery: MessageDelivery,
+    private readonly plans: HandlerPlans,
     private readonly moduleRef: ModuleRef,
   ) {
     this.unregister = registerEnlister(() => this.enlist());
@@ -45,16 +47,17 @@ export class ProviderCallEntries implements OnModuleDestroy {
       return (_args, run) => run();
     }
     const transport = this.moduleRef.get(kind.calls);
+    const plan = this.plans.ofProvider(found.handler);
     const target = instance.constructor as Type;
     const method = target.prototype[methodName] as (...args: unknown[]) => unknown;
     const deliver = (contextArgs: unknown[], run: () => Promise<unknown>) => {
       const context = new ExecutionContextHost(contextArgs, target, method);
       context.setType(transport.name);
-      const message = transport.read(context as ExecutionContext);
+      const message = transport.read(context as ExecutionContext, plan.fanOut);
       if (!message) {
         throw new TypeError(`${transport.name} read no message from a call of ${found.handler.name}`);
       }
-      return this.delivery.deliver(found.handler, context, transport, message, run);
+      return this.delivery.deliver(plan, context, transport, message, run);
     };
     if (!kind.splitCall) {
       return (args, run) => deliver(args, run);

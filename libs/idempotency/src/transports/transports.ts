@@ -8,6 +8,10 @@ import { GolevelupSubscriptionCheck } from './golevelup-rabbitmq/golevelup-subsc
 import { GraphqlResolverCheck } from './graphql/graphql-resolver.check.js';
 import { GRAPHQL_RESOLVERS } from './graphql/graphql-resolvers.handler-kind.js';
 import { GraphqlTransport } from './graphql/graphql.transport.js';
+import { KafkaConsumerCheck } from './kafka/kafka-consumer.check.js';
+import { KafkaOffsets } from './kafka/kafka-offsets.js';
+import { KafkaOffsetsSchemaCheck } from './kafka/kafka-offsets-schema.check.js';
+import { KafkaTransport } from './kafka/kafka.transport.js';
 import { MESSAGE_TRANSPORTS, type MessageTransport, PROVIDER_HANDLER_KINDS, type TransportDefinition } from './message-transport.js';
 import { nestMicroservicesProvider } from './nest-microservices.js';
 import { JetStreamConsumerCheck } from './nats-jetstream/jetstream-consumer.check.js';
@@ -31,6 +35,7 @@ export const TRANSPORTS: readonly TransportDefinition[] = [
   { adapter: NestRmqTransport, providers: [RmqAcknowledgements, RmqConsumerCheck] },
   { adapter: NestNatsTransport, providers: [] },
   { adapter: NatsJetStreamTransport, providers: [JetStreamConsumerCheck] },
+  { adapter: KafkaTransport, providers: [KafkaConsumerCheck, KafkaOffsets, KafkaOffsetsSchemaCheck] },
   { adapter: GolevelupRabbitTransport, providers: [GolevelupRabbitmqPackage, GolevelupSubscriptionCheck], providerHandlers: golevelupRabbitHandlerKind },
   { providers: [BullmqTransport, BullmqProcessorCheck], providerHandlers: BULLMQ_PROCESSORS },
   { providers: [SqsConsumers, SqsTransport, SqsConsumerCheck], providerHandlers: SQS_HANDLERS },

@@ -5,7 +5,7 @@ import { loadOptionalPackage } from '../../optional/load-optional-package.js';
 import type { Claimant, ClaimConnection, DataLayerHost, IdempotencyDataLayer, QueryResult } from '../data-layer.js';
 import { dataLayerMessages } from '../data-layer.messages.js';
 import { JoinedClaimConnection } from '../joined-claim-connection.js';
-import type { PostgresClient } from '../pg-claim-connection.js';
+import type { ClaimClient } from '../sql-claim-connection.js';
 
 /** Options of `MikroOrmDataLayer`. */
 export interface MikroOrmDataLayerOptions {
@@ -14,7 +14,7 @@ export interface MikroOrmDataLayerOptions {
 }
 
 /** A node-postgres client of knex's pool, as the claim uses it. */
-type KnexConnection = PostgresClient;
+type KnexConnection = ClaimClient;
 
 /** What the layer uses of knex's client (MikroORM's SQL drivers run on knex). */
 interface KnexClient {
@@ -45,7 +45,7 @@ interface MikroOrmInstance {
  */
 export class MikroOrmDataLayer implements IdempotencyDataLayer {
   readonly name = 'MikroORM';
-  /** @internal */
+  /** Of `IdempotencyDataLayer`: called by the module, not by the application. */
   readonly schemaAdvice = 'sql-files';
   private host!: DataLayerHost;
   private knex: KnexClient | undefined;
@@ -55,17 +55,17 @@ export class MikroOrmDataLayer implements IdempotencyDataLayer {
 
   constructor(private readonly options: MikroOrmDataLayerOptions = {}) {}
 
-  /** @internal */
+  /** Of `IdempotencyDataLayer`: called by the module, not by the application. */
   attach(host: DataLayerHost): void {
     this.host = host;
   }
 
-  /** @internal Finds MikroORM's knex client and joins it to the claims. */
+  /** Finds MikroORM's knex client and joins it to the claims. Called by the module. */
   async start(): Promise<void> {
     await this.knexClient();
   }
 
-  /** @internal */
+  /** Of `IdempotencyDataLayer`: called by the module, not by the application. */
   async query<Row>(text: string, parameters?: readonly unknown[]): Promise<QueryResult<Row>> {
     const knex = this.knex ?? (await this.knexClient());
     // Inside a handler this is the claim's connection, whose release leaves it to the claim.
@@ -79,7 +79,7 @@ export class MikroOrmDataLayer implements IdempotencyDataLayer {
     }
   }
 
-  /** @internal */
+  /** Of `IdempotencyDataLayer`: called by the module, not by the application. */
   async connect(timeoutMs: number, claimant: Claimant): Promise<ClaimConnection> {
     const knex = this.knex ?? (await this.knexClient());
     const connection = await takeConnection(

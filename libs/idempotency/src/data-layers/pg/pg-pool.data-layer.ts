@@ -1,11 +1,11 @@
 import { type InjectionToken, Logger } from '@nestjs/common';
 import type { Pool, PoolClient } from 'pg';
-import { IdempotencyOptionsError } from '../../errors/idempotency.errors.js';
 import { takeConnection } from '../take-connection.js';
 import type { Claimant, ClaimConnection, DataLayerHost, IdempotencyDataLayer, PgPool, QueryResult } from '../data-layer.js';
 import { dataLayerMessages } from '../data-layer.messages.js';
 import { JoinedClaimConnection } from '../joined-claim-connection.js';
-import type { PostgresClient } from '../pg-claim-connection.js';
+import { providedPool } from '../provided-pool.js';
+import type { ClaimClient } from '../sql-claim-connection.js';
 import { separatePrismaBatchesPerClaim } from './prisma-internals.js';
 
 /** Options of `PgPoolDataLayer`. */
@@ -43,7 +43,7 @@ type Query = (...args: unknown[]) => unknown;
  */
 export class PgPoolDataLayer implements IdempotencyDataLayer {
   readonly name = 'pg';
-  /** @internal */
+  /** Of `IdempotencyDataLayer`: called by the module, not by the application. */
   readonly schemaAdvice = 'sql-files';
   private host!: DataLayerHost;
   private pool: Pool | undefined;
@@ -51,13 +51,13 @@ export class PgPoolDataLayer implements IdempotencyDataLayer {
 
   constructor(private readonly options: PgPoolDataLayerOptions) {}
 
-  /** @internal */
+  /** Of `IdempotencyDataLayer`: called by the module, not by the application. */
   attach(host: DataLayerHost): void {
     this.host = host;
   }
 
   /**
-   * @internal Finds the pool and joins it to the claims; the application's Prisma clients batch
+   * Called by the module: finds the pool and joins it to the claims; the application's Prisma clients batch
    * their `findUnique` calls per claim, so that each runs in its own handler's transaction.
    */
   async start(): Promise<void> {
@@ -69,14 +69,14 @@ export class PgPoolDataLayer implements IdempotencyDataLayer {
     }
   }
 
-  /** @internal */
+  /** Of `IdempotencyDataLayer`: called by the module, not by the application. */
   async query<Row>(text: string, parameters?: readonly unknown[]): Promise<QueryResult<Row>> {
     const pool = this.pool ?? this.resolvePool();
     const result = await pool.query(text, parameters as unknown[]);
     return { rows: result.rows as Row[], rowCount: result.rowCount ?? result.rows.length };
   }
 
-  /** @internal */
+  /** Of `IdempotencyDataLayer`: called by the module, not by the application. */
   async connect(timeoutMs: number, claimant: Claimant): Promise<ClaimConnection> {
     const pool = this.pool ?? this.resolvePool();
     const client = await takeConnection(
@@ -94,7 +94,7 @@ export class PgPoolDataLayer implements IdempotencyDataLayer {
     // server ends while nothing is sent on it (a handler or the relay awaiting something else)
     // would crash the process. Its next statement fails instead.
     client.on('error', ignoreConnectionError);
-    return new JoinedClaimConnection(pool, client as unknown as PostgresClient, claimant, timeoutMs, (broken) => {
+    return new JoinedClaimConnection(pool, client as unknown as ClaimClient, claimant, timeoutMs, (broken) => {
       client.off('error', ignoreConnectionError);
       client.release(broken);
     });
@@ -104,19 +104,7 @@ export class PgPoolDataLayer implements IdempotencyDataLayer {
     if (this.pool) {
       return this.pool;
     }
-    const { pool: given } = this.options;
-    let pool: unknown = given;
-    const token = isPool(given) ? undefined : (given as InjectionToken);
-    if (token !== undefined) {
-      try {
-        pool = this.host.moduleRef.get(token, { strict: false });
-      } catch (error) {
-        throw new IdempotencyOptionsError(dataLayerMessages.poolMissing(tokenName(token)), { cause: error });
-      }
-    }
-    if (!isPool(pool)) {
-      throw new IdempotencyOptionsError(dataLayerMessages.notAPool(token === undefined ? 'the Pool given' : tokenName(token)));
-    }
+    const pool = providedPool(this.host, this.options.pool, isPool, dataLayerMessages.notAPool);
     this.join(pool);
     this.pool = pool;
     return pool;
@@ -204,6 +192,3 @@ function isPool(candidate: unknown): candidate is Pool {
   return typeof pool === 'object' && pool !== null && typeof pool.connect === 'function' && typeof pool.query === 'function' && typeof pool.idleCount === 'number';
 }
 
-function tokenName(token: InjectionToken): string {
-  return typeof token === 'function' ? token.name : String(token);
-}

@@ -2,7 +2,7 @@ import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import type { IsolationLevel } from '../../options/handler-values.js';
 import { takeConnection } from '../take-connection.js';
 import type { Claimant } from '../data-layer.js';
-import { PgClaimConnection, type PostgresClient } from '../pg-claim-connection.js';
+import { SqlClaimConnection, type ClaimClient } from '../sql-claim-connection.js';
 import {
   connectClient,
   createPrimaryQueryRunner,
@@ -51,11 +51,11 @@ const GUARDED_METHODS: GuardedMethods = {
  * TypeORM's methods or with SQL), nor raise its isolation level.
  * @internal
  */
-export class TypeOrmClaimConnection extends PgClaimConnection {
+export class TypeOrmClaimConnection extends SqlClaimConnection {
   private constructor(
     readonly dataSource: DataSource,
     readonly queryRunner: QueryRunner,
-    client: PostgresClient,
+    client: ClaimClient,
     claimant: Claimant,
     waitMs: number,
     /** TypeORM's methods of the runner, called with it (or a lease of it) as `this`. */

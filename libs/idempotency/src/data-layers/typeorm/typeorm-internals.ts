@@ -1,6 +1,6 @@
 import type { DataSource, QueryRunner } from 'typeorm';
 import type { IsolationLevel } from '../../options/handler-values.js';
-import type { PostgresClient } from '../pg-claim-connection.js';
+import type { ClaimClient } from '../sql-claim-connection.js';
 
 /*
  * What the module relies on in TypeORM beyond its documented API, and nothing else. These parts
@@ -31,8 +31,8 @@ export function createPrimaryQueryRunner(dataSource: DataSource): QueryRunner {
  * Takes a pooled connection for `queryRunner` and resolves to its node-postgres client.
  * @internal
  */
-export function connectClient(queryRunner: QueryRunner): Promise<PostgresClient> {
-  return queryRunner.connect() as Promise<PostgresClient>;
+export function connectClient(queryRunner: QueryRunner): Promise<ClaimClient> {
+  return queryRunner.connect() as Promise<ClaimClient>;
 }
 
 /**

@@ -37,7 +37,7 @@ type CreateQueryRunner = (mode?: ReplicationMode) => QueryRunner;
  */
 export class TypeOrmDataLayer implements IdempotencyDataLayer {
   readonly name = 'TypeORM';
-  /** @internal */
+  /** Of `IdempotencyDataLayer`: called by the module, not by the application. */
   readonly schemaAdvice = 'typeorm-migrations';
   private readonly logger = new Logger('Idempotency');
   private readonly warned = new Set<string>();
@@ -53,12 +53,12 @@ export class TypeOrmDataLayer implements IdempotencyDataLayer {
     }
   }
 
-  /** @internal */
+  /** Of `IdempotencyDataLayer`: called by the module, not by the application. */
   attach(host: DataLayerHost): void {
     this.host = host;
   }
 
-  /** @internal Joins the claims' data source and watches the application's others. */
+  /** Joins the claims' data source and watches the application's others. Called by the module. */
   async start(): Promise<void> {
     const claims = await this.claimDataSource();
     const { DataSource } = await import('typeorm');
@@ -69,7 +69,7 @@ export class TypeOrmDataLayer implements IdempotencyDataLayer {
     }
   }
 
-  /** @internal */
+  /** Of `IdempotencyDataLayer`: called by the module, not by the application. */
   async query<Row>(text: string, parameters?: readonly unknown[]): Promise<QueryResult<Row>> {
     const dataSource = this.dataSource ?? (await this.claimDataSource());
     // Inside a handler this is the claim's runner, whose release() leaves it to the claim.
@@ -82,7 +82,7 @@ export class TypeOrmDataLayer implements IdempotencyDataLayer {
     }
   }
 
-  /** @internal */
+  /** Of `IdempotencyDataLayer`: called by the module, not by the application. */
   async connect(timeoutMs: number, claimant: Claimant): Promise<ClaimConnection> {
     return TypeOrmClaimConnection.connect(this.dataSource ?? (await this.claimDataSource()), timeoutMs, claimant);
   }

@@ -1,18 +1,16 @@
-import { type CallHandler, type ExecutionContext, HttpStatus, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { type CallHandler, type ExecutionContext, HttpStatus, Injectable, Logger } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
 import { lastValueFrom } from 'rxjs';
 import type { ClaimRequest, CommitOptions, RecordedResponse } from '../../claiming/claim.js';
 import { translateDatabaseError } from '../../claiming/claim-errors.js';
 import { type Delivery, DeliveryCore, type DeliveryEntry } from '../../delivery/delivery-core.js';
-import { type HandlerPlan, HandlerPlans } from '../../delivery/handler-plan.js';
-import { IdempotencyMetadataAccessor, type ResolvedHandler } from '../../decorators/idempotency-metadata.accessor.js';
+import type { ResolvedHandler } from '../../delivery/resolved-handler.js';
 import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
 import { classify, failureOutcome, statusOutcome } from '../../errors/delivery-error-classes.js';
 import { IdempotencyClaimTransactionError, IdempotencyError, IdempotencyResponseTooLargeError, IdempotencyTransientError } from '../../errors/idempotency.errors.js';
-import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from '../../idempotency.constants.js';
-import { RESOLVED_OPTIONS, type ResolvedIdempotencyOptions } from '../../idempotency.options.js';
-import { keyAbsence, type KeyLookup, keyReader, readPath } from '../../keys/message-key.js';
-import { type HeaderSource, requestKeyHeader } from './header-text.js';
+import { IDEMPOTENT_REPLAYED_HEADER } from '../../idempotency.constants.js';
+import { HandlerPlans } from '../handler-plans.js';
+import type { HttpExchange, HttpPlan, HttpRequestLike } from './http-plan.js';
 import { httpMessages } from './http.messages.js';
 import { problemAnswer } from './problem-details.js';
 import { answerRetryAfter } from './retry-after.js';
@@ -30,40 +28,10 @@ const UNDO_WORK: CommitOptions = { undoWork: true };
 /** The header of a replayed message reply. */
 const JSON_BODY = { 'Content-Type': 'application/json; charset=utf-8' };
 
-interface HttpRequestLike extends HeaderSource {
-  method: string;
-  url: string;
-  /** Express: the URL as received, before any router rewrote `url`. */
-  originalUrl?: string;
-  headers: Record<string, string | string[] | undefined>;
-  body?: unknown;
-  /** Set by an authentication guard (Passport's convention). */
-  user?: unknown;
-}
-
 /** Express's response, or Fastify's reply (whose `raw` is Node's response). */
 interface HttpResponseLike {
   raw?: ServerResponse;
   getHeaders(): Record<string, unknown>;
-}
-
-/** One HTTP request to an idempotent route, as the core hands it back to this entry. */
-interface HttpExchange {
-  readonly request: HttpRequestLike;
-  /** Node's response. */
-  readonly raw: ServerResponse;
-  /** The headers set before the handler's pipeline (by middleware: CORS, say), as sent. */
-  readonly before: HeaderValues;
-  readonly next: CallHandler;
-}
-
-/**
- * An HTTP handler's plan: the core's, whether its client's key is shared by the callers (no
- * `scope`), and, for a handler whose key is optional, whether a request carries none.
- */
-interface HttpPlan extends HandlerPlan<HttpExchange> {
-  readonly unscopedClientKey: boolean;
-  readonly keyless: ((context: ExecutionContext, exchange: HttpExchange) => boolean) | undefined;
 }
 
 /** Subscribes to the route handler's answer once, as Nest's own pipeline does. */
@@ -78,9 +46,8 @@ const LAST_VALUE = { defaultValue: undefined };
  * the same key.
  */
 @Injectable()
-export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationBootstrap {
+export class HttpDelivery implements DeliveryEntry<HttpExchange, HttpPlan> {
   private readonly logger = new Logger('Idempotency');
-  private readonly plans = new HandlerPlans<HttpPlan>();
   /** Handlers already warned about a client key shared by authenticated callers. */
   private readonly warnedUnscoped = new WeakSet<ResolvedHandler>();
   /** Handlers already warned about a response too large to record. */
@@ -88,24 +55,12 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
 
   constructor(
     private readonly core: DeliveryCore,
-    private readonly accessor: IdempotencyMetadataAccessor,
-    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedIdempotencyOptions,
+    private readonly plans: HandlerPlans,
     private readonly explorer: IdempotencyExplorer,
   ) {}
 
-  /** Compiles the plan of every idempotent route. */
-  onApplicationBootstrap(): void {
-    for (const { handler, patterns, provider, target, methodName } of this.explorer.discovered()) {
-      if (!patterns && !provider) {
-        this.plans.set(target, target.prototype[methodName] as object, this.compile(handler));
-      }
-    }
-  }
-
   handle(context: ExecutionContext, next: CallHandler): Promise<unknown> {
-    const target = context.getClass();
-    const method = context.getHandler();
-    const plan = this.plans.get(target, method) ?? this.plans.set(target, method, this.compile(this.accessor.resolve(context)));
+    const plan = this.plans.http(context);
     const request = context.getArgByIndex<HttpRequestLike>(0);
     const response = context.getArgByIndex<HttpResponseLike>(1);
     const raw = response.raw ?? (response as unknown as ServerResponse);
@@ -113,7 +68,8 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
       this.warnUnscoped(plan.handler);
     }
     // Set before the handler's pipeline: set anew for every request.
-    const exchange: HttpExchange = { request, raw, before: headersAsSent(raw, response.getHeaders()), next };
+    // Fastify's reply holds headers of its own until it sends; Express's response is Node's.
+    const exchange: HttpExchange = { request, raw, before: headersAsSent(raw, response.raw ? response.getHeaders() : undefined), next };
     if (plan.keyless?.(context, exchange)) {
       return lastValueFrom(next.handle(), LAST_VALUE);
     }
@@ -128,7 +84,7 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
     return request.method;
   }
 
-  async process(delivery: Delivery<HttpExchange>, { raw, before, next }: HttpExchange): Promise<unknown> {
+  async process(delivery: Delivery<HttpExchange, HttpPlan>, { raw, before, next }: HttpExchange): Promise<unknown> {
     const capture = ResponseCapture.attach(raw);
     let settleHandler!: (ending: HandlerEnding) => void;
     const handled = new Promise<HandlerEnding>((resolve) => (settleHandler = resolve));
@@ -137,6 +93,10 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
     // mode nothing is kept (the rollback undoes the work). A lease-mode handler's effects are
     // elsewhere and stay: its success is completed all the same, for the redelivery to replay.
     raw.once('close', () => {
+      // Settled already (the usual case: the answer was sent after the commit): nothing to undo.
+      if (delivery.ended) {
+        return;
+      }
       void handled.then(async (ending) => {
         if (ending && delivery.rollbackUndoesWork) {
           await delivery.rollback('failed');
@@ -166,7 +126,7 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
    * one answered 500 is the server's to fix (a store's missing schema, a handler that ended the
    * claim's transaction), logged besides, as Nest logs the 500s it answers itself.
    */
-  fail(error: unknown, delivery: Delivery<HttpExchange>): never {
+  fail(error: unknown, delivery: Delivery<HttpExchange, HttpPlan>): never {
     answerRetryAfter(error, delivery.handler.retryAfterSeconds);
     if (classify(error)?.status === HttpStatus.INTERNAL_SERVER_ERROR) {
       this.logger.error((error as Error).message);
@@ -180,10 +140,10 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
    * body; a handler that writes its response itself is not run, so it is sent at once.
    * @returns the recorded body, parsed when it is JSON, for the interceptors around this one.
    */
-  replay(delivery: Delivery<HttpExchange>, exchange: HttpExchange, recorded: RecordedResponse): unknown {
+  replay(delivery: Delivery<HttpExchange, HttpPlan>, exchange: HttpExchange, recorded: RecordedResponse): unknown {
     const { handler } = delivery;
     const request = delivery.request!;
-    if (recorded.status === null && this.explorer.isShared(request.consumer)) {
+    if (recorded.status === null && delivery.plan.shared) {
       // Processed by a message handler of the same consumer: its reply, as this route answers success.
       return this.replay(delivery, exchange, { status: handler.successStatus!, headers: recorded.body ? JSON_BODY : {}, body: recorded.body });
     }
@@ -202,21 +162,6 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
     return parsedBody(recorded);
   }
 
-  /** The plan of `handler`, an HTTP route. */
-  private compile(handler: ResolvedHandler): HttpPlan {
-    const lookups = keyLookups(handler);
-    const plan = this.core.plan<HttpExchange>(handler, {
-      key: keyReader(lookups),
-      request: ({ request }) => ({ method: request.method, url: request.originalUrl ?? request.url, body: request.body }),
-      defaultInFlight: 'reject',
-      // A key the module's scope does not scope (one not from the client's Idempotency-Key header) is bound to its caller by the fingerprint.
-      caller: handler.scope === undefined ? this.options.scope.http : undefined,
-      // Noted at debug level: a key claimed in the anonymous callers' namespace.
-      onAnonymousCaller: (key) => this.logger.debug(httpMessages.anonymousCaller(handler.name, handler.consumer, key)),
-    });
-    return { ...plan, unscopedClientKey: handler.scope === undefined && handler.clientKey, keyless: handler.required ? undefined : keyAbsence(lookups) };
-  }
-
   /**
    * Once the response ended and the handler returned (or threw, under `recordErrors`): commit and
    * send, or roll back and send. A success of a handler that returned commits with its work; an
@@ -224,7 +169,7 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
    * the savepoint taken after the claim; any other answer rolls the claim back with the work.
    */
   private async finish(
-    delivery: Delivery<HttpExchange>,
+    delivery: Delivery<HttpExchange, HttpPlan>,
     capture: ResponseCapture,
     captured: CapturedResponse,
     before: HeaderValues,
@@ -255,10 +200,10 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
   }
 
   /** Warns once per handler, at its first response too large to record, with the fix. */
-  private warnTooLarge(handler: ResolvedHandler, bytes: number): void {
+  private warnTooLarge(handler: ResolvedHandler, bytes: number, maxBodyBytes: number): void {
     if (!this.warnedTooLarge.has(handler)) {
       this.warnedTooLarge.add(handler);
-      this.logger.warn(httpMessages.responseTooLarge(handler.name, handler.consumer, bytes, this.options.replay.maxBodyBytes));
+      this.logger.warn(httpMessages.responseTooLarge(handler.name, handler.consumer, bytes, maxBodyBytes));
     }
   }
 
@@ -285,17 +230,16 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
    * handler's `record` policy would keep is not: the `response-too-large` problem answer is
    * recorded in its place, for its duplicates, and the handler's first such response is warned about.
    */
-  private recorded(delivery: Delivery<HttpExchange>, captured: CapturedResponse, before: HeaderValues): RecordedResponse {
-    const { maxBodyBytes } = this.options.replay;
+  private recorded(delivery: Delivery<HttpExchange, HttpPlan>, captured: CapturedResponse, before: HeaderValues): RecordedResponse {
+    const { maxBodyBytes, excludedHeaders: excluded } = delivery.plan.replay;
     if (captured.body.length > maxBodyBytes && delivery.handler.record === 'response') {
       const { consumer, key } = delivery.request!;
       const tooLarge = new IdempotencyResponseTooLargeError(consumer, key, maxBodyBytes, captured.status, captured.body.length);
-      this.warnTooLarge(delivery.handler, captured.body.length);
+      this.warnTooLarge(delivery.handler, captured.body.length, maxBodyBytes);
       const answer = problemAnswer(tooLarge);
       return { status: answer.status, headers: answer.headers, body: Buffer.from(JSON.stringify(answer.body)) };
     }
     const headers: HeaderValues = {};
-    const excluded = this.options.replay.excludedHeaders;
     for (const name in captured.headers) {
       const value = captured.headers[name];
       const earlier = findHeaderName(before, name);
@@ -305,22 +249,6 @@ export class HttpDelivery implements DeliveryEntry<HttpExchange>, OnApplicationB
     }
     return { status: captured.status, headers, body: captured.body };
   }
-}
-
-/** Where `handler` looks for its key: its key functions, request headers (the client's `Idempotency-Key` by default), fields of the body. */
-function keyLookups(handler: ResolvedHandler): KeyLookup<HttpExchange>[] {
-  return (handler.key ?? [{ header: IDEMPOTENCY_KEY_HEADER }]).map((source): KeyLookup<HttpExchange> => {
-    if (typeof source === 'function') {
-      return { where: 'the key function', find: (context) => source(context) };
-    }
-    if ('header' in source) {
-      const name = source.header.toLowerCase();
-      const where = `the ${source.header} header`;
-      return { where, find: (_context, { request }) => requestKeyHeader(request, name, where) };
-    }
-    const path = source.body;
-    return { where: `'${path}' in the request body`, find: (_context, { request }) => readPath(request.body, path) };
-  });
 }
 
 /** A status that commits: 2xx, and 3xx but 304 (an answer to a conditional request, not the operation's). */

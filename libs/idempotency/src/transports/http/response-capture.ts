@@ -10,15 +10,32 @@ export type HeaderValues = Record<string, string | string[]>;
  * The headers of `raw` (or those `headers` gives, by lower-case name, as `getHeaders()` answers),
  * named as they are sent: in the casing `setHeader()` was called with.
  */
-export function headersAsSent(raw: ServerResponse, headers: Record<string, unknown> = raw.getHeaders()): HeaderValues {
-  const sentAs = new Map<string, string>();
+export function headersAsSent(raw: ServerResponse, headers?: Record<string, unknown>): HeaderValues {
   // Node's getRawHeaderNames() (15.13+), which @types/node does not declare.
-  for (const name of (raw as { getRawHeaderNames?: () => string[] }).getRawHeaderNames?.() ?? []) {
+  const sentNames = (raw as { getRawHeaderNames?: () => string[] }).getRawHeaderNames?.();
+  const values: HeaderValues = {};
+  if (headers === undefined && sentNames) {
+    // raw's own headers: each name as sent is one of them, read by that name, in the order getHeaders() answers.
+    for (const name of sentNames) {
+      const value = raw.getHeader(name);
+      if (value !== undefined) {
+        values[name] = Array.isArray(value) ? value.map(String) : String(value);
+      }
+    }
+    return values;
+  }
+  const sentAs = new Map<string, string>();
+  for (const name of sentNames ?? []) {
     sentAs.set(name.toLowerCase(), name);
   }
-  const values: HeaderValues = {};
-  for (const [name, value] of Object.entries(headers)) {
-    setHeaderValue(values, sentAs.get(name.toLowerCase()) ?? name, value);
+  headers ??= raw.getHeaders();
+  for (const name in headers) {
+    const value = headers[name];
+    const sent = sentAs.get(name.toLowerCase());
+    // Names `getHeaders()` answers are unique; two of `writeHead()`'s that differ in case alone meet under their one sent name.
+    if (value !== undefined) {
+      values[sent ?? name] = Array.isArray(value) ? value.map(String) : String(value);
+    }
   }
   return values;
 }
@@ -41,7 +58,12 @@ export function findHeaderName(headers: HeaderValues | OutgoingHttpHeaders, name
     return name;
   }
   const lower = name.toLowerCase();
-  return Object.keys(headers).find((candidate) => candidate.toLowerCase() === lower);
+  for (const candidate in headers) {
+    if (candidate.length === name.length && candidate.toLowerCase() === lower) {
+      return candidate;
+    }
+  }
+  return undefined;
 }
 
 /** Sets `name` in `headers`, replacing the value it has under any casing; numbers become text, `undefined` is skipped. */
@@ -84,6 +106,7 @@ type Writer = Pick<ServerResponse, 'writeHead' | 'write' | 'end' | 'flushHeaders
 export class ResponseCapture {
   private readonly chunks: Buffer[] = [];
   private size = 0;
+  private joined: Buffer | undefined;
   private status: number | undefined;
   private headArguments: OutgoingHttpHeaders = {};
   private endCallback: (() => void) | undefined;
@@ -144,10 +167,7 @@ export class ResponseCapture {
     this.release();
     if (ended) {
       const status = this.status ?? this.raw.statusCode;
-      const framed = ['content-length', 'transfer-encoding'].some(
-        (name) => this.raw.hasHeader(name) || findHeaderName(this.headArguments, name) !== undefined,
-      );
-      if (hasBody(status) && !framed) {
+      if (hasBody(status) && !this.framed('content-length') && !this.framed('transfer-encoding')) {
         this.headArguments['Content-Length'] = this.size;
       }
       this.raw.writeHead(status, this.headArguments);
@@ -155,9 +175,9 @@ export class ResponseCapture {
       this.raw.writeHead(this.status, this.headArguments);
     }
     if (ended) {
-      this.raw.end(Buffer.concat(this.chunks), this.endCallback);
+      this.raw.end(this.body(), this.endCallback);
     } else if (this.size > 0) {
-      this.raw.write(Buffer.concat(this.chunks));
+      this.raw.write(this.body());
     }
   }
 
@@ -247,6 +267,19 @@ export class ResponseCapture {
     return this.raw;
   }
 
+  /** Whether the response's writer framed its body itself, with the header `name` set or given to writeHead(). */
+  private framed(name: string): boolean {
+    return this.raw.hasHeader(name) || findHeaderName(this.headArguments, name) !== undefined;
+  }
+
+  /**
+   * What was written, joined once: the body recorded is the body sent. Read once the response
+   * ended or is let go, when nothing more is held.
+   */
+  private body(): Buffer {
+    return (this.joined ??= Buffer.concat(this.chunks));
+  }
+
   private captured(): CapturedResponse {
     // writeHead()'s headers go out over those set before, named as writeHead() was given them.
     const set = headersAsSent(this.raw);
@@ -254,7 +287,7 @@ export class ResponseCapture {
     return {
       status: this.status ?? this.raw.statusCode,
       headers,
-      body: Buffer.concat(this.chunks),
+      body: this.body(),
     };
   }
 

@@ -1,5 +1,4 @@
 import { type ExecutionContext, Inject, Injectable } from '@nestjs/common';
-import { IdempotencyExplorer } from '../../discovery/idempotency.explorer.js';
 import type { InboundMessage, MessageTransport } from '../message-transport.js';
 import { NEST_MICROSERVICES, type NestMicroservices } from '../nest-microservices.js';
 import { type AmqpMessage, RmqAcknowledgements } from './rmq-acknowledgements.js';
@@ -19,16 +18,15 @@ export class NestRmqTransport implements MessageTransport {
   constructor(
     @Inject(NEST_MICROSERVICES) private readonly microservices: NestMicroservices | undefined,
     private readonly acknowledgements: RmqAcknowledgements,
-    private readonly explorer: IdempotencyExplorer,
   ) {}
 
-  read(context: ExecutionContext): InboundMessage | undefined {
+  read(context: ExecutionContext, fanOut: (pattern: string) => number): InboundMessage | undefined {
     const rmq: unknown = context.getArgByIndex(1);
     if (context.getType() !== 'rpc' || !this.microservices || !(rmq instanceof this.microservices.RmqContext)) {
       return undefined;
     }
     const { properties } = rmq.getMessage() as AmqpMessage;
-    const settle = this.acknowledgements.join(rmq, this.explorer.eventHandlersOf(rmq.getPattern()));
+    const settle = this.acknowledgements.join(rmq, fanOut(rmq.getPattern()));
     return {
       payload: context.getArgByIndex(0),
       messageId: properties.messageId,

@@ -11,7 +11,7 @@ import { runnerMessages } from './runner.messages.js';
 import { type Delivery, DeliveryCore, type DeliveryEntry, processJson } from '../../delivery/delivery-core.js';
 import type { HandlerPlan } from '../../delivery/handler-plan.js';
 import { IdempotencyMetadataAccessor } from '../../decorators/idempotency-metadata.accessor.js';
-import type { IdempotentHandlerOptions } from '../../decorators/idempotent-handler.options.js';
+import type { IdempotentHandlerOptions } from '../../options/idempotent-handler.options.js';
 import { toMessageKey } from '../../keys/message-key.js';
 
 /** What `IdempotentRunner.run()` claims, and how. */
