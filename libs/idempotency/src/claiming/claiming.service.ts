@@ -147,7 +147,7 @@ export class ClaimingService extends DeliveryClaiming<ClaimRequest> {
     const [own] = expiry.rows as RecordExpiry[];
     // None when the twin's row is under the consumer's former name: read from the store each time.
     if (own) {
-      this.cache.fill(request, { fingerprint: twin.fingerprint, response }, claimedAt + own.expires_in_ms);
+      this.cache.fill(request, { fingerprint: twin.fingerprint, response }, claimedAt, own.expires_in_ms);
     }
     return response;
   }

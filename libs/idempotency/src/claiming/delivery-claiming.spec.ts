@@ -53,6 +53,7 @@ class ScriptedClaiming extends DeliveryClaiming<ClaimRequest> {
 describe('DeliveryClaiming, the twin wait both modes share', () => {
   const request: ClaimRequest = {
     consumer: 'Payments.charge',
+    formerConsumer: undefined,
     key: 'order-7',
     sender: 'shop',
     fingerprint: 'f1',
@@ -75,9 +76,9 @@ describe('DeliveryClaiming, the twin wait both modes share', () => {
   });
 
   /** Claims with `claiming`, letting the fake clock run until the claim ends; how it ended and when each try was made. */
-  async function claimed(claiming: ScriptedClaiming, waitForTwin: boolean) {
+  async function claimed(claiming: ScriptedClaiming, waitForTwin: boolean, of: ClaimRequest = request) {
     const startedAt = performance.now();
-    const ending: Promise<{ outcome?: ClaimOutcome; error?: unknown }> = claiming.claim({ ...request, waitForTwin }).then(
+    const ending: Promise<{ outcome?: ClaimOutcome; error?: unknown }> = claiming.claim({ ...of, waitForTwin }).then(
       (outcome) => ({ outcome }),
       (error: unknown) => ({ error }),
     );
@@ -151,6 +152,22 @@ describe('DeliveryClaiming, the twin wait both modes share', () => {
       const { outcome, tries } = await claimed(claiming, false);
       expect(outcome?.kind).toBe('claimed');
       expect(tries).toHaveLength(1);
+    });
+
+    it('a delivery that finds the store unavailable, claiming or settling, empties the cache: the store that answers next may have lost those commits', async () => {
+      const other = { ...request, key: 'order-8' };
+      const lost = new IdempotencyUnavailableError('connection lost', request.consumer, other.key);
+      const failing = new ScriptedClaiming([{ kind: 'failing', error: lost }, { kind: 'free' }], cache);
+      failing.settle(request, clock, 'processed', RESPONSE);
+      expect((await claimed(failing, false, other)).error).toBe(lost);
+      // Its second try: the cached record of `request` was dropped.
+      expect((await claimed(failing, false)).tries).toHaveLength(2);
+
+      const settling = new ScriptedClaiming([{ kind: 'free' }], cache);
+      settling.settle(request, clock, 'processed', RESPONSE);
+      clock += 1;
+      settling.settle(other, clock, 'unavailable');
+      expect((await claimed(settling, false)).tries).toHaveLength(1);
     });
 
     it('a cached record of another fingerprint is a reused key, with no try', async () => {

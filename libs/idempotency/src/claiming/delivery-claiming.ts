@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { IdempotencyInFlightError, IdempotencyKeyReusedError } from '../errors/idempotency.errors.js';
+import { IdempotencyInFlightError, IdempotencyKeyReusedError, IdempotencyUnavailableError } from '../errors/idempotency.errors.js';
 import { TWIN_POLL_FIRST_MS, TWIN_POLL_MAX_MS } from './claim.constants.js';
 import { claimMessages } from './claim.messages.js';
 import type { ResolvedClaimOptions } from './claim.options.js';
@@ -19,7 +19,9 @@ import type { ClaimOutcome, ClaimRequest, RecordedResponse } from './claim.js';
  * A message whose record this process committed or read is first looked up in the replay cache,
  * before anything of the mode's store is taken, and replayed from there while it is kept (its
  * fingerprint checked as the store's would be); each mode fills the cache only with what its
- * store committed.
+ * store committed. A delivery that finds the store unavailable, while claiming or settling, empties
+ * the cache: the store that answers next may have lost the commits it holds (a failover to an
+ * asynchronous replica).
  */
 export abstract class DeliveryClaiming<R extends ClaimRequest> {
   private readonly logger = new Logger('Idempotency');
@@ -44,7 +46,12 @@ export abstract class DeliveryClaiming<R extends ClaimRequest> {
       return this.replay(request, cached.response);
     }
     for (;;) {
-      const outcome = await this.tryOnce(request, deadline);
+      const outcome = await this.tryOnce(request, deadline).catch((error: unknown) => {
+        if (error instanceof IdempotencyUnavailableError) {
+          this.cache.forgetAll();
+        }
+        throw error;
+      });
       if (outcome) {
         return outcome;
       }
@@ -74,12 +81,15 @@ export abstract class DeliveryClaiming<R extends ClaimRequest> {
    * How a delivery that won its claim at `claimedAt` (by the cache's clock, before the claim was
    * sent) settled: once processed, its recorded response is kept in the cache until the claim's
    * retention has passed from `claimedAt`: the store started the record's retention later, by its
-   * own clock, so the cache drops it first whatever that clock says.
+   * own clock, so the cache drops it first whatever that clock says. One that found the store
+   * unavailable empties the cache.
    */
   protected settled(request: R, claimedAt: number): (outcome: DeliveryOutcome, recorded?: RecordedResponse) => void {
     return (outcome, recorded) => {
       if (outcome === 'processed' && recorded) {
-        this.cache.fill(request, { fingerprint: request.fingerprint, response: recorded }, claimedAt + request.retentionMs);
+        this.cache.fill(request, { fingerprint: request.fingerprint, response: recorded }, claimedAt, request.retentionMs);
+      } else if (outcome === 'unavailable') {
+        this.cache.forgetAll();
       }
     };
   }

@@ -27,7 +27,7 @@ describe('ReplayCache', () => {
   it('answers the record kept for a message, its fingerprint with it, and nothing for another', () => {
     const cache = cacheOf();
     const record = { fingerprint: 'f1', response: { status: 201, headers: { 'Content-Type': 'application/json' }, body: Buffer.from('{}') } };
-    cache.fill(message('k1'), record, clock + HOUR);
+    cache.fill(message('k1'), record, clock, HOUR);
     expect(cache.get(message('k1'))).toMatchObject(record);
     expect(cache.get(message('k2'))).toBeUndefined();
     expect(cache.get({ consumer: 'other', key: 'k1' })).toBeUndefined();
@@ -35,58 +35,72 @@ describe('ReplayCache', () => {
 
   it('evicts the least recently replayed past maxEntries', () => {
     const cache = cacheOf({ maxEntries: 2 });
-    cache.fill(message('a'), { fingerprint: null, response: response(1) }, clock + HOUR);
-    cache.fill(message('b'), { fingerprint: null, response: response(1) }, clock + HOUR);
+    cache.fill(message('a'), { fingerprint: null, response: response(1) }, clock, HOUR);
+    cache.fill(message('b'), { fingerprint: null, response: response(1) }, clock, HOUR);
     expect(cache.get(message('a'))).toBeDefined(); // a is now the most recently replayed
-    cache.fill(message('c'), { fingerprint: null, response: response(1) }, clock + HOUR);
+    cache.fill(message('c'), { fingerprint: null, response: response(1) }, clock, HOUR);
     expect(kept(cache, 'a', 'b', 'c')).toEqual(['a', 'c']);
   });
 
   it('evicts the least recently replayed past maxBytes, and never keeps a record larger than maxBytes', () => {
     // Each entry weighs its body + 1 byte of consumer + 1 byte of key.
     const cache = cacheOf({ maxBytes: 250 });
-    cache.fill(message('a'), { fingerprint: null, response: response(98) }, clock + HOUR);
-    cache.fill(message('b'), { fingerprint: null, response: response(98) }, clock + HOUR);
-    cache.fill(message('c'), { fingerprint: null, response: response(49) }, clock + HOUR);
+    cache.fill(message('a'), { fingerprint: null, response: response(98) }, clock, HOUR);
+    cache.fill(message('b'), { fingerprint: null, response: response(98) }, clock, HOUR);
+    cache.fill(message('c'), { fingerprint: null, response: response(49) }, clock, HOUR);
     expect(kept(cache, 'a', 'b', 'c')).toEqual(['b', 'c']);
-    cache.fill(message('d'), { fingerprint: null, response: response(249) }, clock + HOUR);
+    cache.fill(message('d'), { fingerprint: null, response: response(249) }, clock, HOUR);
     expect(kept(cache, 'b', 'c', 'd')).toEqual(['b', 'c']);
   });
 
   it("counts the headers' names and values in the bytes, each line of a repeated header", () => {
     const cache = cacheOf({ maxBytes: 30 });
     const headers = { 'x-a': 'y'.repeat(20), 'set-cookie': ['a=1', 'b=2'] }; // 3 + 20 + 10 + 6 bytes
-    cache.fill(message('a'), { fingerprint: null, response: { status: 200, headers, body: null } }, clock + HOUR);
+    cache.fill(message('a'), { fingerprint: null, response: { status: 200, headers, body: null } }, clock, HOUR);
     expect(cache.get(message('a'))).toBeUndefined();
-    cache.fill(message('b'), { fingerprint: null, response: { status: 200, headers: { 'x-a': 'y'.repeat(20) }, body: null } }, clock + HOUR);
+    cache.fill(message('b'), { fingerprint: null, response: { status: 200, headers: { 'x-a': 'y'.repeat(20) }, body: null } }, clock, HOUR);
     expect(cache.get(message('b'))).toBeDefined(); // 23 bytes, 25 with consumer and key
   });
 
   it('goes to the store for a record past its deadline, and past maxAge whatever the deadline', () => {
     const cache = cacheOf({ maxAgeMs: 60_000 });
-    cache.fill(message('short'), { fingerprint: null, response: response(1) }, clock + 5_000);
-    cache.fill(message('long'), { fingerprint: null, response: response(1) }, clock + HOUR);
+    cache.fill(message('short'), { fingerprint: null, response: response(1) }, clock, 5_000);
+    cache.fill(message('long'), { fingerprint: null, response: response(1) }, clock, HOUR);
     clock += 4_999;
     expect(kept(cache, 'short', 'long')).toEqual(['short', 'long']);
     clock += 1;
     expect(kept(cache, 'short', 'long')).toEqual(['long']);
     clock += 55_000;
     expect(kept(cache, 'long')).toEqual([]);
-    cache.fill(message('expired'), { fingerprint: null, response: response(1) }, clock);
+    cache.fill(message('expired'), { fingerprint: null, response: response(1) }, clock, 0);
     expect(kept(cache, 'expired')).toEqual([]);
   });
 
   it('forgets a message on demand, saying whether it kept one', () => {
     const cache = cacheOf();
-    cache.fill(message('a'), { fingerprint: null, response: response(1) }, clock + HOUR);
+    cache.fill(message('a'), { fingerprint: null, response: response(1) }, clock, HOUR);
     expect(cache.forget(message('a'))).toBe(true);
     expect(cache.forget(message('a'))).toBe(false);
     expect(cache.get(message('a'))).toBeUndefined();
   });
 
+  it('forgets every message at once, and refuses a record whose claim began before that', () => {
+    const cache = cacheOf();
+    cache.fill(message('a'), { fingerprint: null, response: response(1) }, clock, HOUR);
+    const claimedBefore = clock;
+    clock += 1;
+    cache.forgetAll();
+    expect(kept(cache, 'a')).toEqual([]);
+    cache.fill(message('b'), { fingerprint: null, response: response(1) }, claimedBefore, HOUR);
+    expect(kept(cache, 'b')).toEqual([]);
+    clock += 1;
+    cache.fill(message('c'), { fingerprint: null, response: response(1) }, clock, HOUR);
+    expect(kept(cache, 'c')).toEqual(['c']);
+  });
+
   it('keeps nothing when it is off', () => {
     const cache = new ReplayCache(null, () => clock);
-    cache.fill(message('a'), { fingerprint: null, response: response(1) }, clock + HOUR);
+    cache.fill(message('a'), { fingerprint: null, response: response(1) }, clock, HOUR);
     expect(cache.get(message('a'))).toBeUndefined();
   });
 });

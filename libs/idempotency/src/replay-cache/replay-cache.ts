@@ -34,6 +34,10 @@ interface Entry extends CachedRecord {
  * `maxBytes`; none kept longer than `maxAge`. With no bounds (the module's `replayCache: false`),
  * it keeps nothing.
  *
+ * A delivery that lost its database connection empties it (`forgetAll()`): the database that
+ * answers next may be another one (a replica promoted by a failover) without the last commits it
+ * holds, and a duplicate of such a commit must reach the store, to be processed again.
+ *
  * Its clock is `performance.now()`, monotonic: a deadline is a duration from a moment of this
  * process, never compared with another machine's clock.
  * @internal
@@ -42,6 +46,8 @@ export class ReplayCache {
   /** By id, the least recently replayed first (a Map keeps insertion order; a replay re-inserts). */
   private readonly entries = new Map<string, Entry>();
   private bytes = 0;
+  /** When `forgetAll()` last ran, by `now()`: a record whose claim began before it is not kept. */
+  private forgotAllAt = -Infinity;
 
   constructor(
     private readonly bounds: ResolvedReplayCacheOptions | null,
@@ -66,16 +72,19 @@ export class ReplayCache {
   }
 
   /**
-   * Keeps the committed record of `message` until `expiresAt` (by `now()`, no later than its row's
-   * expiry), or `maxAge` from now when that is sooner; evicts the least recently replayed past the bounds.
+   * Keeps the committed record of `message`, whose claim began at `claimedAt` (by `now()`), for
+   * `keepForMs` from then (no longer than its row is retained), or `maxAge` from now when that is
+   * sooner; evicts the least recently replayed past the bounds. A claim that began before the last
+   * `forgetAll()` is not kept: its commit may be on the database that was lost.
    */
-  fill(message: CachedMessage, record: CachedRecord, expiresAt: number): void {
+  fill(message: CachedMessage, record: CachedRecord, claimedAt: number, keepForMs: number): void {
     const id = idOf(message);
     this.drop(id);
-    if (this.bounds === null) {
+    if (this.bounds === null || claimedAt <= this.forgotAllAt) {
       return;
     }
     const now = this.now();
+    const expiresAt = claimedAt + keepForMs;
     const bytes = sizeOf(message, record.response);
     if (bytes > this.bounds.maxBytes || expiresAt <= now) {
       return;
@@ -94,6 +103,13 @@ export class ReplayCache {
   /** Drops the record of `message`. @returns whether one was kept (expired or not). */
   forget(message: CachedMessage): boolean {
     return this.drop(idOf(message));
+  }
+
+  /** Drops every record, and refuses those of claims that began before now. */
+  forgetAll(): void {
+    this.entries.clear();
+    this.bytes = 0;
+    this.forgotAllAt = this.now();
   }
 
   private drop(id: string): boolean {
