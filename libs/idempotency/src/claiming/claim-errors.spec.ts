@@ -11,6 +11,7 @@ describe('translateDatabaseError: a connection lost before the commit', () => {
     ['pg_terminate_backend() (57P01)', new QueryFailedError('SELECT 1', [], pgError('57P01', 'terminating connection due to administrator command'))],
     ['a connection exception (08006)', pgError('08006', 'connection failure')],
     ["node-postgres's cut connection", new Error('Connection terminated unexpectedly')],
+    ['a socket the network reset (ECONNRESET)', Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET', errno: -104, syscall: 'read' })],
     ["TypeORM's released query runner", new QueryRunnerAlreadyReleasedError()],
     ["TypeORM's entity manager on a released query runner", new QueryRunnerProviderAlreadyReleasedError()],
   ])('%s is said as such: nothing committed, a retry processes the message anew', (_, error) => {

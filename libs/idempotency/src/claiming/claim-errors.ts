@@ -9,9 +9,12 @@ import { MARIADB_DEADLOCK, MARIADB_LOCK_WAIT_TIMEOUT, mariaDbErrno } from '../di
 /** MariaDB's deadlock (the transaction rolled back) and lock wait timeout (the statement rolled back): a retry cures both. */
 const MARIADB_TRANSIENT_ERRNOS: ReadonlySet<number> = new Set([MARIADB_DEADLOCK, MARIADB_LOCK_WAIT_TIMEOUT]);
 
+/** Node's errors of a socket the network cut or the server no longer answers on, which a driver passes on as they are. */
+const SOCKET_LOST_CODES: ReadonlySet<string> = new Set(['ECONNRESET', 'EPIPE', 'ECONNREFUSED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
+
 /**
  * Whether `error` says the claim's connection was lost: the server ended it, the network cut it
- * (node-postgres: "Connection terminated"), or TypeORM released the query runner after its
+ * (node-postgres: "Connection terminated", or the socket's own error), or TypeORM released the query runner after its
  * connection failed (its runner's "Query runner already released", its entity manager's
  * "Database connection provided by a query runner was already released").
  */
@@ -21,7 +24,7 @@ function connectionLost(error: unknown, code: string | undefined): boolean {
     return true;
   }
   if (code !== undefined) {
-    return code.startsWith('08') || PG_CONNECTION_ENDED_CODES.has(code);
+    return code.startsWith('08') || PG_CONNECTION_ENDED_CODES.has(code) || SOCKET_LOST_CODES.has(code);
   }
   return (
     (error instanceof Error &&
