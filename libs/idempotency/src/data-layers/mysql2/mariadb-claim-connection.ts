@@ -20,6 +20,9 @@ export interface Mysql2Connection {
   readonly config: { readonly multipleStatements?: boolean };
 }
 
+/** The level of the next transaction, which MariaDB refuses to set inside one (1568): TypeORM and Drizzle send it before a transaction of theirs given a level. */
+const SET_ISOLATION = /^\s*set\s+transaction\s+isolation\s+level\s+(read\s+uncommitted|read\s+committed|repeatable\s+read|serializable)\s*;?\s*$/i;
+
 /** Errors after which MariaDB keeps the transaction open: only the statement was rolled back. */
 const STATEMENT_ONLY = new Set([MARIADB_DUPLICATE_ENTRY, MARIADB_LOCK_WAIT_TIMEOUT]);
 
@@ -34,7 +37,10 @@ const STATEMENT_ONLY = new Set([MARIADB_DUPLICATE_ENTRY, MARIADB_LOCK_WAIT_TIMEO
  *   rolled back the whole transaction, and MariaDB would run the next statement on its own,
  *   committed at once: every later statement of the handler is refused instead, and the claim
  *   cannot commit (`IdempotencyTransactionAbortedError`), so the redelivery runs the handler again
- *   with nothing of this one kept.
+ *   with nothing of this one kept;
+ * - a `SET TRANSACTION ISOLATION LEVEL` of the handler's (sent before a transaction of its own,
+ *   which becomes a savepoint) is not sent, since MariaDB refuses it inside a transaction: a level
+ *   no stronger than the claim's is what the savepoint has anyway, a stronger one is refused.
  * @internal
  */
 export class MariaDbClaimConnection extends SqlClaimConnection {
@@ -145,7 +151,7 @@ export class MariaDbClaimConnection extends SqlClaimConnection {
       if (this.isOpen && this.status === 'E') {
         throw new IdempotencyTransactionAbortedError(this.claimant.consumer, this.claimant.key);
       }
-      rewritten = typeof text === 'string' ? this.inClaim(text, lease) : undefined;
+      rewritten = typeof text === 'string' ? this.forHandler(text, lease) : undefined;
     } catch (error) {
       if (callback) {
         queueMicrotask(() => callback(error as Error));
@@ -167,10 +173,24 @@ export class MariaDbClaimConnection extends SqlClaimConnection {
       return method.apply(this.pooled, sent);
     };
     if (typeof rewritten === 'object') {
-      rewritten.then(sendAs, (error: unknown) => callback?.(error as Error));
+      // Not the Query itself as the promise's value: mysql2's Query is a thenable that throws when awaited.
+      rewritten.then(
+        (sql) => void sendAs(sql),
+        (error: unknown) => callback?.(error as Error),
+      );
       return undefined;
     }
     return sendAs(rewritten);
+  }
+
+  /** What to send for the handler's `text` while the claim is open: transaction control made savepoints, a level for the next transaction checked and dropped. */
+  private forHandler(text: string, lease: object): string | Promise<string> | undefined {
+    const level = this.isOpen ? SET_ISOLATION.exec(text)?.[1] : undefined;
+    if (level === undefined) {
+      return this.inClaim(text, lease);
+    }
+    this.refuseStrongerIsolation(level.toUpperCase().replace(/\s+/g, ' ') as IsolationLevel);
+    return 'DO 0';
   }
 
   /** After a failed statement: whether the transaction survived it (a duplicate entry, a lock wait timeout) or was rolled back. */
