@@ -1,6 +1,6 @@
 import { QueryFailedError, QueryRunnerAlreadyReleasedError, QueryRunnerProviderAlreadyReleasedError } from 'typeorm';
 import { classify } from '../errors/delivery-error-classes.js';
-import { IdempotencyCommitRefusedError, IdempotencyUnavailableError } from '../errors/idempotency.errors.js';
+import { IdempotencyClaimTransactionError, IdempotencyCommitRefusedError, IdempotencyUnavailableError } from '../errors/idempotency.errors.js';
 import { commitRefusedError, translateDatabaseError } from './claim-errors.js';
 
 const request = { consumer: 'payments', key: 'm-1' };
@@ -19,6 +19,11 @@ describe('translateDatabaseError: a connection lost before the commit', () => {
     expect(translated).toBeInstanceOf(IdempotencyUnavailableError);
     expect((translated as Error).message).toMatch(/^The database connection of the claim of 'm-1' \(payments\) was lost before the claim committed \(.+\): .*nothing was committed/);
     expect((translated as Error).cause).toBe(error);
+  });
+
+  it("answers the module's own refusal that TypeORM wrapped in a QueryFailedError (a statement refused through the driver's callback) as itself", () => {
+    const refusal = new IdempotencyClaimTransactionError('refused', 'payments', 'm-1');
+    expect(translateDatabaseError(new QueryFailedError('SET TRANSACTION ISOLATION LEVEL SERIALIZABLE', [], refusal), request)).toBe(refusal);
   });
 
   it('leaves other errors as they are', () => {

@@ -1,4 +1,4 @@
-import { IdempotencyCommitRefusedError, IdempotencySchemaError, IdempotencyTransactionAbortedError, IdempotencyTransientError, IdempotencyUnavailableError } from '../errors/idempotency.errors.js';
+import { IdempotencyCommitRefusedError, IdempotencyError, IdempotencySchemaError, IdempotencyTransactionAbortedError, IdempotencyTransientError, IdempotencyUnavailableError } from '../errors/idempotency.errors.js';
 import { functionMissing } from '../schema/store-schema.js';
 import { claimMessages } from './claim.messages.js';
 import { PG_CONNECTION_ENDED_CODES, PG_IN_FAILED_TRANSACTION, PG_INTEGRITY_CONSTRAINT_CLASS, PG_TRANSIENT_ERROR_CODES, PG_UNDEFINED_FUNCTION } from './claim.constants.js';
@@ -40,6 +40,11 @@ function connectionLost(error: unknown, code: string | undefined): boolean {
  * a connection lost mid-handler (its transaction with it). Anything else passes through unchanged.
  */
 export function translateDatabaseError(error: unknown, request: Pick<ClaimRequest, 'consumer' | 'key'>): unknown {
+  // The claim's own refusal, sent back through the driver's callback, which TypeORM wrapped in a QueryFailedError.
+  const driverError = (error as { driverError?: unknown } | undefined)?.driverError;
+  if (driverError instanceof IdempotencyError) {
+    return driverError;
+  }
   const code = postgresErrorCode(error);
   if (connectionLost(error, code)) {
     const reason = error instanceof Error ? error.message : String(error);
