@@ -11,7 +11,7 @@ import { createTestDatabase, type TestDatabase } from './test-database.js';
 const GUIDE = 'libs/idempotency/docs/data-layers.md';
 
 /** The services of other data layers the guide sets up, each built from its section alone. */
-export type Layer = 'pg' | 'drizzle' | 'kysely' | 'prisma' | 'mikro-orm' | 'mysql2';
+export type Layer = 'pg' | 'drizzle' | 'kysely' | 'prisma' | 'mikro-orm' | 'mysql2' | 'typeorm-mariadb';
 const SECTIONS: Record<Layer, string> = {
   pg: '### Plain pg',
   drizzle: '### Drizzle',
@@ -19,9 +19,10 @@ const SECTIONS: Record<Layer, string> = {
   prisma: '### Prisma',
   'mikro-orm': '### MikroORM',
   mysql2: '### MariaDB: mysql2',
+  'typeorm-mariadb': '### MariaDB: TypeORM',
 };
 
-/** A database of the service's own: PostgreSQL's (the shipped SQL printed by the package's command), or MariaDB's (its shipped file). */
+/** A database of the service's own: PostgreSQL's (the shipped SQL printed by the package's command), or MariaDB's (its shipped file, or none where the service's TypeORM migration makes the store). */
 interface ServiceDatabase {
   readonly url: string;
   query<Row>(sql: string): Promise<Row[]>;
@@ -36,9 +37,10 @@ async function postgresDatabase(directory: string): Promise<ServiceDatabase> {
   return { url: db.url, query: (sql) => db.query(sql), drop: () => db.drop() };
 }
 
-async function mariaDbDatabase(directory: string): Promise<ServiceDatabase> {
+async function mariaDbDatabase(directory: string, storeByMigration: boolean): Promise<ServiceDatabase> {
+  const store = storeByMigration ? [] : [await readFile(join(directory, 'node_modules/nestjs-idempotent-consumer/sql/mariadb/1796601600000-create-processed-messages-table.sql'), 'utf8')];
   const db = await createMariaDbDatabase('idempotency_adopter', [
-    await readFile(join(directory, 'node_modules/nestjs-idempotent-consumer/sql/mariadb/1796601600000-create-processed-messages-table.sql'), 'utf8'),
+    ...store,
     'CREATE TABLE credits (id BIGINT AUTO_INCREMENT PRIMARY KEY, account VARCHAR(64) NOT NULL, cents INT NOT NULL)',
   ]);
   return { url: db.url, query: async <Row>(sql: string) => (await db.pool.query(sql))[0] as Row[], drop: () => db.drop() };
@@ -86,7 +88,7 @@ function guideSection(layer: Layer): { commands: string[][]; files: Record<strin
  * its install lines (the packages pinned to the versions this repository tests, the library from
  * its packed tarball), its files, the shipped SQL printed by the package's command, and a main.ts
  * as `nest new` writes it; the package's declarations compile there with `skipLibCheck: false`
- * (a layer's own may not: Drizzle's do not). Then the effects are counted in its database (PostgreSQL, or MariaDB for mysql2).
+ * (a layer's own may not: Drizzle's do not). Then the effects are counted in its database (PostgreSQL, or MariaDB for mysql2 and TypeORM on MariaDB).
  * One suite file per layer (test/adopter-layers.<layer>.e2e-spec.ts), so that jest's workers share
  * their installs.
  */
@@ -140,7 +142,7 @@ export function describeAdopterLayer(layer: Layer): void {
       await writeFile(join(directory, 'tsconfig.api-check.json'), JSON.stringify(apiCheck, null, 2));
       await run(process.execPath, [resolve('node_modules/typescript/bin/tsc'), '-p', 'tsconfig.api-check.json'], { cwd: directory, timeout: 120_000 });
 
-      db = await (layer === 'mysql2' ? mariaDbDatabase(directory) : postgresDatabase(directory));
+      db = await (layer === 'mysql2' || layer === 'typeorm-mariadb' ? mariaDbDatabase(directory, layer === 'typeorm-mariadb') : postgresDatabase(directory));
       app = await startAppProcess(join(directory, 'dist', 'main.js'), { DATABASE_URL: db.url }, '/');
     }, 600_000);
 

@@ -14,8 +14,6 @@ import { MARIADB_DIALECT } from '../dialects/mariadb/mariadb.dialect.js';
 @Injectable()
 export class DataLayerJoin implements OnModuleInit {
   readonly layer: IdempotencyDataLayer;
-  /** The SQL of the database the layer reaches. */
-  readonly dialect: StoreDialect;
 
   constructor(
     @Inject(STORE_OPTIONS) store: ResolvedStoreOptions,
@@ -24,8 +22,12 @@ export class DataLayerJoin implements OnModuleInit {
     discovery: DiscoveryService,
   ) {
     this.layer = store.dataLayer;
-    this.dialect = this.layer.dialect === 'mariadb' ? MARIADB_DIALECT : POSTGRES_DIALECT;
     this.layer.attach({ moduleRef, discovery, storage });
+  }
+
+  /** The SQL of the database the layer reaches; a layer that finds it out when it starts (TypeORM, from its data source) says it from then on. */
+  get dialect(): StoreDialect {
+    return this.layer.dialect === 'mariadb' ? MARIADB_DIALECT : POSTGRES_DIALECT;
   }
 
   onModuleInit(): Promise<void> {
@@ -43,8 +45,13 @@ export class DataLayerJoin implements OnModuleInit {
   }
 }
 
-/** The token of the store's dialect, for what writes SQL outside the store handle (the outbox's `publish()`). @internal */
+/** What tells the store's dialect, read when it is needed (the layer may find it out when it starts). @internal */
+export interface DialectSource {
+  readonly dialect: StoreDialect;
+}
+
+/** The token of the store's `DialectSource`, for what writes SQL outside the store handle (the outbox's `publish()`). @internal */
 export const STORE_DIALECT = Symbol('IDEMPOTENCY:STORE_DIALECT');
 
-/** The dialect of the module's data layer. @internal */
-export const storeDialectProvider = { provide: STORE_DIALECT, useFactory: (join: DataLayerJoin): StoreDialect => join.dialect, inject: [DataLayerJoin] };
+/** The module's data layer, as the `DialectSource` of the store. @internal */
+export const storeDialectProvider = { provide: STORE_DIALECT, useExisting: DataLayerJoin };

@@ -30,6 +30,12 @@ export const dataLayerMessages = {
   poolMissing: (token: string) =>
     `PgPoolDataLayer found no provider ${token} in the application (its pool option): provide the pg Pool your data ` +
     'layer writes through under that token, or pass the Pool itself.',
+  typeOrmTypeUnsupported: (type: string) =>
+    `The TypeORM data source that holds the processed-messages table is of type '${type}': the store is on PostgreSQL ` +
+    "('postgres') or MariaDB ('mariadb', 'mysql').",
+  typeOrmReplicationOnMariaDb: () =>
+    'The TypeORM data source on MariaDB has replication options: the claims need one pool of the primary, which TypeORM makes ' +
+    'only without them. Give the store a data source of its own, without replication (TypeOrmDataLayer({ dataSource: name })).',
   notAMysql2Pool: (token: string) =>
     `Mysql2PoolDataLayer's pool (${token}) is not a mysql2 pool: give it the pool your data layer was built on (createPool(...) ` +
     "from 'mysql2' or 'mysql2/promise').",

@@ -161,7 +161,9 @@ export interface IdempotencyDataLayer {
   readonly schemaAdvice: 'typeorm-migrations' | 'sql-files';
   /**
    * The database the store is on, whose SQL the module sends through the layer: `'postgres'` when
-   * absent, or `'mariadb'` (MariaDB 10.6 or newer; `Mysql2PoolDataLayer`).
+   * absent, or `'mariadb'` (MariaDB 10.6 or newer: `Mysql2PoolDataLayer`, `TypeOrmDataLayer` on a
+   * `mariadb` or `mysql` data source). Read each time it is needed: a layer that finds it out in
+   * `start()` or at its first `connect()` may answer `undefined` until then.
    */
   readonly dialect?: 'postgres' | 'mariadb';
 }

@@ -205,6 +205,7 @@ const currentStore = {
 
 /** A stand-in for the data source that answers the schema check's catalogue query and the start-up scan of stored consumer names (none). */
 const catalogueOnlyDataSource = {
+  options: { type: 'postgres' },
   createQueryRunner: () => ({
     query: (sql: string) => Promise.resolve({ records: sql.includes('RECURSIVE') ? [] : [currentStore] }),
     release: () => Promise.resolve(),

@@ -101,9 +101,11 @@ export const errorMessages = {
     `npx nestjs-idempotent-consumer-sql${table === DEFAULT_TABLE_NAME ? '' : ` --table ${table}`} prints them all ` +
     "(--from <timestamp> for only those after the last one run). The guide's \"Schema without TypeORM\" (docs/data-layers.md) shows how in " +
     'Prisma, Drizzle and Kysely migrations.',
-  schemaMissingMariaDb: (table: string, missing: readonly string[]) =>
+  schemaMissingMariaDb: (table: string, missing: readonly string[], sqlFiles: boolean) =>
     `The processed-messages store (table ${table}) lacks what this version of nestjs-idempotent-consumer needs: ${missing.join('; ')}. ` +
-    (table === DEFAULT_TABLE_NAME
+    (!sqlFiles
+      ? "Add CreateProcessedMessagesTableMariaDb1796601600000 (subclassed with the table's name if it is not the default) to the data source's migrations and run them."
+      : table === DEFAULT_TABLE_NAME
       ? "Run the package's sql/mariadb/1796601600000-create-processed-messages-table.sql with your migration tool."
       : `Run the SQL that mariaDbSchemaSql('${table}') answers with your migration tool.`),
   outboxSchemaMissing: (table: string, missing: readonly string[], sqlFiles: boolean) =>

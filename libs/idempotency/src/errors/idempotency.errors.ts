@@ -292,7 +292,7 @@ export class IdempotencySchemaError extends IdempotencyError {
         : options?.kafkaOffsets
         ? errorMessages.kafkaOffsetsSchemaMissing(table, options.sqlFiles === true)
         : options?.mariaDb
-        ? errorMessages.schemaMissingMariaDb(table, missing)
+        ? errorMessages.schemaMissingMariaDb(table, missing, options.sqlFiles === true)
         : options?.droppedSinceStart
         ? errorMessages.functionDropped(table, missing)
         : options?.sqlFiles

@@ -20,21 +20,29 @@ export const POSTGRES_STORE = 'postgres';
 @Injectable()
 export class LeaseStores {
   private readonly stores: ReadonlyMap<string, LeaseStore>;
+  /** The built-in store, made at its first use: which table it speaks to is known once the data layer started. */
+  private builtIn: LeaseStore | undefined;
 
-  constructor(@Inject(STORE_OPTIONS) store: ResolvedStoreOptions, @Inject(LEASE_OPTIONS) options: ResolvedLeaseOptions, join: DataLayerJoin) {
-    this.stores = new Map([
-      [POSTGRES_STORE, join.dialect === MARIADB_DIALECT ? new MariaDbLeaseStore(join, store.tableName) : new PostgresLeaseStore(join, store.tableName)],
-      ...Object.entries(options.stores),
-    ]);
+  constructor(
+    @Inject(STORE_OPTIONS) private readonly store: ResolvedStoreOptions,
+    @Inject(LEASE_OPTIONS) options: ResolvedLeaseOptions,
+    private readonly join: DataLayerJoin,
+  ) {
+    this.stores = new Map(Object.entries(options.stores));
   }
 
   /** Every store's name. */
   names(): string[] {
-    return [...this.stores.keys()];
+    return [POSTGRES_STORE, ...this.stores.keys()];
   }
 
   /** The store `name`; the start-up checks made sure it exists. */
   get(name: string): LeaseStore {
-    return this.stores.get(name) as LeaseStore;
+    if (name !== POSTGRES_STORE) {
+      return this.stores.get(name) as LeaseStore;
+    }
+    this.builtIn ??=
+      this.join.dialect === MARIADB_DIALECT ? new MariaDbLeaseStore(this.join, this.store.tableName) : new PostgresLeaseStore(this.join, this.store.tableName);
+    return this.builtIn;
   }
 }

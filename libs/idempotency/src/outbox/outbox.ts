@@ -10,8 +10,7 @@ import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from './outbox.options.js'
 import { outboxMessages } from './outbox.messages.js';
 import { type Duration, MAX_RETENTION_MS, toMilliseconds } from '../duration/duration.js';
 import { PG_NO_ACTIVE_TRANSACTION, PG_UNIQUE_VIOLATION } from '../claiming/claim.constants.js';
-import type { StoreDialect } from '../dialects/store-dialect.js';
-import { STORE_DIALECT } from '../data-layers/data-layer-join.js';
+import { type DialectSource, STORE_DIALECT } from '../data-layers/data-layer-join.js';
 
 /** A message for `Outbox.publish()`. */
 export interface OutboxMessage {
@@ -93,7 +92,7 @@ export class Outbox {
   constructor(
     @Inject(OUTBOX_OPTIONS) private readonly options: ResolvedOutboxOptions | null,
     @Inject(CLAIM_STORAGE) private readonly storage: AsyncLocalStorage<ActiveClaim>,
-    @Inject(STORE_DIALECT) private readonly dialect: StoreDialect,
+    @Inject(STORE_DIALECT) private readonly store: DialectSource,
   ) {}
 
   /**
@@ -117,7 +116,7 @@ export class Outbox {
     const outgoing = this.toOutgoing(outbox, message);
     const literal = pg.escapeLiteral;
     const nullable = (value: string | undefined) => (value === undefined ? 'NULL' : literal(value));
-    const statement = this.dialect.outbox!.insertOutboxSql(outbox.tableName, {
+    const statement = this.store.dialect.outbox!.insertOutboxSql(outbox.tableName, {
       id: literal(outgoing.id),
       destination: literal(message.to),
       address: literal(outgoing.address),
@@ -155,7 +154,7 @@ export class Outbox {
    */
   private async writeInCallersTransaction(transaction: TransactionStatements, table: string, id: string, statement: string): Promise<void> {
     try {
-      await transaction(this.dialect.outbox!.lockOutboxSql(table));
+      await transaction(this.store.dialect.outbox!.lockOutboxSql(table));
     } catch (error) {
       throw reports(error, PG_NO_ACTIVE_TRANSACTION, 'can only be used in transaction blocks') ? new IdempotencyOutboxError(outboxMessages.notInTransaction(), { cause: error }) : error;
     }

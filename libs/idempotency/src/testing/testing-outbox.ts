@@ -15,7 +15,7 @@ export class TestingOutbox extends Outbox {
 
   /** @internal `IdempotencyTestingModule` constructs it. */
   constructor() {
-    super(null, new AsyncLocalStorage(), POSTGRES_DIALECT);
+    super(null, new AsyncLocalStorage(), { dialect: POSTGRES_DIALECT });
   }
 
   /**
