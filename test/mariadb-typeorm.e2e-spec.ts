@@ -1,8 +1,8 @@
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { PoolConnection, RowDataPacket } from 'mysql2/promise';
+import type { RowDataPacket } from 'mysql2/promise';
 import { mariaDbTypeOrmAppModule } from './apps/mariadb-typeorm/mariadb-typeorm-app.module.js';
-import { createMariaDbDatabase, type MariaDbDatabase } from './support/mariadb-database.js';
+import { createMariaDbDatabase, gateWaits, holdGates, type MariaDbDatabase } from './support/mariadb-database.js';
 import { until } from './support/test-database.js';
 
 /**
@@ -56,28 +56,8 @@ describe('the store on MariaDB through TypeORM (a mariadb data source)', () => {
     await mariadb?.drop();
   });
 
-  /** Locks `gates` rows in a transaction of the test's own; resolves to its ROLLBACK. */
-  async function hold(...gates: string[]): Promise<() => Promise<void>> {
-    const holder: PoolConnection = await mariadb.pool.getConnection();
-    for (const gate of gates) {
-      await holder.query('INSERT IGNORE INTO gates (name) VALUES (?)', [gate]);
-    }
-    await holder.query('START TRANSACTION');
-    for (const gate of gates) {
-      await holder.query('SELECT name FROM gates WHERE name = ? FOR UPDATE', [gate]);
-    }
-    let released = false;
-    return async () => {
-      if (!released) {
-        released = true;
-        await holder.query('ROLLBACK');
-        holder.release();
-      }
-    };
-  }
-
-  /** Handlers' statements at a gate still running: each waits for the gate's row lock. */
-  const lockWaits = () => count(`SELECT count(*) AS n FROM information_schema.PROCESSLIST WHERE DB = ? AND INFO LIKE 'SELECT name FROM gates%'`, [mariadb.name]);
+  const hold = (...gates: string[]) => holdGates(mariadb, ...gates);
+  const lockWaits = () => gateWaits(mariadb);
 
   it("the package's TypeORM migration made the table: MariaDB's columns, keys compared byte for byte", async () => {
     const [columns] = await mariadb.pool.query<RowDataPacket[]>(

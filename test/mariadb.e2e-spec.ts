@@ -1,10 +1,10 @@
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import mysql, { type Pool, type PoolConnection, type RowDataPacket } from 'mysql2/promise';
+import mysql, { type Pool, type RowDataPacket } from 'mysql2/promise';
 import { IdempotencyHealthIndicator, IdempotencyPurgeService, mariaDbSchemaSql } from 'nestjs-idempotent-consumer';
 import { mariaDbAppModule } from './apps/mariadb/mariadb-app.module.js';
 import { startAppProcess } from './support/demo-process.js';
-import { createMariaDbDatabase, type MariaDbDatabase } from './support/mariadb-database.js';
+import { createMariaDbDatabase, gateWaits, holdGates, type MariaDbDatabase } from './support/mariadb-database.js';
 import { until } from './support/test-database.js';
 import { resolve } from 'node:path';
 
@@ -61,28 +61,8 @@ describe('the store on MariaDB (Mysql2PoolDataLayer)', () => {
     await mariadb?.drop();
   });
 
-  /** Locks `gates` rows in a transaction of the test's own; resolves to its ROLLBACK. */
-  async function hold(...gates: string[]): Promise<() => Promise<void>> {
-    const holder: PoolConnection = await db.getConnection();
-    for (const gate of gates) {
-      await holder.query('INSERT IGNORE INTO gates (name) VALUES (?)', [gate]);
-    }
-    await holder.query('START TRANSACTION');
-    for (const gate of gates) {
-      await holder.query('SELECT name FROM gates WHERE name = ? FOR UPDATE', [gate]);
-    }
-    let released = false;
-    return async () => {
-      if (!released) {
-        released = true;
-        await holder.query('ROLLBACK');
-        holder.release();
-      }
-    };
-  }
-
-  /** Handlers' statements at a gate still running: each waits for the gate's row lock. */
-  const lockWaits = () => count(`SELECT count(*) AS n FROM information_schema.PROCESSLIST WHERE DB = ? AND INFO LIKE 'SELECT name FROM gates%'`, [mariadb.name]);
+  const hold = (...gates: string[]) => holdGates(mariadb, ...gates);
+  const lockWaits = () => gateWaits(mariadb);
 
   it('50 concurrent duplicates, on a pool with and without multipleStatements: one credit and one claim each, every other answered as a replay or 409', async () => {
     const single = mysql.createPool({ uri: mariadb.url, connectionLimit: 10 });
