@@ -2,7 +2,8 @@ import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { RowDataPacket } from 'mysql2/promise';
 import { mariaDbTypeOrmAppModule } from './apps/mariadb-typeorm/mariadb-typeorm-app.module.js';
-import { createMariaDbDatabase, gateWaits, holdGates, type MariaDbDatabase } from './support/mariadb-database.js';
+import { createMariaDbDatabase, type MariaDbDatabase } from './support/mariadb-database.js';
+import { gateWaits, holdGates } from './support/mariadb-gates.js';
 import { until } from './support/test-database.js';
 
 /**

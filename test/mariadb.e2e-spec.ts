@@ -4,7 +4,8 @@ import mysql, { type Pool, type RowDataPacket } from 'mysql2/promise';
 import { IdempotencyHealthIndicator, IdempotencyPurgeService, mariaDbSchemaSql } from 'nestjs-idempotent-consumer';
 import { mariaDbAppModule } from './apps/mariadb/mariadb-app.module.js';
 import { startAppProcess } from './support/demo-process.js';
-import { createMariaDbDatabase, gateWaits, holdGates, type MariaDbDatabase } from './support/mariadb-database.js';
+import { createMariaDbDatabase, type MariaDbDatabase } from './support/mariadb-database.js';
+import { gateWaits, holdGates } from './support/mariadb-gates.js';
 import { until } from './support/test-database.js';
 import { resolve } from 'node:path';
 
