@@ -90,12 +90,12 @@ describe('the store on MariaDB through TypeORM (a mariadb data source)', () => {
     expect(await credits('replay')).toBe(1);
   });
 
-  it('a handler that throws after writes through a repository, a nested transaction and a query runner: nothing committed, claim included, and the key stays usable', async () => {
-    expect((await credit('throws', 'throws', { nested: 'commit', queryRunner: true, fail: true })).status).toBe(500);
+  it('a handler that throws after writes through a repository, a nested transaction, a query runner and IdempotencyContext.manager: nothing committed, claim included, and the key stays usable', async () => {
+    expect((await credit('throws', 'throws', { nested: 'commit', queryRunner: true, contextManager: true, fail: true })).status).toBe(500);
     expect(await credits('throws')).toBe(0);
     expect(await claims('throws')).toBe(0);
-    expect((await credit('throws', 'throws')).status).toBe(201);
-    expect(await credits('throws')).toBe(1);
+    expect((await credit('throws', 'throws', { contextManager: true })).status).toBe(201);
+    expect(await credits('throws')).toBe(2);
   });
 
   it("dataSource.transaction() inside the handler is a savepoint: committed, it commits with the claim; rolled back, only its write is undone", async () => {

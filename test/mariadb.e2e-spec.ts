@@ -38,8 +38,8 @@ describe('the store on MariaDB (Mysql2PoolDataLayer)', () => {
     return { status: response.status, headers: response.headers, text: await response.text() };
   };
 
-  async function startApp(pool: Pool, options: { outbox?: boolean } = {}): Promise<INestApplication> {
-    const started = await NestFactory.create(mariaDbAppModule(pool, options), { logger: false });
+  async function startApp(pool: Pool): Promise<INestApplication> {
+    const started = await NestFactory.create(mariaDbAppModule(pool), { logger: false });
     await started.listen(0, '127.0.0.1');
     return started;
   }
@@ -261,10 +261,6 @@ describe('the store on MariaDB (Mysql2PoolDataLayer)', () => {
     expect(answers.filter((answer) => answer.status !== 201 && answer.status !== 409)).toEqual([]);
     expect(await credits('leased')).toBe(1);
     expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE message_id = 'leased' AND lease_token IS NULL`)).toBe(1);
-  });
-
-  it('refuses to start with an outbox, which is not built for MariaDB yet, naming the option', async () => {
-    await expect(startApp(appPool, { outbox: true })).rejects.toThrow(/The outbox is not available on MariaDB yet/);
   });
 
   it('refuses to start without the table, naming the MariaDB SQL file', async () => {

@@ -97,7 +97,7 @@ const PUBLIC_NAMES = {
   'nestjs-idempotent-consumer': [
     'AdminActionCounts', 'AdminForgetOptions', 'AdminForgetResult', 'AdminKeyQuery', 'AdminKeyRecord', 'AdminKeyState', 'AdminListOptions',
     'AdminLookupOptions', 'AdminOutboxActionOptions', 'AdminOutboxListOptions', 'AdminOutboxLookupOptions', 'AdminOutboxMessage', 'AdminReleaseOptions', 'AdminUnreadableResponse', 'BullMqPublisher', 'BullMqPublisherOptions',
-    'ClaimConnection', 'Claimant', 'CreateKafkaOffsetsTable1796515200000', 'CreateOutboxMessagesTable1796428800000', 'CreateProcessedMessagesFunctions1796256000000', 'CreateProcessedMessagesTable1764633600000', 'CreateProcessedMessagesTableMariaDb1796601600000',
+    'ClaimConnection', 'Claimant', 'CreateKafkaOffsetsTable1796515200000', 'CreateOutboxMessagesTable1796428800000', 'CreateOutboxMessagesTableMariaDb1796688000000', 'CreateProcessedMessagesFunctions1796256000000', 'CreateProcessedMessagesTable1764633600000', 'CreateProcessedMessagesTableMariaDb1796601600000',
     'DEFAULT_OUTBOX_TABLE_NAME', 'DEFAULT_TABLE_NAME', 'DataLayerHost', 'DeliveryCounts', 'DeliveryOutcome', 'Duration', 'EncryptionOptions', 'HealthOptions',
     'IDEMPOTENCY_CHANNELS', 'IDEMPOTENCY_KEY_HEADER', 'IDEMPOTENT_REPLAYED_HEADER', 'IdempotencyAdmin', 'IdempotencyAdminError',
     'IdempotencyAdminModule', 'IdempotencyAdminModuleOptions', 'IdempotencyClaimTransactionError', 'IdempotencyCommitRefusedError', 'IdempotencyConsumerConflictError',
@@ -116,7 +116,7 @@ const PUBLIC_NAMES = {
     'RedisEvalClient', 'RedisLeaseStore', 'RefusalCounts', 'RemovableEntry', 'ReplayCacheOptions', 'ReplayOptions', 'SchemaMigrationSql',
     'ScopeFunction', 'ScopeSource', 'SenderDuplicateRate', 'SenderOptions', 'SqsPublisher', 'SqsPublisherOptions', 'SqsSending', 'StatementResult', 'StoreSample', 'StoredLeaseEntry',
     'TracingOptions', 'TransactionStatements', 'TypeOrmDataLayer', 'TypeOrmDataLayerOptions', 'UnreadableReason',
-    'UpgradeProcessedMessagesTable1796342400000', 'mariaDbSchemaSql', 'schemaSql',
+    'UpgradeProcessedMessagesTable1796342400000', 'mariaDbOutboxSql', 'mariaDbSchemaSql', 'schemaSql',
   ],
   'nestjs-idempotent-consumer/testing': [
     'ContractCheck', 'ContractConsumer', 'ContractExtras', 'ContractMessage', 'ContractStart', 'DataLayerContractModule', 'DataLayerContractOptions',

@@ -7,7 +7,8 @@ import { NATS_URL, RABBITMQ_URL } from './brokers.js';
 import { type DemoProcess, startAppProcess } from './demo-process.js';
 import { type KafkaBroker, startKafkaBroker } from './kafka-broker.js';
 import { TcpProxy } from './tcp-proxy.js';
-import { createTestDatabase, type TestDatabase, until } from './test-database.js';
+import { until } from './test-database.js';
+import { createOutboxTestDatabase, type OutboxDatabase, type OutboxTestDatabase } from './outbox-databases.js';
 
 const APPS = {
   producer: resolve('dist/test-apps/test/apps/outbox/producer.main.js'),
@@ -23,11 +24,6 @@ export type Transport = 'rabbitmq' | 'jetstream' | 'kafka';
 const RUN = `${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
 const STREAM = `IDEM_OUTBOX_E2E_${RUN.replace('-', '_')}`;
 const SUBJECT_TOKEN = `idem-outbox-e2e-${RUN}`;
-
-const TABLES_SQL = `
-  CREATE TABLE credits (id bigserial PRIMARY KEY, account text NOT NULL, cents int NOT NULL, created_at timestamptz NOT NULL DEFAULT clock_timestamp());
-  CREATE TABLE granted_credits (id bigserial PRIMARY KEY, message_id text NOT NULL, credit_id bigint NOT NULL, account text NOT NULL, cents int NOT NULL,
-                                granted_at timestamptz NOT NULL DEFAULT clock_timestamp());`;
 
 /** What one of the suite's processes counted (GET /stats). */
 interface Stats {
@@ -58,18 +54,19 @@ async function inPool<T>(items: readonly T[], concurrency: number, work: (item: 
  * The transactional outbox end to end, on each broker: a producer service (HTTP, idempotent) that
  * writes a credit and announces it through the outbox, relays (in the producer's process or
  * processes of their own) and a downstream service whose idempotent handler grants each credit,
- * all real processes that the tests kill. Every check counts rows in PostgreSQL: the producer's
+ * all real processes that the tests kill. Every check counts rows in the database: the producer's
  * credits, the outbox's messages, and the downstream `granted_credits`, a table without a unique
  * constraint, where a credit granted twice would show as two rows.
  *
- * One suite file per broker (test/outbox.<broker>.e2e-spec.ts), so that jest's workers share them;
- * each runs the same tests, `a.` to `g.`, when its broker is `available`.
+ * One suite file per broker on PostgreSQL (test/outbox.<broker>.e2e-spec.ts), and RabbitMQ's on
+ * MariaDB (test/outbox.mariadb.e2e-spec.ts), so that jest's workers share them; each runs the
+ * same tests, `a.` to `g.`, when its broker is `available`.
  */
-export function describeOutbox(transport: Transport, available: boolean): void {
+export function describeOutbox(transport: Transport, available: boolean, database: OutboxDatabase = 'postgres'): void {
   /** The figures each test reports, printed once the suite ends. */
   const report: string[] = [];
 
-  (available ? describe : describe.skip)(`the transactional outbox to ${transport}`, () => {
+  (available ? describe : describe.skip)(`the transactional outbox to ${transport}${database === 'postgres' ? '' : ` on ${database}`}`, () => {
     let amqp: amqplib.ChannelModel | undefined;
     let nats: NatsConnection | undefined;
     let jsm: JetStreamManager | undefined;
@@ -78,7 +75,7 @@ export function describeOutbox(transport: Transport, available: boolean): void {
     const queues: string[] = [];
     const running: DemoProcess[] = [];
     const proxies: TcpProxy[] = [];
-    let db: TestDatabase | undefined;
+    let db: OutboxTestDatabase | undefined;
 
     beforeAll(async () => {
       if (transport === 'rabbitmq') {
@@ -122,14 +119,13 @@ export function describeOutbox(transport: Transport, available: boolean): void {
     /** One test's world: a database of its own with the apps' tables, and a queue or subject (and durable) of its own. */
     interface World {
       readonly tag: string;
-      readonly db: TestDatabase;
+      readonly db: OutboxTestDatabase;
       readonly address: string;
       readonly env: Record<string, string>;
     }
 
     async function world(tag: string): Promise<World> {
-      db = await createTestDatabase();
-      await db.query(TABLES_SQL);
+      db = await createOutboxTestDatabase(database);
       const address = transport === 'jetstream' ? `${SUBJECT_TOKEN}.${tag}` : `outbox-e2e-${RUN}-${tag}`;
       if (transport === 'rabbitmq') {
         queues.push(address);
@@ -144,6 +140,7 @@ export function describeOutbox(transport: Transport, available: boolean): void {
         address,
         env: {
           DATABASE_URL: db.url,
+          DATABASE: database,
           TRANSPORT: transport,
           OUTBOX_ADDRESS: address,
           RABBITMQ_URL,
@@ -215,7 +212,7 @@ export function describeOutbox(transport: Transport, available: boolean): void {
     }
 
     async function counts(w: World) {
-      const [row] = await w.db.query<Record<string, string>>(`
+      const [row] = await w.db.query(`
         SELECT (SELECT count(*) FROM credits) AS credits,
                (SELECT count(*) FROM outbox_messages) AS outbox,
                (SELECT count(*) FROM outbox_messages WHERE dispatched_at IS NOT NULL) AS dispatched,
@@ -226,7 +223,7 @@ export function describeOutbox(transport: Transport, available: boolean): void {
                  WHERE coalesce(g.n, 0) <> 1) AS not_once,
                (SELECT count(*) FROM granted_credits g WHERE NOT EXISTS (SELECT 1 FROM credits c WHERE c.id = g.credit_id)) AS strays,
                (SELECT count(*) FROM granted_credits g WHERE NOT EXISTS (SELECT 1 FROM outbox_messages o WHERE o.id = g.message_id)) AS unknown_ids`);
-      return Object.fromEntries(Object.entries(row).map(([name, value]) => [name, Number(value)])) as Record<string, number>;
+      return row;
     }
 
     /**
@@ -234,11 +231,11 @@ export function describeOutbox(transport: Transport, available: boolean): void {
      * (`counts` also joins the tables: read every 20 ms over 1,000 rows, that kept a core of the server busy).
      */
     async function progress(w: World): Promise<{ outbox: number; dispatched: number; granted: number }> {
-      const [row] = await w.db.query<Record<string, string>>(`
+      const [row] = await w.db.query(`
         SELECT (SELECT count(*) FROM outbox_messages) AS outbox,
                (SELECT count(*) FROM outbox_messages WHERE dispatched_at IS NOT NULL) AS dispatched,
                (SELECT count(*) FROM granted_credits) AS granted`);
-      return { outbox: Number(row.outbox), dispatched: Number(row.dispatched), granted: Number(row.granted) };
+      return { outbox: row.outbox, dispatched: row.dispatched, granted: row.granted };
     }
 
     /** The downstream consumer has nothing waiting: the queue's ready messages, the durable's pending and unacknowledged ones, or the group's uncommitted offsets. */
@@ -294,18 +291,19 @@ export function describeOutbox(transport: Transport, available: boolean): void {
 
     /** Lag from the credit's write (in the producer's transaction) to its grant (in the consumer's), in ms. */
     async function lag(w: World): Promise<string> {
-      const [row] = await w.db.query<Record<string, string>>(`
-        SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)) AS p50, round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)) AS p99, round(max(ms)) AS max
-        FROM (SELECT extract(epoch FROM g.granted_at - c.created_at) * 1000 AS ms FROM granted_credits g JOIN credits c ON c.id = g.credit_id) AS lags`);
-      return `lag write->grant p50 ${row.p50} ms, p99 ${row.p99} ms, max ${row.max} ms`;
+      const rows = await w.db.rows<{ written: Date; granted: Date }>('SELECT c.created_at AS written, g.granted_at AS granted FROM granted_credits g JOIN credits c ON c.id = g.credit_id');
+      const lags = rows.map((row) => row.granted.getTime() - row.written.getTime()).sort((a, b) => a - b);
+      const at = (share: number) => lags[Math.min(lags.length - 1, Math.floor(share * lags.length))];
+      return `lag write->grant p50 ${at(0.5)} ms, p99 ${at(0.99)} ms, max ${lags.at(-1)} ms`;
     }
 
-    /** Messages per second the relays dispatched, from the first dispatch to the last. */
-    async function dispatchRate(w: World, sinceSql = 'min(dispatched_at)'): Promise<string> {
-      const [row] = await w.db.query<{ n: string; seconds: string }>(
-        `SELECT count(*) AS n, extract(epoch FROM max(dispatched_at) - ${sinceSql}) AS seconds FROM outbox_messages WHERE dispatched_at IS NOT NULL`,
+    /** Messages per second the relays dispatched, from the first dispatch (or `since`) to the last. */
+    async function dispatchRate(w: World, since?: Date): Promise<string> {
+      const [row] = await w.db.rows<{ n: number | string; first: Date; last: Date }>(
+        'SELECT count(*) AS n, min(dispatched_at) AS first, max(dispatched_at) AS last FROM outbox_messages WHERE dispatched_at IS NOT NULL',
       );
-      return `${row.n} dispatched in ${Number(row.seconds).toFixed(2)} s = ${Math.round(Number(row.n) / Math.max(Number(row.seconds), 0.001))} msg/s`;
+      const seconds = (row.last.getTime() - (since ?? row.first).getTime()) / 1000;
+      return `${row.n} dispatched in ${seconds.toFixed(2)} s = ${Math.round(Number(row.n) / Math.max(seconds, 0.001))} msg/s`;
     }
 
     const note = (line: string) => report.push(`[${transport}] ${line}`);
@@ -381,12 +379,12 @@ export function describeOutbox(transport: Transport, available: boolean): void {
       // Written after every failure was answered: once it is granted, the relay has sent all that committed before it.
       expect((await credit(producer, 'b-last', { account: 'ok-last', cents: 1 })).statuses).toEqual([201]);
       await expectExactlyOnce(w, 51);
-      const [leaks] = await w.db.query<Record<string, string>>(`
+      const [leaks] = await w.db.query(`
         SELECT (SELECT count(*) FROM credits WHERE account LIKE 'fail-%') AS credits,
-               (SELECT count(*) FROM outbox_messages WHERE payload::jsonb ->> 'account' LIKE 'fail-%') AS outbox,
+               (SELECT count(*) FROM outbox_messages WHERE payload LIKE '%"account":"fail-%') AS outbox,
                (SELECT count(*) FROM granted_credits WHERE account LIKE 'fail-%') AS granted,
                (SELECT count(*) FROM processed_messages WHERE message_id LIKE 'b-%') AS claims`);
-      expect(leaks).toEqual({ credits: '0', outbox: '0', granted: '0', claims: '51' });
+      expect(leaks).toEqual({ credits: 0, outbox: 0, granted: 0, claims: 51 });
       note('b: 100 failed attempts (50 keys, each retried) all 500; 51 good ones: credits 51, outbox 51, granted 51; failed: credits 0, outbox 0, granted 0');
     });
 
@@ -397,15 +395,15 @@ export function describeOutbox(transport: Transport, available: boolean): void {
       await credits(producer, w, 200);
       await consumerStarts;
       await producer.kill('SIGKILL');
-      const [row] = await w.db.query<Record<string, string>>(`SELECT count(*) AS total, count(dispatched_at) AS dispatched FROM outbox_messages`);
-      expect(row).toEqual({ total: '200', dispatched: '0' });
+      const [row] = await w.db.query(`SELECT count(*) AS total, count(dispatched_at) AS dispatched FROM outbox_messages`);
+      expect(row).toEqual({ total: 200, dispatched: 0 });
       expect((await counts(w)).granted).toBe(0);
       const relayStarted = new Date();
       const relay = await startRelay(w);
       await expectExactlyOnce(w, 200);
       note(
         `c: 200 requests 201, producer SIGKILLed, 200 undispatched rows; relay started: 200 dispatched, granted 200 (each once); relay published ${published(await stats(relay))}; ` +
-          `${await dispatchRate(w)} (${await dispatchRate(w, `'${relayStarted.toISOString()}'::timestamptz`)} counted from the relay's start, boot included)`,
+          `${await dispatchRate(w)} (${await dispatchRate(w, relayStarted)} counted from the relay's start, boot included)`,
       );
     });
 
@@ -426,17 +424,11 @@ export function describeOutbox(transport: Transport, available: boolean): void {
       let reached = 0;
       await until(
         async () => {
-          const open = await w.db.query(
-            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction' AND query LIKE '%SELECT seq, id, destination%FOR UPDATE SKIP LOCKED%'`,
-          );
-          const [locks] = await w.db.query<{ held: string; reached: string }>(`
-            WITH pending AS (SELECT id FROM outbox_messages WHERE dispatched_at IS NULL),
-                 free AS (SELECT id FROM outbox_messages WHERE dispatched_at IS NULL FOR UPDATE SKIP LOCKED),
-                 locked AS (SELECT id FROM pending EXCEPT SELECT id FROM free)
-            SELECT (SELECT count(*) FROM locked) AS held, (SELECT count(*) FROM granted_credits WHERE message_id IN (SELECT id FROM locked)) AS reached`);
-          held = Number(locks.held);
-          reached = Number(locks.reached);
-          return open.length === 1 && held > 0 && reached === held;
+          const open = await w.db.idleBatches();
+          const locked = await w.db.lockedPending();
+          held = locked.length;
+          reached = held === 0 ? 0 : (await w.db.query(`SELECT count(*) AS n FROM granted_credits WHERE message_id IN (${locked.map((id) => `'${id}'`).join(', ')})`))[0].n;
+          return open === 1 && held > 0 && reached === held;
         },
         "the relay's batch transaction holds its rows while the consumer already granted them",
         30_000,
@@ -497,17 +489,11 @@ export function describeOutbox(transport: Transport, available: boolean): void {
       await credits(producer, w, 1000);
       const consumer = await consumerStarts;
       // Both relays wait on the table until both are up, so neither takes the backlog alone.
-      const gate = await w.db.connect();
-      await gate.query('BEGIN');
-      await gate.query('LOCK TABLE outbox_messages IN EXCLUSIVE MODE');
+      const release = await w.db.holdOutbox();
       const relays = await Promise.all([startRelay(w, { RELAY_BATCH_SIZE: '50' }), startRelay(w, { RELAY_BATCH_SIZE: '50' })]);
-      await until(
-        async () => (await w.db.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%SELECT seq, id, destination%'`)).length === 2,
-        'both relays wait for the backlog',
-      );
+      await until(async () => (await w.db.relaysWaiting()) === 2, 'both relays wait for the backlog');
       const released = Date.now();
-      await gate.query('COMMIT');
-      await gate.end();
+      await release();
       await until(async () => (await progress(w)).dispatched === 1000, 'the backlog is dispatched', 60_000);
       const dispatchedMs = Date.now() - released;
       await expectExactlyOnce(w, 1000);
@@ -528,8 +514,7 @@ export function describeOutbox(transport: Transport, available: boolean): void {
       const sending = credits(producer, w, 60, 8);
       await until(
         async () =>
-          (await progress(w)).granted >= 3 &&
-          (await w.db.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE 'SELECT pg_sleep%'`)).length > 0,
+          (await progress(w)).granted >= 3 && (await w.db.sleepingHandlers()) > 0,
         'some credits are granted and handlers sleep in their transactions',
         30_000,
       );

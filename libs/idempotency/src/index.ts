@@ -34,8 +34,9 @@ export { CreateProcessedMessagesTable1764633600000 } from './migrations/create-p
 export { CreateProcessedMessagesFunctions1796256000000 } from './migrations/create-processed-messages-functions.migration.js';
 export { UpgradeProcessedMessagesTable1796342400000 } from './migrations/upgrade-processed-messages-table.migration.js';
 export { schemaSql } from './migrations/schema-sql.js';
-export { mariaDbSchemaSql } from './migrations/mariadb-schema-sql.js';
+export { mariaDbOutboxSql, mariaDbSchemaSql } from './migrations/mariadb-schema-sql.js';
 export { CreateProcessedMessagesTableMariaDb1796601600000 } from './migrations/create-processed-messages-table-mariadb.migration.js';
+export { CreateOutboxMessagesTableMariaDb1796688000000 } from './migrations/create-outbox-messages-table-mariadb.migration.js';
 export type { SchemaMigrationSql } from './migrations/schema-sql.js';
 export type { Duration } from './duration/duration.js';
 export { DEFAULT_OUTBOX_TABLE_NAME, DEFAULT_TABLE_NAME, IDEMPOTENCY_CHANNELS, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, MAX_KEY_LENGTH } from './idempotency.constants.js';

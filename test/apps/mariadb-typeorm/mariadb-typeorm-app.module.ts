@@ -1,6 +1,6 @@
 import { Body, Controller, HttpCode, Module, Param, Post } from '@nestjs/common';
 import { InjectDataSource, InjectRepository, TypeOrmModule } from '@nestjs/typeorm';
-import { CreateProcessedMessagesTableMariaDb1796601600000, IdempotencyModule, IdempotentHandler } from 'nestjs-idempotent-consumer';
+import { CreateProcessedMessagesTableMariaDb1796601600000, IdempotencyContext, IdempotencyModule, IdempotentHandler } from 'nestjs-idempotent-consumer';
 import { randomUUID } from 'node:crypto';
 import { Column, DataSource, Entity, PrimaryGeneratedColumn, type Repository } from 'typeorm';
 
@@ -31,6 +31,8 @@ export interface TypeOrmCreditRequest {
   readonly isolation?: 'READ COMMITTED' | 'SERIALIZABLE';
   /** A credit of 50 in a query runner's own transaction: connect, startTransaction, save, commitTransaction, release. */
   readonly queryRunner?: boolean;
+  /** A credit of 5 through `IdempotencyContext.manager`. */
+  readonly contextManager?: boolean;
   /** Throw after the writes. */
   readonly fail?: boolean;
 }
@@ -41,6 +43,7 @@ export class MariaDbTypeOrmCreditsController {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @InjectRepository(MariaDbCredit) private readonly credits: Repository<MariaDbCredit>,
+    private readonly idempotency: IdempotencyContext,
   ) {}
 
   @Post(':account')
@@ -76,6 +79,9 @@ export class MariaDbTypeOrmCreditsController {
       await runner.manager.save(MariaDbCredit, { account, cents: 50 });
       await runner.commitTransaction();
       await runner.release();
+    }
+    if (body.contextManager) {
+      await this.idempotency.manager.save(MariaDbCredit, { account, cents: 5 });
     }
     if (body.fail) {
       throw new Error('the handler fails after its writes');

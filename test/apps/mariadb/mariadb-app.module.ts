@@ -126,13 +126,12 @@ export class MariaDbMessagesController {
 }
 
 /** The app on `pool`, its store on MariaDB. */
-export function mariaDbAppModule(pool: Pool, options: { outbox?: boolean } = {}) {
+export function mariaDbAppModule(pool: Pool) {
   @Module({
     imports: [
       IdempotencyModule.forRoot({
         dataLayer: new Mysql2PoolDataLayer({ pool }),
         purge: { interval: false },
-        ...(options.outbox ? { outbox: { publishers: { nowhere: { publish: async () => undefined } } } } : {}),
       }),
     ],
     controllers: [MariaDbCreditsController, MariaDbMessagesController],

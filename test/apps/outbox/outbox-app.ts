@@ -6,8 +6,10 @@ import { type ISocketFactory, Kafka, logLevel } from 'kafkajs';
 import { connect as connectTcp } from 'node:net';
 import {
   CreateOutboxMessagesTable1796428800000,
+  CreateOutboxMessagesTableMariaDb1796688000000,
   CreateProcessedMessagesFunctions1796256000000,
   CreateProcessedMessagesTable1764633600000,
+  CreateProcessedMessagesTableMariaDb1796601600000,
   IdempotencyMetricsService,
   IdempotencyModule,
   JetStreamPublisher,
@@ -29,10 +31,14 @@ import {
  * NATS_URL: the broker, or a proxy in front of it; KAFKA_BROKERS: the Kafka broker's `host:port`,
  * and KAFKA_PROXY_PORT: a proxy in front of it on 127.0.0.1, which every connection of the Kafka
  * client goes to (it connects to the brokers the cluster's metadata names, not to the one given).
+ * DATABASE: 'postgres' (the default) or 'mariadb', the database DATABASE_URL names, through TypeORM.
  */
 export type OutboxTransport = 'rabbitmq' | 'jetstream' | 'kafka';
 
 export const env = process.env;
+export const ON_MARIADB = env.DATABASE === 'mariadb';
+/** The statement `sql` with its `$1`, `$2`... placeholders as the database's driver writes them (`?` on MariaDB). */
+export const placeholders = (sql: string) => (ON_MARIADB ? sql.replace(/\$\d+/g, '?') : sql);
 export const TRANSPORT = (env.TRANSPORT ?? 'rabbitmq') as OutboxTransport;
 export const ADDRESS = env.OUTBOX_ADDRESS ?? 'outbox-credits';
 /** The Nest pattern of a credit on RabbitMQ; a JetStream consumer's pattern is its subject, a Kafka one's its topic. */
@@ -102,18 +108,29 @@ class StatsModule {}
 
 export function storeModules(outbox?: OutboxOptions): (DynamicModule | Type)[] {
   return [
-    TypeOrmModule.forRoot({
-      type: 'postgres',
-      url: env.DATABASE_URL,
-      migrations: [
-        CreateProcessedMessagesTable1764633600000,
-        CreateProcessedMessagesFunctions1796256000000,
-        UpgradeProcessedMessagesTable1796342400000,
-        CreateOutboxMessagesTable1796428800000,
-      ],
-      migrationsRun: true,
-      extra: { max: Number(env.POOL_SIZE ?? 10) },
-    }),
+    TypeOrmModule.forRoot(
+      ON_MARIADB
+        ? {
+            type: 'mariadb',
+            url: env.DATABASE_URL,
+            migrations: [CreateProcessedMessagesTableMariaDb1796601600000, CreateOutboxMessagesTableMariaDb1796688000000],
+            migrationsRun: true,
+            multipleStatements: true,
+            extra: { connectionLimit: Number(env.POOL_SIZE ?? 10) },
+          }
+        : {
+            type: 'postgres',
+            url: env.DATABASE_URL,
+            migrations: [
+              CreateProcessedMessagesTable1764633600000,
+              CreateProcessedMessagesFunctions1796256000000,
+              UpgradeProcessedMessagesTable1796342400000,
+              CreateOutboxMessagesTable1796428800000,
+            ],
+            migrationsRun: true,
+            extra: { max: Number(env.POOL_SIZE ?? 10) },
+          },
+    ),
     IdempotencyModule.forRoot({ retention: '7d', purge: { interval: false }, ...(outbox ? { outbox } : {}) }),
     StatsModule,
   ];

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { Body, Controller, Module, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { IdempotencyContext, IdempotentHandler, Outbox } from 'nestjs-idempotent-consumer';
-import { ADDRESS, CREDIT_PATTERN, env, type GrantedCredit, outboxOptions, storeModules, TRANSPORT } from './outbox-app.js';
+import { ADDRESS, CREDIT_PATTERN, env, type GrantedCredit, outboxOptions, placeholders, storeModules, TRANSPORT } from './outbox-app.js';
 
 /**
  * The producer of the outbox suite, as a process of its own so that a test can SIGKILL it:
@@ -26,7 +26,7 @@ class CreditsController {
   @Post('credits')
   @IdempotentHandler()
   async grant(@Body() body: CreditRequest) {
-    const [{ id }] = (await this.idempotency.manager.query('INSERT INTO credits (account, cents) VALUES ($1, $2) RETURNING id', [body.account, body.cents])) as {
+    const [{ id }] = (await this.idempotency.manager.query(placeholders('INSERT INTO credits (account, cents) VALUES ($1, $2) RETURNING id'), [body.account, body.cents])) as {
       id: string;
     }[];
     const payload: GrantedCredit = { account: body.account, cents: body.cents, creditId: String(id) };

@@ -1,7 +1,8 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import { IdempotencyAdminError } from '../errors/idempotency.errors.js';
 import { DEFAULT_OUTBOX_TABLE_NAME } from '../idempotency.constants.js';
 import { StoreHandle } from '../store/store.handle.js';
+import { OutboxRelay } from '../outbox/outbox-relay.js';
 import { adminMessages } from './admin.messages.js';
 import { audit, listLimit, requireReason } from './admin-audit.js';
 
@@ -89,7 +90,10 @@ export class OutboxAdmin {
   private readonly table: string;
 
   /** @internal Nest constructs it. */
-  constructor(private readonly store: StoreHandle) {
+  constructor(
+    private readonly store: StoreHandle,
+    @Optional() private readonly relay?: OutboxRelay,
+  ) {
     this.table = store.outboxTable ?? DEFAULT_OUTBOX_TABLE_NAME;
   }
 
@@ -106,9 +110,9 @@ export class OutboxAdmin {
       throw new IdempotencyAdminError(adminMessages.adminOutboxFilter('deadLetteredBefore', 'a valid Date', deadLetteredBefore), this.table, '');
     }
     const filters = [orderingKey, destination, address, deadLetteredBefore, after].map((value) => value ?? null);
-    const { rows } = await this.store.query<DeadLetterRow>(this.store.dialect.outbox!.outboxDeadLettersSql(this.table), [limit, ...filters]);
+    const { rows } = await this.store.query<DeadLetterRow>(this.store.dialect.outbox.outboxDeadLettersSql(this.table), [limit, ...filters]);
     audit('deadLetters', this.table, undefined, options.actor, undefined, `${rows.length} dead letters`);
-    return rows.map(fromDeadLetterRow);
+    return rows.map((row) => this.fromDeadLetterRow(row));
   }
 
   /** The dead letter of id `id`; null when no dead letter has that id (none, or a message not parked). */
@@ -118,18 +122,30 @@ export class OutboxAdmin {
     }
     const {
       rows: [row],
-    } = await this.store.query<DeadLetterRow>(this.store.dialect.outbox!.outboxDeadLetterSql(this.table), [options.id]);
+    } = await this.store.query<DeadLetterRow>(this.store.dialect.outbox.outboxDeadLetterSql(this.table), [options.id]);
     audit('deadLetter', this.table, options.id, options.actor, undefined, row ? 'a dead letter' : 'no dead letter');
-    return row ? fromDeadLetterRow(row) : null;
+    return row ? this.fromDeadLetterRow(row) : null;
   }
 
   /**
-   * Sends dead letters again: their attempts start over, and the relays are woken.
+   * Sends dead letters again: their attempts start over, and the relays are woken (on MariaDB, the relay of this process; the others at their next poll).
    * @returns the ids requeued (those of `ids` that were dead letters).
    * @throws IdempotencyAdminError without a `reason`.
    */
   requeue(options: AdminOutboxActionOptions): Promise<string[]> {
-    return this.act('requeue', options, this.store.dialect.outbox!.outboxRequeueSql(this.table), 'requeued');
+    return this.act(
+      'requeue',
+      options,
+      async (ids) => {
+        const requeued = await this.store.dialect.outbox.requeue(this.store.query, this.table, ids);
+        // Where the database wakes no relay (MariaDB), this process's relay is woken; the others find them at their next poll.
+        if (requeued.length > 0 && !this.store.dialect.outbox.notifies) {
+          this.relay?.wake();
+        }
+        return requeued;
+      },
+      'requeued',
+    );
   }
 
   /**
@@ -138,33 +154,32 @@ export class OutboxAdmin {
    * @throws IdempotencyAdminError without a `reason`.
    */
   discard(options: AdminOutboxActionOptions): Promise<string[]> {
-    return this.act('discard', options, this.store.dialect.outbox!.outboxDiscardSql(this.table), 'discarded');
+    return this.act('discard', options, (ids) => this.store.dialect.outbox.discard(this.store.query, this.table, ids), 'discarded');
   }
 
-  private async act(action: string, options: AdminOutboxActionOptions, sql: string, done: string): Promise<string[]> {
+  private async act(action: string, options: AdminOutboxActionOptions, perform: (ids: readonly string[]) => Promise<string[]>, done: string): Promise<string[]> {
     const reason = requireReason(`OutboxAdmin.${action}`, options.reason, this.table, '');
     if (!Array.isArray(options.ids) || options.ids.some((id) => typeof id !== 'string')) {
       throw new IdempotencyAdminError(adminMessages.adminIdsMissing(`OutboxAdmin.${action}`), this.table, '');
     }
-    const { rows } = await this.store.query<{ id: string }>(sql, [options.ids]);
-    const ids = rows.map((row) => row.id);
+    const ids = await perform(options.ids);
     audit(action, this.table, undefined, options.actor, reason, `${done} ${ids.length} of ${options.ids.length}${ids.length > 0 ? `: ${ids.join(', ')}` : ''}`);
     return ids;
   }
-}
 
-function fromDeadLetterRow(row: DeadLetterRow): AdminOutboxMessage {
-  return {
-    id: row.id,
-    destination: row.destination,
-    address: row.address,
-    pattern: row.pattern,
-    orderingKey: row.ordering_key,
-    headers: row.headers,
-    payload: row.payload,
-    attempts: row.attempts,
-    lastError: row.last_error,
-    createdAt: row.created_at,
-    deadLetteredAt: row.dead_lettered_at,
-  };
+  private fromDeadLetterRow(row: DeadLetterRow): AdminOutboxMessage {
+    return {
+      id: row.id,
+      destination: row.destination,
+      address: row.address,
+      pattern: row.pattern,
+      orderingKey: row.ordering_key,
+      headers: this.store.dialect.outbox.headersOf(row.headers),
+      payload: row.payload,
+      attempts: row.attempts,
+      lastError: row.last_error,
+      createdAt: row.created_at,
+      deadLetteredAt: row.dead_lettered_at,
+    };
+  }
 }

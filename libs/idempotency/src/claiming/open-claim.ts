@@ -15,7 +15,7 @@ import { downstreamKey } from '../keys/downstream-key.js';
 export class OpenClaim extends SettlingDelivery {
   /** The handler's writes are in the claim's transaction: a rollback undoes them with it. */
   readonly rollbackUndoesWork = true;
-  protected readonly active: ActiveClaim;
+  protected readonly active: ClaimInHandler;
 
   constructor(
     private readonly transaction: ClaimConnection,
@@ -35,8 +35,9 @@ export class OpenClaim extends SettlingDelivery {
    * @throws IdempotencyTransactionAbortedError, IdempotencyClaimTransactionError or the database's
    * error: nothing was committed.
    */
-  protected complete(response: RecordedResponse, options: CommitOptions): Promise<void> {
-    return this.transaction.commit(this.dialect.recordStatements(this.sql, this.request, response), options.undoWork);
+  protected async complete(response: RecordedResponse, options: CommitOptions): Promise<void> {
+    await this.transaction.commit(this.dialect.recordStatements(this.sql, this.request, response), options.undoWork);
+    this.active.committed();
   }
 
   /**
@@ -64,6 +65,8 @@ class ClaimInHandler implements ActiveClaim {
   readonly consumer: string;
   readonly key: string;
   readonly sender: string;
+  /** What runs once the claim committed; most claims have nothing. */
+  private onCommit: (() => void)[] | undefined;
 
   constructor(
     private readonly request: ClaimRequest,
@@ -76,5 +79,14 @@ class ClaimInHandler implements ActiveClaim {
 
   get downstreamKey(): string {
     return downstreamKey(this.request);
+  }
+
+  afterCommit(done: () => void): void {
+    (this.onCommit ??= []).push(done);
+  }
+
+  /** The claim committed: what waited for it runs. */
+  committed(): void {
+    this.onCommit?.forEach((done) => done());
   }
 }

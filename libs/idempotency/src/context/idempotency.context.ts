@@ -29,6 +29,8 @@ export interface ActiveClaim {
   readonly downstreamKey: string;
   /** Transactional mode: the claim's transaction, which the data layer joins while it is open. */
   readonly transaction?: ClaimConnection;
+  /** Transactional mode: runs `done` once the claim's transaction committed (the outbox's wake-up of its relay, where the database cannot wake it). */
+  afterCommit?(done: () => void): void;
   /** Lease mode: the lease the handler holds. */
   readonly lease?: HeldLease;
 }

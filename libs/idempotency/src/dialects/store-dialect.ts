@@ -94,7 +94,7 @@ export interface OutboxRowLiterals {
   readonly availableAt: string;
 }
 
-/** A message the relay took, as PostgreSQL answers it. */
+/** A message the relay took. */
 export interface OutboxRow {
   readonly seq: string;
   readonly id: string;
@@ -167,31 +167,50 @@ export interface CatalogueDialect {
   consumerHasRowsSql(table: string): string;
 }
 
+/** When an outbox message is due: as soon as its transaction committed, `delayMs` after its transaction began, or at `at`. */
+export type OutboxDue = { readonly delayMs: number } | { readonly at: Date } | null;
+
 /** The outbox and its relay in a dialect. */
 export interface OutboxDialect {
-  /** The columns of the outbox table `$1` (`{ columns }`, null when there is none). */
+  /**
+   * Whether a message's INSERT wakes the relays of every process at COMMIT (PostgreSQL's NOTIFY),
+   * which a relay LISTENs for; without, a relay is woken by the commits of its own process and
+   * polls for the others'.
+   */
+  readonly notifies: boolean;
+  /** The columns of the outbox table `$1` (`{ name }` rows; none when a table of the outbox's is missing). */
   readonly outboxColumnsSql: string;
   /** The outbox's lag and dead letters, one row for `toOutboxSample()`. */
   outboxStateSql(table: string): string;
-  toOutboxSample(row: { lag_ms: string | null; dead_letters: number }): { readonly lagMs: number; readonly deadLetters: number };
-  /** Dispatched messages older than the retention, one batch, answering `{ rows }`. */
-  purgeDispatchedSql(table: string, retentionMs: number, batchSize: number): string;
-  /** Writes one message (values as literals) and wakes the relays at COMMIT; answers `{ written }`. */
-  insertOutboxSql(table: string, row: OutboxRowLiterals): string;
-  /** A statement the database runs only inside a transaction block (the check of a caller's transaction). */
-  lockOutboxSql(table: string): string;
-  /** The next batch of due messages (`OutboxRow`s), locked for this relay and skipped by the others. */
+  toOutboxSample(row: never): { readonly lagMs: number; readonly deadLetters: number };
+  /** Deletes one batch of the messages dispatched longer ago than the retention; answers how many. */
+  purgeDispatched(query: StoreQuery, table: string, retentionMs: number, batchSize: number): Promise<number>;
+  /** The expression of when a message is due. */
+  dueSql(due: OutboxDue): string;
+  /** Writes one message (values as literals), in the order of its ordering key; on PostgreSQL, waking the relays at COMMIT. */
+  insertOutboxStatements(table: string, row: OutboxRowLiterals): string[];
+  /** A statement the database refuses outside a transaction block (the check of a caller's transaction). */
+  inTransactionCheckSql(table: string): string;
+  /** Whether `error` is the refusal of `inTransactionCheckSql()`. */
+  refusedOutsideTransaction(error: unknown): boolean;
+  /** Whether `error` is the INSERT's, of an id the table has already. */
+  idTaken(error: unknown, table: string): boolean;
+  /** The next batch of due messages, locked for this relay and skipped by the others. */
   takeBatchSql(table: string, batchSize: number, deadLetterHoldsKey: boolean): string;
+  /** The rows of `takeBatchSql()` as the relay reads them. */
+  toOutboxRows(rows: unknown[]): OutboxRow[];
   markDispatchedSql(table: string, seqs: readonly string[]): string;
   markFailedSql(table: string, failures: readonly FailedPublish[]): string;
   /** Dead letters, oldest first: `$1` the limit, then the filters `$2` to `$6`, each ignored when null. */
   outboxDeadLettersSql(table: string): string;
   /** The dead letter of id `$1`. */
   outboxDeadLetterSql(table: string): string;
-  /** Makes the dead letters of ids `$1` due again and wakes the relays; answers their `{ id }`. */
-  outboxRequeueSql(table: string): string;
-  /** Deletes the dead letters of ids `$1`; answers their `{ id }`. */
-  outboxDiscardSql(table: string): string;
+  /** The headers of a dead letter's row as an object. */
+  headersOf(column: unknown): Record<string, string>;
+  /** Makes the dead letters of `ids` due again and wakes the relays; answers the ids requeued. */
+  requeue(query: StoreQuery, table: string, ids: readonly string[]): Promise<string[]>;
+  /** Deletes the dead letters of `ids`; answers the ids discarded. */
+  discard(query: StoreQuery, table: string, ids: readonly string[]): Promise<string[]>;
 }
 
 /** The operators' statements on the processed-messages table, in a dialect. */
@@ -216,11 +235,12 @@ export interface AdminDialect {
 export interface StoreDialect {
   /** The database's name, for messages. */
   readonly name: string;
+  /** A value as a string literal of the database, quotes included. */
+  literal(value: string): string;
   readonly claim: ClaimDialect;
   readonly statistics: StatisticsDialect;
   readonly purge: PurgeDialect;
   readonly catalogue: CatalogueDialect;
-  /** Null where the outbox is not built for the database yet: the module refuses an `outbox` at start-up. */
-  readonly outbox: OutboxDialect | null;
+  readonly outbox: OutboxDialect;
   readonly admin: AdminDialect;
 }

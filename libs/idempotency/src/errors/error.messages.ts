@@ -114,6 +114,13 @@ export const errorMessages = {
       ? 'Run the package\'s sql/1796428800000-create-outbox-messages-table.sql with your migration tool ' +
         `(npx nestjs-idempotent-consumer-sql${table === 'outbox_messages' ? '' : ` --outbox-table ${table}`} prints it with the others).`
       : 'Add CreateOutboxMessagesTable1796428800000 (subclassed with the table\'s name if it is not the default) to the data source\'s migrations and run them.'),
+  outboxSchemaMissingMariaDb: (table: string, missing: readonly string[], sqlFiles: boolean) =>
+    `The outbox (table ${table} and its ordering keys' table ${table}_keys) lacks what this version of nestjs-idempotent-consumer needs: ${missing.join('; ')}. ` +
+    (!sqlFiles
+      ? "Add CreateOutboxMessagesTableMariaDb1796688000000 (subclassed with the table's name if it is not the default) to the data source's migrations and run them."
+      : table === 'outbox_messages'
+      ? "Run the package's sql/mariadb/1796688000000-create-outbox-messages-table.sql with your migration tool."
+      : `Run the SQL that mariaDbOutboxSql('${table}') answers with your migration tool.`),
   kafkaOffsetsSchemaMissing: (table: string, sqlFiles: boolean) =>
     `kafkaOffsets is on, and the table ${table} of the Kafka consumers' positions is missing. ` +
     (sqlFiles

@@ -278,7 +278,7 @@ export class IdempotencySchemaError extends IdempotencyError {
    * @param options `droppedSinceStart`: found missing by a delivery, after the start-up check found it there;
    * `sqlFiles`: the application's data layer is not TypeORM, so the fix is named as the package's SQL files;
    * `outbox`: `table` is the outbox table; `kafkaOffsets`: the table of the Kafka consumers' positions;
-   * `mariaDb`: the store is on MariaDB, whose SQL file is named.
+   * `mariaDb`: the store is on MariaDB, whose migration or SQL file is named.
    */
   constructor(
     readonly table: string,
@@ -288,7 +288,7 @@ export class IdempotencySchemaError extends IdempotencyError {
   ) {
     super(
       options?.outbox
-        ? errorMessages.outboxSchemaMissing(table, missing, options.sqlFiles === true)
+        ? (options.mariaDb ? errorMessages.outboxSchemaMissingMariaDb : errorMessages.outboxSchemaMissing)(table, missing, options.sqlFiles === true)
         : options?.kafkaOffsets
         ? errorMessages.kafkaOffsetsSchemaMissing(table, options.sqlFiles === true)
         : options?.mariaDb

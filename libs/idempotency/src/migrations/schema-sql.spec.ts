@@ -9,7 +9,7 @@ import { CreateOutboxMessagesTable1796428800000 } from './create-outbox-messages
 import { CreateProcessedMessagesFunctions1796256000000 } from './create-processed-messages-functions.migration.js';
 import { CreateProcessedMessagesTable1764633600000 } from './create-processed-messages-table.migration.js';
 import { schemaSql } from './schema-sql.js';
-import { mariaDbSchemaSql } from './mariadb-schema-sql.js';
+import { mariaDbOutboxSql, mariaDbSchemaSql } from './mariadb-schema-sql.js';
 import { UpgradeProcessedMessagesTable1796342400000 } from './upgrade-processed-messages-table.migration.js';
 
 /** The SQL the package ships: libs/idempotency/sql/. */
@@ -84,8 +84,12 @@ describe('schemaSql()', () => {
     }
   });
 
-  it("ships MariaDB's table as sql/mariadb/, the SQL mariaDbSchemaSql() answers under a header", () => {
-    expect(readdirSync(join(SHIPPED, 'mariadb'))).toEqual(['1796601600000-create-processed-messages-table.sql']);
+  it("ships MariaDB's tables as sql/mariadb/, the SQL mariaDbSchemaSql() and mariaDbOutboxSql() answer under a header", () => {
+    expect(readdirSync(join(SHIPPED, 'mariadb')).sort()).toEqual(['1796601600000-create-processed-messages-table.sql', '1796688000000-create-outbox-messages-table.sql']);
+    const outbox = readFileSync(join(SHIPPED, 'mariadb', '1796688000000-create-outbox-messages-table.sql'), 'utf8');
+    expect(outbox.startsWith('-- nestjs-idempotent-consumer: ')).toBe(true);
+    expect(outbox.endsWith(`\n\n${mariaDbOutboxSql()}`)).toBe(true);
+    expect(mariaDbOutboxSql('billing_outbox')).toBe(mariaDbOutboxSql().replaceAll('outbox_messages', 'billing_outbox'));
     const shipped = readFileSync(join(SHIPPED, 'mariadb', '1796601600000-create-processed-messages-table.sql'), 'utf8');
     expect(shipped.startsWith('-- nestjs-idempotent-consumer: ')).toBe(true);
     expect(shipped.endsWith(`\n\n${mariaDbSchemaSql()}`)).toBe(true);

@@ -5,6 +5,7 @@ import type { OutboxSchemaCheck } from './outbox-schema.check.js';
 import type { IdempotencyTracing } from '../tracing/idempotency-tracing.js';
 import { resolveOutbox } from './outbox.options.js';
 import { OutboxRelay } from './outbox-relay.js';
+import { POSTGRES_DIALECT } from '../dialects/postgres/postgres.dialect.js';
 
 describe('OutboxRelay', () => {
   beforeAll(() => Logger.overrideLogger(false));
@@ -15,7 +16,7 @@ describe('OutboxRelay', () => {
     const failed = new Promise<never>((_, reject) => (fail = () => reject(new Error('connection refused'))));
     failed.catch(() => undefined);
     let connects = 0;
-    const store = { outboxTable: 'outbox_messages', connect: () => (connects++, failed) } as unknown as StoreHandle;
+    const store = { outboxTable: 'outbox_messages', dialect: POSTGRES_DIALECT, connect: () => (connects++, failed) } as unknown as StoreHandle;
     const outbox = resolveOutbox({ publishers: { broker: { publish: async () => undefined } }, relay: { pollInterval: '1h' } });
     const schema = { passed: async () => true } as unknown as OutboxSchemaCheck;
     const relay = new OutboxRelay(outbox, store, {} as IdempotencyMetricsService, schema, {} as IdempotencyTracing);

@@ -113,7 +113,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   onApplicationBootstrap(): void {
     const relay = this.outbox?.relay;
     if (relay?.autoStart) {
-      this.running = [this.relay(relay), ...(relay.listen ? [this.listen(relay)] : [])];
+      this.running = [this.relay(relay), ...(relay.listen && this.store.dialect.outbox.notifies ? [this.listen(relay)] : [])];
     }
   }
 
@@ -126,8 +126,8 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     await Promise.all([...(this.outbox?.publishers.values() ?? [])].map((publisher) => publisher.close?.().catch(() => undefined)));
   }
 
-  /** Starts the next batch now, or as soon as the running one ended. */
-  private wake(): void {
+  /** Starts the next batch now, or as soon as the running one ended: on a commit that wrote messages, where no NOTIFY tells the relay. @internal */
+  wake(): void {
     this.woken = true;
     for (const endPause of this.pauses) {
       endPause();
@@ -139,7 +139,8 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     if (!(await this.schema.passed())) {
       return;
     }
-    this.logger.log(outboxMessages.relayStarted(this.table, relay.batchSize, relay.listen, relay.pollIntervalMs));
+    const wokenBy = this.store.dialect.outbox.notifies ? (relay.listen ? 'NOTIFY' : null) : 'its process';
+    this.logger.log(outboxMessages.relayStarted(this.table, relay.batchSize, wokenBy, relay.pollIntervalMs));
     while (!this.stopping) {
       this.woken = false;
       let more = false;
@@ -161,8 +162,10 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     }
     const connection = await this.store.connect(RELAY_CLAIMANT);
     try {
-      const [taken] = await connection.begin(undefined, [this.store.dialect.outbox!.takeBatchSql(this.table, relay.batchSize, relay.deadLetterHoldsKey)]);
-      const rows = taken.rows as OutboxRow[];
+      const outbox = this.store.dialect.outbox;
+      // READ COMMITTED: a batch takes no gap locks that would hold up the writers (MariaDB's default level would).
+      const [taken] = await connection.begin('READ COMMITTED', [outbox.takeBatchSql(this.table, relay.batchSize, relay.deadLetterHoldsKey)]);
+      const rows = outbox.toOutboxRows(taken.rows);
       if (rows.length === 0) {
         await connection.rollback();
         return { more: false, run: { taken: 0, published: 0, failed: 0, deadLettered: 0 } };
@@ -251,8 +254,8 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       this.logger.warn(dead ? outboxMessages.deadLettered(this.table, row.id, attempt, error, relay.deadLetterHoldsKey ? row.ordering_key : null) : outboxMessages.publishFailed(row.id, row.destination, attempt, delayMs, error));
     });
     await connection.commit([
-      ...(published.length > 0 ? [this.store.dialect.outbox!.markDispatchedSql(this.table, published.map((row) => row.seq))] : []),
-      ...(failures.length > 0 ? [this.store.dialect.outbox!.markFailedSql(this.table, failures)] : []),
+      ...(published.length > 0 ? [this.store.dialect.outbox.markDispatchedSql(this.table, published.map((row) => row.seq))] : []),
+      ...(failures.length > 0 ? [this.store.dialect.outbox.markFailedSql(this.table, failures)] : []),
     ]);
     this.metrics.recordOutboxBatch({
       size: rows.length,

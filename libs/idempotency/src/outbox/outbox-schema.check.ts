@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { StoreHandle } from '../store/store.handle.js';
-import { IdempotencyOptionsError, IdempotencySchemaError } from '../errors/idempotency.errors.js';
-import { outboxMessages } from './outbox.messages.js';
+import { IdempotencySchemaError } from '../errors/idempotency.errors.js';
+import { MARIADB_DIALECT } from '../dialects/mariadb/mariadb.dialect.js';
 import { SchemaBootCheck } from '../schema/schema-boot-check.js';
 import { StoreSchemaCheck } from '../discovery/store-schema.check.js';
 
@@ -33,15 +33,17 @@ export class OutboxSchemaCheck extends SchemaBootCheck {
     if (table === null) {
       return undefined;
     }
-    if (this.store.dialect.outbox === null) {
-      throw new IdempotencyOptionsError(outboxMessages.notOnDatabase(this.store.dialect.name));
-    }
-    const {
-      rows: [{ columns }],
-    } = await this.store.query<{ columns: string[] | null }>(this.store.dialect.outbox!.outboxColumnsSql, [table]);
-    const missing = columns === null ? [`the table ${table}`] : OUTBOX_COLUMNS.filter((column) => !columns.includes(column)).map((column) => `the column ${column}`);
+    const { dialect } = this.store;
+    const { rows } = await this.store.query<{ name: string }>(dialect.outbox.outboxColumnsSql, [table]);
+    const columns = rows.map((row) => row.name);
+    const missing = columns.length === 0 ? [`the table ${table}`] : OUTBOX_COLUMNS.filter((column) => !columns.includes(column)).map((column) => `the column ${column}`);
+    const mariaDb = dialect === MARIADB_DIALECT;
     return missing.length === 0
       ? undefined
-      : new IdempotencySchemaError(table, missing, ['CreateOutboxMessagesTable1796428800000'], { outbox: true, sqlFiles: this.store.adviseSqlFiles });
+      : new IdempotencySchemaError(table, missing, [mariaDb ? 'CreateOutboxMessagesTableMariaDb1796688000000' : 'CreateOutboxMessagesTable1796428800000'], {
+          outbox: true,
+          mariaDb,
+          sqlFiles: this.store.adviseSqlFiles,
+        });
   }
 }

@@ -6,8 +6,6 @@ export const outboxMessages = {
   notAPublisher: (name: string) => `outbox.publishers.${name} has no publish(message) method: give a RabbitMqPublisher, JetStreamPublisher, BullMqPublisher, SqsPublisher, KafkaPublisher or an OutboxPublisher of your own.`,
   notWholeNumber: (name: string, value: unknown, max: number) => `${name} must be a whole number from 1 to ${max}; got ${JSON.stringify(value)}.`,
   retryDelays: (retryMs: number, maxMs: number) => `outbox.relay.maxRetryDelay (${maxMs} ms) is shorter than outbox.relay.retryDelay (${retryMs} ms).`,
-  notOnDatabase: (database: string) =>
-    `The outbox is not available on ${database} yet: its table, relay and statements are PostgreSQL's. Remove the module's \`outbox\` option, or keep the store on PostgreSQL.`,
   notConfigured: () => 'Outbox.publish() needs the module\'s `outbox` option (its publishers and table): IdempotencyModule.forRoot({ outbox: { publishers: { ... } } }).',
   noTransaction: (inLease: string | undefined) =>
     (inLease === undefined
@@ -43,8 +41,8 @@ export const outboxMessages = {
   kafkaRefused: (topic: string, type: string) => `Kafka refused the message to the topic '${topic}' for good (${type}).`,
   publishTimedOut: (ms: number) => `no confirmation from the broker within ${ms} ms`,
   noRelay: () => 'OutboxRelay.runOnce() needs a relay in this process: the module\'s `outbox` with `relay` not false (`relay: { autoStart: false }` for one that runs only when called).',
-  relayStarted: (table: string, batchSize: number, listens: boolean, pollIntervalMs: number) =>
-    `The outbox relay of ${table} started: batches of ${batchSize}, woken ${listens ? 'by NOTIFY at each commit that writes messages, and ' : ''}every ${pollIntervalMs} ms.`,
+  relayStarted: (table: string, batchSize: number, wokenBy: 'NOTIFY' | 'its process' | null, pollIntervalMs: number) =>
+    `The outbox relay of ${table} started: batches of ${batchSize}, woken ${wokenBy === null ? '' : wokenBy === 'NOTIFY' ? 'by NOTIFY at each commit that writes messages, and ' : "at each commit of its process's handlers that writes messages, and "}every ${pollIntervalMs} ms.`,
   relayFailed: (table: string, cause: string) => `The outbox relay of ${table} failed a batch and carries on after ${'`pollInterval`'}: ${cause}`,
   listenLost: (table: string, cause: string) => `The outbox relay of ${table} lost its LISTEN connection (${cause}); it polls until it has listened again.`,
   deadLettered: (table: string, id: string, attempts: number, error: string, heldKey: string | null) =>

@@ -1,5 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
-import pg from 'pg';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { ActiveClaim } from '../context/idempotency.context.js';
@@ -9,8 +8,9 @@ import type { OutgoingMessage } from './outbox-publisher.js';
 import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from './outbox.options.js';
 import { outboxMessages } from './outbox.messages.js';
 import { type Duration, MAX_RETENTION_MS, toMilliseconds } from '../duration/duration.js';
-import { PG_NO_ACTIVE_TRANSACTION, PG_UNIQUE_VIOLATION } from '../claiming/claim.constants.js';
 import { type DialectSource, STORE_DIALECT } from '../data-layers/data-layer-join.js';
+import type { OutboxDialect, OutboxDue } from '../dialects/store-dialect.js';
+import { OutboxRelay } from './outbox-relay.js';
 
 /** A message for `Outbox.publish()`. */
 export interface OutboxMessage {
@@ -93,6 +93,7 @@ export class Outbox {
     @Inject(OUTBOX_OPTIONS) private readonly options: ResolvedOutboxOptions | null,
     @Inject(CLAIM_STORAGE) private readonly storage: AsyncLocalStorage<ActiveClaim>,
     @Inject(STORE_DIALECT) private readonly store: DialectSource,
+    @Optional() private readonly relay?: OutboxRelay,
   ) {}
 
   /**
@@ -114,9 +115,9 @@ export class Outbox {
     refuseUnknownFields('the message', message, MESSAGE_FIELDS);
     refuseUnknownFields('the options', options, OPTION_FIELDS);
     const outgoing = this.toOutgoing(outbox, message);
-    const literal = pg.escapeLiteral;
+    const { literal, outbox: dialect } = this.store.dialect;
     const nullable = (value: string | undefined) => (value === undefined ? 'NULL' : literal(value));
-    const statement = this.store.dialect.outbox!.insertOutboxSql(outbox.tableName, {
+    const statements = dialect.insertOutboxStatements(outbox.tableName, {
       id: literal(outgoing.id),
       destination: literal(message.to),
       address: literal(outgoing.address),
@@ -124,10 +125,10 @@ export class Outbox {
       headers: literal(JSON.stringify(outgoing.headers)),
       payload: literal(outgoing.payload),
       orderingKey: nullable(outgoing.orderingKey),
-      availableAt: availableAtSql(message),
+      availableAt: dialect.dueSql(dueOf(message)),
     });
     if (options.transaction !== undefined) {
-      await this.writeInCallersTransaction(options.transaction, outbox.tableName, outgoing.id, statement);
+      await this.writeInCallersTransaction(dialect, options.transaction, outbox.tableName, outgoing.id, statements);
       return outgoing.id;
     }
     const claim = this.storage.getStore();
@@ -139,9 +140,14 @@ export class Outbox {
     if (written.has(outgoing.id)) {
       throw new IdempotencyOutboxError(outboxMessages.idWritten(outgoing.id));
     }
+    if (written.size === 0 && !dialect.notifies && this.relay !== undefined) {
+      // No NOTIFY wakes this process's relay: the claim's commit does.
+      const relay = this.relay;
+      claim.afterCommit?.(() => relay.wake());
+    }
     written.add(outgoing.id);
     this.idsWritten.set(claim.transaction, written);
-    claim.transaction.defer(statement);
+    statements.forEach((statement) => claim.transaction!.defer(statement));
     return outgoing.id;
   }
 
@@ -152,16 +158,18 @@ export class Outbox {
    * (no statement can tell from within whether it runs in a block, and a message of two statements
    * answers an array that Prisma's `$queryRawUnsafe` cannot read): one round trip more.
    */
-  private async writeInCallersTransaction(transaction: TransactionStatements, table: string, id: string, statement: string): Promise<void> {
+  private async writeInCallersTransaction(dialect: OutboxDialect, transaction: TransactionStatements, table: string, id: string, statements: string[]): Promise<void> {
     try {
-      await transaction(this.store.dialect.outbox!.lockOutboxSql(table));
+      await transaction(dialect.inTransactionCheckSql(table));
     } catch (error) {
-      throw reports(error, PG_NO_ACTIVE_TRANSACTION, 'can only be used in transaction blocks') ? new IdempotencyOutboxError(outboxMessages.notInTransaction(), { cause: error }) : error;
+      throw dialect.refusedOutsideTransaction(error) ? new IdempotencyOutboxError(outboxMessages.notInTransaction(), { cause: error }) : error;
     }
     try {
-      await transaction(statement);
+      for (const statement of statements) {
+        await transaction(statement);
+      }
     } catch (error) {
-      throw reports(error, PG_UNIQUE_VIOLATION, `${table}_id_key`) ? new IdempotencyOutboxError(outboxMessages.idTaken(id), { cause: error }) : error;
+      throw dialect.idTaken(error, table) ? new IdempotencyOutboxError(outboxMessages.idTaken(id), { cause: error }) : error;
     }
   }
 
@@ -194,8 +202,8 @@ function refuseUnknownFields(what: string, given: object, known: ReadonlySet<str
   }
 }
 
-/** When the message is due, as SQL: its transaction's start, plus `delay`, or `availableAt`. */
-function availableAtSql({ delay, availableAt }: OutboxMessage): string {
+/** When the message is due: as soon as its transaction committed, after `delay`, or at `availableAt`. */
+function dueOf({ delay, availableAt }: OutboxMessage): OutboxDue {
   if (delay !== undefined && availableAt !== undefined) {
     throw new IdempotencyOutboxError(outboxMessages.delayAndAvailableAt());
   }
@@ -203,35 +211,16 @@ function availableAtSql({ delay, availableAt }: OutboxMessage): string {
     if (!(availableAt instanceof Date) || Number.isNaN(availableAt.getTime())) {
       throw new IdempotencyOutboxError(outboxMessages.invalidField('availableAt', 'a valid Date', String(availableAt)));
     }
-    return `${pg.escapeLiteral(availableAt.toISOString())}::timestamptz`;
+    return { at: availableAt };
   }
   if (delay === undefined) {
-    return 'now()';
+    return null;
   }
-  let delayMs: number;
   try {
-    delayMs = toMilliseconds('delay', delay, MAX_RETENTION_MS);
+    return { delayMs: toMilliseconds('delay', delay, MAX_RETENTION_MS) };
   } catch (error) {
     throw new IdempotencyOutboxError(`Outbox.publish(): ${(error as Error).message}`);
   }
-  return `now() + ${delayMs} * interval '1 millisecond'`;
-}
-
-/**
- * Whether a data layer's error is PostgreSQL's error `code`, however the layer wrapped it: its
- * own `code`, a `driverError` (TypeORM) or a `cause` (Drizzle) that has it, or only the server's
- * `text` in a message (Prisma).
- */
-function reports(error: unknown, code: string, text: string): boolean {
-  let cause = error;
-  for (let depth = 0; typeof cause === 'object' && cause !== null && depth < 4; depth++) {
-    const { code: own, message, driverError, cause: next } = cause as { code?: unknown; message?: unknown; driverError?: unknown; cause?: unknown };
-    if (own === code || (typeof message === 'string' && message.includes(text))) {
-      return true;
-    }
-    cause = driverError ?? next;
-  }
-  return false;
 }
 
 /** A printable text of 1 to `max` characters (the id is the downstream key: checked as a key is). */

@@ -5,7 +5,6 @@ import { StoreHandle } from '../store/store.handle.js';
 import { PURGE_OPTIONS, type ResolvedPurgeOptions } from './purge.options.js';
 import { IdempotencyMetricsService } from '../metrics/idempotency-metrics.service.js';
 import { IdempotencyTracing } from '../tracing/idempotency-tracing.js';
-import type { StoreQuery } from '../dialects/store-dialect.js';
 import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from '../outbox/outbox.options.js';
 
 /**
@@ -80,9 +79,8 @@ export class IdempotencyPurgeService implements BeforeApplicationShutdown {
    */
   private async deleteExpired(progress: { rows: number; batches: number }): Promise<PurgeOutcome> {
     const { batchSize } = this.options;
-    const query: StoreQuery = (text, parameters) => this.store.query(text, parameters);
     while (!this.stopping) {
-      const { locked, rows } = await this.store.dialect.purge.purgeBatch(query, this.store.table, batchSize);
+      const { locked, rows } = await this.store.dialect.purge.purgeBatch(this.store.query, this.store.table, batchSize);
       if (!locked) {
         return progress.batches === 0 ? 'skipped' : 'purged';
       }
@@ -102,12 +100,9 @@ export class IdempotencyPurgeService implements BeforeApplicationShutdown {
     }
     const { batchSize } = this.options;
     const table = this.store.outboxTable!;
-    const sql = this.store.dialect.outbox!.purgeDispatchedSql(table, this.outbox.retentionMs, batchSize);
     let deleted = 0;
     while (!this.stopping) {
-      const {
-        rows: [{ rows }],
-      } = await this.store.query<{ rows: number }>(sql);
+      const rows = await this.store.dialect.outbox.purgeDispatched(this.store.query, table, this.outbox.retentionMs, batchSize);
       deleted += rows;
       if (rows < batchSize) {
         break;

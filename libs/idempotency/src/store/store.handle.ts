@@ -39,10 +39,8 @@ export class StoreHandle {
     return this.join.layer.schemaAdvice === 'sql-files';
   }
 
-  /** One parameterised statement in a transaction of its own. */
-  query<Row>(text: string, parameters?: readonly unknown[]): Promise<QueryResult<Row>> {
-    return this.join.query<Row>(text, parameters);
-  }
+  /** One parameterised statement in a transaction of its own; bound, for the dialects' functions that take a `StoreQuery`. */
+  readonly query = <Row>(text: string, parameters?: readonly unknown[]): Promise<QueryResult<Row>> => this.join.query<Row>(text, parameters);
 
   /** A connection of the data layer for `claimant`, waiting at most the module's `connectionTimeout`. @throws IdempotencyUnavailableError */
   connect(claimant: Claimant): Promise<ClaimConnection> {

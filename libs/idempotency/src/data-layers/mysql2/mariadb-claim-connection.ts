@@ -52,6 +52,7 @@ export class MariaDbClaimConnection extends SqlClaimConnection {
   /**
    * @param owner The pool that lent `pooled`, which hands out leases of it while the claim is open.
    * @param giveBack Gives `pooled` back to `owner` (`broken`: destroyed instead, its transaction state unknown).
+   * @param manager TypeORM's entity manager of the data source on `owner`, which `IdempotencyContext.manager` answers: its writes go through the pool, so they join the claim.
    */
   constructor(
     readonly owner: object,
@@ -59,6 +60,7 @@ export class MariaDbClaimConnection extends SqlClaimConnection {
     claimant: Claimant,
     waitMs: number,
     private readonly giveBack: (broken: boolean) => void,
+    private readonly manager?: unknown,
   ) {
     super(
       {
@@ -93,6 +95,9 @@ export class MariaDbClaimConnection extends SqlClaimConnection {
         }
         if (property === 'release') {
           return () => undefined;
+        }
+        if (property === 'manager' && this.manager !== undefined) {
+          return this.manager;
         }
         // Unbound: a method of mysql2's that sends through `this.query` (beginTransaction, commit) sends through the lease.
         return Reflect.get(target, property, receiver) as unknown;

@@ -67,7 +67,11 @@ export class Mysql2PoolDataLayer implements IdempotencyDataLayer {
   private pool: CorePool | undefined;
   private getConnectionOwn!: CorePool['getConnection'];
 
-  constructor(private readonly options: Mysql2PoolDataLayerOptions) {}
+  /** @param manager Internal: the entity manager of the TypeORM data source on the pool, when `TypeOrmDataLayer` joins it. */
+  constructor(
+    private readonly options: Mysql2PoolDataLayerOptions,
+    /** @internal */ private readonly manager?: unknown,
+  ) {}
 
   /** Of `IdempotencyDataLayer`: called by the module, not by the application. */
   attach(host: DataLayerHost): void {
@@ -114,7 +118,7 @@ export class Mysql2PoolDataLayer implements IdempotencyDataLayer {
       timeoutMs,
       claimant,
     );
-    return new MariaDbClaimConnection(pool, connection, claimant, timeoutMs, (broken) => (broken ? connection.destroy() : connection.release()));
+    return new MariaDbClaimConnection(pool, connection, claimant, timeoutMs, (broken) => (broken ? connection.destroy() : connection.release()), this.manager);
   }
 
   private resolvePool(): CorePool {

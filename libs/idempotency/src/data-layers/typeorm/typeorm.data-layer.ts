@@ -141,7 +141,8 @@ export class TypeOrmDataLayer implements IdempotencyDataLayer {
     if (pool === undefined) {
       throw new IdempotencyOptionsError(dataLayerMessages.typeOrmReplicationOnMariaDb());
     }
-    const layer = new Mysql2PoolDataLayer({ pool });
+    // IdempotencyContext.manager answers the data source's manager, whose writes join the claim through the pool.
+    const layer = new Mysql2PoolDataLayer({ pool }, dataSource.manager);
     layer.attach(this.host);
     await layer.start();
     this.mariaDb = layer;

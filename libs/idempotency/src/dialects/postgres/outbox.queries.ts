@@ -1,4 +1,7 @@
-import type { FailedPublish, OutboxRowLiterals } from '../store-dialect.js';
+import pg from 'pg';
+import type { FailedPublish, OutboxDue, OutboxRow, OutboxRowLiterals, StoreQuery } from '../store-dialect.js';
+import { PG_NO_ACTIVE_TRANSACTION, PG_UNIQUE_VIOLATION } from '../../claiming/claim.constants.js';
+import { reportsError } from '../reported-error.js';
 
 /**
  * Writes one message and wakes the relays listening on the table's channel at COMMIT, in one
@@ -10,7 +13,7 @@ import type { FailedPublish, OutboxRowLiterals } from '../store-dialect.js';
  * one of a key committed before an earlier one.
  * @internal
  */
-export function insertOutboxSql(table: string, row: OutboxRowLiterals): string {
+export function insertOutboxStatements(table: string, row: OutboxRowLiterals): string[] {
   const insert = `INSERT INTO "${table}" (id, destination, address, pattern, headers, payload, ordering_key, next_attempt_at) `;
   const values = `VALUES (${row.id}, ${row.destination}, ${row.address}, ${row.pattern}, ${row.headers}::json, ${row.payload}, ${row.orderingKey}, ${row.availableAt})`;
   const written =
@@ -18,7 +21,15 @@ export function insertOutboxSql(table: string, row: OutboxRowLiterals): string {
       ? `written AS (${insert}${values} RETURNING 1)`
       : `locked AS (SELECT pg_advisory_xact_lock(hashtext('${table}'), hashtext(${row.orderingKey}))), ` +
         `written AS (${insert}SELECT message.* FROM locked, (${values}) AS message RETURNING 1)`;
-  return `WITH ${written} SELECT count(*)::int AS written FROM (SELECT pg_notify('${table}', '') FROM written) AS woken`;
+  return [`WITH ${written} SELECT count(*)::int AS written FROM (SELECT pg_notify('${table}', '') FROM written) AS woken`];
+}
+
+/** When a message is due: its transaction's start (`now()`), plus a delay, or a moment. @internal */
+export function dueSql(due: OutboxDue): string {
+  if (due === null) {
+    return 'now()';
+  }
+  return 'at' in due ? `${pg.escapeLiteral(due.at.toISOString())}::timestamptz` : `now() + ${due.delayMs} * interval '1 millisecond'`;
 }
 
 /**
@@ -26,10 +37,29 @@ export function insertOutboxSql(table: string, row: OutboxRowLiterals): string {
  * LOCK TABLE outside one (25P01), and inside one this is the lock the INSERT takes anyway.
  * @internal
  */
-export function lockOutboxSql(table: string): string {
+export function inTransactionCheckSql(table: string): string {
   return `LOCK TABLE "${table}" IN ROW EXCLUSIVE MODE`;
 }
 
+/** @internal */
+export function refusedOutsideTransaction(error: unknown): boolean {
+  return reportsError(error, PG_NO_ACTIVE_TRANSACTION, 'can only be used in transaction blocks');
+}
+
+/** @internal */
+export function idTaken(error: unknown, table: string): boolean {
+  return reportsError(error, PG_UNIQUE_VIOLATION, `${table}_id_key`);
+}
+
+/** node-postgres answers the rows as the relay reads them (`seq` a bigint's text, `headers` parsed JSON). @internal */
+export function toOutboxRows(rows: unknown[]): OutboxRow[] {
+  return rows as OutboxRow[];
+}
+
+/** node-postgres parses a `json` column. @internal */
+export function headersOf(column: unknown): Record<string, string> {
+  return column as Record<string, string>;
+}
 
 /**
  * The next batch: due messages in the order they were written, locked for this relay's
@@ -66,13 +96,16 @@ export function markFailedSql(table: string, failures: readonly FailedPublish[])
 }
 
 /** Dispatched messages older than the retention, deleted in one batch beside the relays. @internal */
-export function purgeDispatchedSql(table: string, retentionMs: number, batchSize: number): string {
-  return (
+export async function purgeDispatched(query: StoreQuery, table: string, retentionMs: number, batchSize: number): Promise<number> {
+  const {
+    rows: [{ rows }],
+  } = await query<{ rows: number }>(
     `WITH batch AS (SELECT seq FROM "${table}" WHERE dispatched_at < now() - ${retentionMs} * interval '1 millisecond' ` +
     `ORDER BY dispatched_at LIMIT ${batchSize} FOR UPDATE SKIP LOCKED), ` +
     `purged AS (DELETE FROM "${table}" WHERE seq IN (SELECT seq FROM batch) RETURNING 1) ` +
-    `SELECT count(*)::int AS rows FROM purged`
+    `SELECT count(*)::int AS rows FROM purged`,
   );
+  return rows;
 }
 
 const DEAD_LETTER_COLUMNS = 'id, destination, address, pattern, ordering_key, headers, payload, attempts, last_error, created_at, dead_lettered_at';
@@ -97,21 +130,23 @@ export function outboxDeadLetterSql(table: string): string {
   return `SELECT ${DEAD_LETTER_COLUMNS} FROM "${table}" WHERE id = $1 AND dead_lettered_at IS NOT NULL`;
 }
 
-/** Makes the dead letters of ids `$1` due again, their attempts from zero, and wakes the relays at COMMIT. @internal */
-export function outboxRequeueSql(table: string): string {
-  return (
+/** Makes the dead letters of `ids` due again, their attempts from zero, and wakes the relays at COMMIT. @internal */
+export async function requeue(query: StoreQuery, table: string, ids: readonly string[]): Promise<string[]> {
+  const { rows } = await query<{ id: string }>(
     `WITH requeued AS (UPDATE "${table}" SET dead_lettered_at = NULL, attempts = 0, next_attempt_at = now(), last_error = NULL ` +
     `WHERE id = ANY ($1::text[]) AND dead_lettered_at IS NOT NULL RETURNING id), ` +
     `woken AS (SELECT pg_notify('${table}', '') FROM (SELECT 1 FROM requeued LIMIT 1) AS any_requeued) ` +
-    `SELECT id FROM requeued, (SELECT count(*) FROM woken) AS notified`
+    `SELECT id FROM requeued, (SELECT count(*) FROM woken) AS notified`,
+    [ids],
   );
+  return rows.map((row) => row.id);
 }
 
-/** Deletes the dead letters of ids `$1`. @internal */
-export function outboxDiscardSql(table: string): string {
-  return `DELETE FROM "${table}" WHERE id = ANY ($1::text[]) AND dead_lettered_at IS NOT NULL RETURNING id`;
+/** Deletes the dead letters of `ids`. @internal */
+export async function discard(query: StoreQuery, table: string, ids: readonly string[]): Promise<string[]> {
+  const { rows } = await query<{ id: string }>(`DELETE FROM "${table}" WHERE id = ANY ($1::text[]) AND dead_lettered_at IS NOT NULL RETURNING id`, [ids]);
+  return rows.map((row) => row.id);
 }
 
-/** The columns of the table `$1` (in the search path), or null when there is no such table. @internal */
-export const outboxColumnsSql =
-  'SELECT array_agg(attname::text) AS columns FROM pg_attribute WHERE attrelid = to_regclass(quote_ident($1)) AND attnum > 0 AND NOT attisdropped';
+/** The columns of the table `$1` (in the search path), a row each; none when there is no such table. @internal */
+export const outboxColumnsSql = 'SELECT attname::text AS name FROM pg_attribute WHERE attrelid = to_regclass(quote_ident($1)) AND attnum > 0 AND NOT attisdropped';

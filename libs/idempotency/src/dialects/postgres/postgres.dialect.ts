@@ -1,19 +1,25 @@
+import pg from 'pg';
 import type { StoreDialect } from '../store-dialect.js';
 import { adminForgetSql, adminListSql, adminLookupSql, adminReleaseSql } from './admin.queries.js';
 import { beginClaim, heldByTwin, recordExpiryStatement, recordStatements, twinStatement } from './claim.queries.js';
 import { outboxStateSql, toOutboxSample } from './outbox-state.queries.js';
 import {
-  insertOutboxSql,
-  lockOutboxSql,
+  discard,
+  dueSql,
+  headersOf,
+  idTaken,
+  insertOutboxStatements,
+  inTransactionCheckSql,
   markDispatchedSql,
   markFailedSql,
   outboxColumnsSql,
   outboxDeadLetterSql,
   outboxDeadLettersSql,
-  outboxDiscardSql,
-  outboxRequeueSql,
-  purgeDispatchedSql,
+  purgeDispatched,
+  refusedOutsideTransaction,
+  requeue,
   takeBatchSql,
+  toOutboxRows,
 } from './outbox.queries.js';
 import { purgeBatch } from './purge.queries.js';
 import { catalogueParameters, catalogueStatement } from './store-schema.queries.js';
@@ -28,24 +34,31 @@ import { consumerHasRowsSql, moveConsumerSql, storedConsumersSql } from './store
  */
 export const POSTGRES_DIALECT: StoreDialect = {
   name: 'PostgreSQL',
+  literal: pg.escapeLiteral,
   claim: { begin: beginClaim, heldByTwin, twinStatement, recordExpiryStatement, recordStatements },
   statistics: { storeStatisticsSql, toStoreFigures },
   purge: { purgeBatch },
   catalogue: { catalogueStatement, catalogueParameters, storedConsumersSql, moveConsumerSql, consumerHasRowsSql },
   outbox: {
+    notifies: true,
     outboxColumnsSql,
     outboxStateSql,
     toOutboxSample,
-    purgeDispatchedSql,
-    insertOutboxSql,
-    lockOutboxSql,
+    purgeDispatched,
+    dueSql,
+    insertOutboxStatements,
+    inTransactionCheckSql,
+    refusedOutsideTransaction,
+    idTaken,
     takeBatchSql,
+    toOutboxRows,
     markDispatchedSql,
     markFailedSql,
     outboxDeadLettersSql,
     outboxDeadLetterSql,
-    outboxRequeueSql,
-    outboxDiscardSql,
+    headersOf,
+    requeue,
+    discard,
   },
   admin: { adminLookupSql, adminListSql, adminForgetSql, adminReleaseSql },
 };
