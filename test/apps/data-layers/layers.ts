@@ -1,3 +1,7 @@
 /** The data layers the contract runs on: each a service writing through its own instance (`-cls`: through `@nestjs-cls/transactional`'s adapter for it). */
 export const LAYERS = ['pg', 'drizzle', 'drizzle-cls', 'kysely', 'prisma', 'prisma-cls', 'mikro-orm', 'typeorm'] as const;
 export type LayerName = (typeof LAYERS)[number];
+
+/** The data layers on MariaDB the contract runs on (test/data-layers.mariadb.e2e-spec.ts). */
+export const MARIADB_LAYERS = ['mysql2', 'typeorm-mariadb'] as const;
+export type MariaDbLayerName = (typeof MARIADB_LAYERS)[number];

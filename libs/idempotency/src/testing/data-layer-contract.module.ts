@@ -238,7 +238,7 @@ export class DataLayerContractModule {
           dataLayer: options.dataLayer,
           purge: { interval: false },
           retention: '1h',
-          outbox: { publishers: { recorder: announcements }, relay: { pollInterval: '1m' } },
+          outbox: { publishers: { recorder: announcements }, relay: { pollInterval: '1s' } },
         }),
       ],
       controllers: [DataLayerContractController],

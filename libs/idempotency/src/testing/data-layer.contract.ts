@@ -20,15 +20,18 @@ export interface DataLayerStart {
 
 /**
  * What a data layer gives `dataLayerContract()`: its `DataLayerContractModule` service, and a look
- * at the database. The database holds the store, made by the package's SQL (`schemaSql()`); the
- * contract adds its own tables, `layer_credits` and `gates`.
+ * at the database. The database holds the store and the outbox, made by the package's SQL
+ * (`schemaSql()`; on MariaDB `mariaDbSchemaSql()` and `mariaDbOutboxSql()`); the contract adds its
+ * own tables, `layer_credits` and `gates`.
  */
 export interface DataLayerHarness {
+  /** The database the store is on, whose SQL the contract's own statements are written in. @default 'postgres' */
+  readonly database?: 'postgres' | 'mariadb';
   /** The service the checks share, which the suite starts before the checks and kills after them. */
   service(): DataLayerService;
   /** Starts another service on the same database, which the check that asked kills. */
   start(options?: DataLayerStart): Promise<DataLayerService>;
-  /** Runs SQL in the database, outside the service. */
+  /** Runs SQL in the database, outside the service: its rows. Placeholders are the driver's: `$1`, `$2`... on PostgreSQL, `?` on MariaDB. */
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
   /**
    * Locks the `gates` row `gate` (`SELECT ... FOR UPDATE`) in a transaction of its own, so that a
@@ -73,12 +76,16 @@ interface Answer {
  * every service it started, also when it fails. Waits are bounded (30 s).
  */
 export function dataLayerContract(harness: DataLayerHarness): ContractCheck[] {
+  const sql = CONTRACT_SQL[harness.database ?? 'postgres'];
+  /** `text` with its `$1`, `$2`... placeholders as the database's driver writes them. */
+  const query = <T>(text: string, params?: unknown[]) => harness.query<T>(sql.placeholders(text), params);
   let tables: Promise<void> | undefined;
   /** The contract's tables, made once, before a check's first statement. */
   const made = () =>
     (tables ??= (async () => {
-      await harness.query('CREATE TABLE IF NOT EXISTS layer_credits (id bigserial PRIMARY KEY, account text NOT NULL, cents integer NOT NULL)');
-      await harness.query('CREATE TABLE IF NOT EXISTS gates (name text PRIMARY KEY)');
+      for (const statement of sql.tables) {
+        await harness.query(statement);
+      }
     })());
   const check = (name: string, run: (service: DataLayerService) => Promise<void>): ContractCheck => ({
     name,
@@ -107,10 +114,13 @@ export function dataLayerContract(harness: DataLayerHarness): ContractCheck[] {
   };
   const credit = (base: string, account: string, key: string, body: Record<string, unknown> = {}) => post(base, `/credits/${account}`, { cents: 7, ...body }, key);
   const json = async (answer: Promise<Answer>) => JSON.parse((await answer).text) as unknown;
-  const credits = async (account: string) =>
-    (await harness.query<{ n: string; cents: string | null }>('SELECT count(*) AS n, sum(cents) AS cents FROM layer_credits WHERE account = $1', [account]))[0];
+  /** The account's credits and their sum, as texts (node-postgres answers a count as one, mysql2 as a number). */
+  const credits = async (account: string) => {
+    const [{ n, cents }] = await query<{ n: unknown; cents: unknown }>('SELECT count(*) AS n, sum(cents) AS cents FROM layer_credits WHERE account = $1', [account]);
+    return { n: String(n), cents: cents === null ? null : String(cents) };
+  };
   const rows = async (account: string) => Number((await credits(account)).n);
-  const count = async (sql: string, params: unknown[]) => Number((await harness.query<{ n: string }>(sql, params))[0].n);
+  const count = async (text: string, params: unknown[]) => Number((await query<{ n: string }>(text, params))[0].n);
   const claims = (key: string) => count('SELECT count(*) AS n FROM processed_messages WHERE message_id = $1', [key]);
   const replayed = (answer: Answer) => answer.headers.get('idempotent-replayed') === 'true';
   /** Read with this realm's JSON, so that its arrays compare equal to the contract's under a test runner's sandbox. */
@@ -119,13 +129,13 @@ export function dataLayerContract(harness: DataLayerHarness): ContractCheck[] {
   return [
     check('a process SIGKILLed mid-handler, after its write: nothing committed, and the redelivery applies the credit exactly once', async (service) => {
       const gate = `gate-${Date.now()}`;
-      await harness.query('INSERT INTO gates (name) VALUES ($1)', [gate]);
+      await query('INSERT INTO gates (name) VALUES ($1)', [gate]);
       const release = await harness.block(gate);
       try {
         await withStarted(undefined, async (doomed) => {
           const inFlight = rejects(credit(doomed.baseUrl, 'crash', 'crash', { gate }), /fetch failed/);
           await until(
-            async () => (await count(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`, [])) === 1,
+            async () => (await count(sql.lockWaits, [])) === 1,
             'the handler wrote its credit and waits at the gate',
           );
           await doomed.kill();
@@ -296,7 +306,7 @@ export function dataLayerContract(harness: DataLayerHarness): ContractCheck[] {
       deepStrictEqual(await run('own-announce-rolled-back', { announce: 'own-granted-rolled-back', fail: true }), { error: 'the service fails after run()' });
       deepStrictEqual(await run('own-announce', { announce: 'own-granted' }), { result: { account: 'own-announce', cents: 7 } });
       await until(async () => (await announced(service)).includes('own-granted'), 'the relay sent own-granted');
-      deepStrictEqual(await harness.query('SELECT id FROM outbox_messages WHERE id LIKE $1', ['own-granted%']), [{ id: 'own-granted' }]);
+      deepStrictEqual(await query('SELECT id FROM outbox_messages WHERE id LIKE $1', ['own-granted%']), [{ id: 'own-granted' }]);
       ok(!(await announced(service)).includes('own-granted-rolled-back'));
     }),
 
@@ -308,9 +318,7 @@ export function dataLayerContract(harness: DataLayerHarness): ContractCheck[] {
     }),
 
     check('purges expired ids and reports health through the layer', async (service) => {
-      await harness.query(
-        `INSERT INTO processed_messages (consumer, message_id, sender, expires_at) SELECT 'old', 'old-' || i, 'test', now() - interval '1 hour' FROM generate_series(1, 25) i`,
-      );
+      await harness.query(sql.expiredIds);
       const purged = (await json(post(service.baseUrl, '/purge', {}))) as { outcome: string; rows: number };
       deepStrictEqual({ outcome: purged.outcome, rows: purged.rows }, { outcome: 'purged', rows: 25 });
       strictEqual(await count(`SELECT count(*) AS n FROM processed_messages WHERE consumer = $1`, ['old']), 0);
@@ -323,3 +331,29 @@ export function dataLayerContract(harness: DataLayerHarness): ContractCheck[] {
     }),
   ];
 }
+
+/** The contract's own statements in each database's SQL. */
+const CONTRACT_SQL = {
+  postgres: {
+    placeholders: (text: string) => text,
+    tables: [
+      'CREATE TABLE IF NOT EXISTS layer_credits (id bigserial PRIMARY KEY, account text NOT NULL, cents integer NOT NULL)',
+      'CREATE TABLE IF NOT EXISTS gates (name text PRIMARY KEY)',
+    ],
+    /** Sessions of this database waiting for a lock. */
+    lockWaits: `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+    /** 25 ids of consumer `old` that expired an hour ago. */
+    expiredIds: `INSERT INTO processed_messages (consumer, message_id, sender, expires_at) SELECT 'old', 'old-' || i, 'test', now() - interval '1 hour' FROM generate_series(1, 25) i`,
+  },
+  mariadb: {
+    placeholders: (text: string) => text.replace(/\$\d+/g, '?'),
+    tables: [
+      'CREATE TABLE IF NOT EXISTS layer_credits (id BIGINT AUTO_INCREMENT PRIMARY KEY, account VARCHAR(255) NOT NULL, cents INT NOT NULL)',
+      'CREATE TABLE IF NOT EXISTS gates (name VARCHAR(255) PRIMARY KEY)',
+    ],
+    lockWaits:
+      "SELECT count(*) AS n FROM information_schema.INNODB_TRX t JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id WHERE p.DB = DATABASE() AND t.trx_state = 'LOCK WAIT'",
+    expiredIds:
+      "INSERT INTO processed_messages (consumer, message_id, sender, expires_at) SELECT 'old', CONCAT('old-', seq), 'test', NOW(6) - INTERVAL 1 HOUR FROM seq_1_to_25",
+  },
+};

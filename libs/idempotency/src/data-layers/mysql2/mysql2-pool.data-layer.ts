@@ -67,11 +67,10 @@ export class Mysql2PoolDataLayer implements IdempotencyDataLayer {
   private pool: CorePool | undefined;
   private getConnectionOwn!: CorePool['getConnection'];
 
-  /** @param manager Internal: the entity manager of the TypeORM data source on the pool, when `TypeOrmDataLayer` joins it. */
-  constructor(
-    private readonly options: Mysql2PoolDataLayerOptions,
-    /** @internal */ private readonly manager?: unknown,
-  ) {}
+  /** @internal The entity manager of the TypeORM data source on the pool, when `TypeOrmDataLayer` joins it: what `IdempotencyContext.manager` answers. */
+  entityManager: unknown;
+
+  constructor(private readonly options: Mysql2PoolDataLayerOptions) {}
 
   /** Of `IdempotencyDataLayer`: called by the module, not by the application. */
   attach(host: DataLayerHost): void {
@@ -118,7 +117,7 @@ export class Mysql2PoolDataLayer implements IdempotencyDataLayer {
       timeoutMs,
       claimant,
     );
-    return new MariaDbClaimConnection(pool, connection, claimant, timeoutMs, (broken) => (broken ? connection.destroy() : connection.release()), this.manager);
+    return new MariaDbClaimConnection(pool, connection, claimant, timeoutMs, (broken) => (broken ? connection.destroy() : connection.release()), this.entityManager);
   }
 
   private resolvePool(): CorePool {

@@ -142,7 +142,8 @@ export class TypeOrmDataLayer implements IdempotencyDataLayer {
       throw new IdempotencyOptionsError(dataLayerMessages.typeOrmReplicationOnMariaDb());
     }
     // IdempotencyContext.manager answers the data source's manager, whose writes join the claim through the pool.
-    const layer = new Mysql2PoolDataLayer({ pool }, dataSource.manager);
+    const layer = new Mysql2PoolDataLayer({ pool });
+    layer.entityManager = dataSource.manager;
     layer.attach(this.host);
     await layer.start();
     this.mariaDb = layer;

@@ -1,0 +1,44 @@
+import 'reflect-metadata';
+import { type DynamicModule, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import mysql from 'mysql2/promise';
+import { Mysql2PoolDataLayer } from 'nestjs-idempotent-consumer';
+import { DataLayerContractModule } from 'nestjs-idempotent-consumer/testing';
+import { MARIADB_LAYERS, type MariaDbLayerName } from './layers.js';
+import { MYSQL2_POOL, Mysql2Writer, TypeOrmMariaDbWriter } from './mariadb-layer-writers.js';
+
+/** The service's mysql2 pool, ended with it. */
+@Module({})
+class Mysql2PoolModule {
+  static register(url: string, poolMax: number): DynamicModule {
+    const pool = { provide: MYSQL2_POOL, useFactory: () => mysql.createPool({ uri: url, connectionLimit: poolMax, multipleStatements: true }) };
+    return { module: Mysql2PoolModule, global: true, providers: [pool], exports: [MYSQL2_POOL] };
+  }
+}
+
+/**
+ * The contract's service (`DataLayerContractModule`) on a data layer on MariaDB, as a process of its
+ * own (the contract SIGKILLs one mid-handler): LAYER `mysql2` (a mysql2 pool, `Mysql2PoolDataLayer`)
+ * or `typeorm-mariadb` (TypeORM's `mariadb` data source, the default layer).
+ */
+async function main(): Promise<void> {
+  const layer = process.env.LAYER as MariaDbLayerName;
+  if (!MARIADB_LAYERS.includes(layer)) {
+    throw new Error(`LAYER must be one of ${MARIADB_LAYERS.join(', ')}; got ${layer}`);
+  }
+  const url = process.env.DATABASE_URL!;
+  const poolMax = process.env.POOL_MAX === undefined ? 10 : Number(process.env.POOL_MAX);
+  const module =
+    layer === 'mysql2'
+      ? DataLayerContractModule.register({ dataLayer: new Mysql2PoolDataLayer({ pool: MYSQL2_POOL }), writer: Mysql2Writer, imports: [Mysql2PoolModule.register(url, poolMax)] })
+      : DataLayerContractModule.register({
+          writer: TypeOrmMariaDbWriter,
+          imports: [TypeOrmModule.forRoot({ type: 'mariadb', url, multipleStatements: true, extra: { connectionLimit: poolMax } })],
+        });
+  const app = await NestFactory.create(module, { logger: ['log', 'warn', 'error'] });
+  app.enableShutdownHooks();
+  await app.listen(Number(process.env.PORT), '127.0.0.1');
+}
+
+void main();
