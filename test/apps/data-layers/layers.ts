@@ -3,5 +3,5 @@ export const LAYERS = ['pg', 'drizzle', 'drizzle-cls', 'kysely', 'prisma', 'pris
 export type LayerName = (typeof LAYERS)[number];
 
 /** The data layers on MariaDB the contract runs on (test/data-layers.mariadb.e2e-spec.ts). */
-export const MARIADB_LAYERS = ['mysql2', 'typeorm-mariadb'] as const;
+export const MARIADB_LAYERS = ['mysql2', 'drizzle-mysql2', 'kysely-mysql', 'typeorm-mariadb'] as const;
 export type MariaDbLayerName = (typeof MARIADB_LAYERS)[number];

@@ -1,5 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import { sql as drizzleSql } from 'drizzle-orm';
+import type { MySql2Database } from 'drizzle-orm/mysql2';
+import { int, mysqlTable, varchar } from 'drizzle-orm/mysql-core';
+import { type Kysely, sql as kyselySql } from 'kysely';
 import type { Pool } from 'mysql2/promise';
 import type { TransactionStatements } from 'nestjs-idempotent-consumer';
 import type { DataLayerWriter, NestedEnding } from 'nestjs-idempotent-consumer/testing';
@@ -7,6 +11,8 @@ import type { DataSource } from 'typeorm';
 
 /** The application's own mysql2 pool (`mysql2/promise`), which `Mysql2PoolDataLayer` joins. */
 export const MYSQL2_POOL = Symbol('MYSQL2_POOL');
+/** The Drizzle or Kysely instance on `MYSQL2_POOL`. */
+export const MARIADB_DB = Symbol('MARIADB_DB');
 
 const INSERT = 'INSERT INTO layer_credits (account, cents) VALUES (?, ?)';
 const INSERT_RETURNING_ID = 'INSERT INTO layer_credits (account, cents) VALUES (?, ?) RETURNING id';
@@ -114,6 +120,109 @@ export class TypeOrmMariaDbWriter implements DataLayerWriter {
       work(
         (sql) => manager.query(sql),
         async (account, cents) => void (await manager.query(INSERT, [account, cents])),
+      ),
+    );
+  }
+}
+
+const layerCredits = mysqlTable('layer_credits', { account: varchar('account', { length: 255 }).notNull(), cents: int('cents').notNull() });
+
+/** Rows of a Drizzle `execute()` on mysql2: `[rows, fields]`. */
+const drizzleRows = (result: unknown) => (result as [unknown[]])[0];
+
+/** Credits through Drizzle on the mysql2 pool (`drizzle-orm/mysql2`). */
+@Injectable()
+export class DrizzleMySqlWriter implements DataLayerWriter {
+  constructor(@Inject(MARIADB_DB) private readonly db: MySql2Database) {}
+
+  async credit(account: string, cents: number) {
+    await this.db.insert(layerCredits).values({ account, cents });
+  }
+
+  async creditNested(account: string, cents: number, ending: NestedEnding) {
+    await this.db
+      .transaction(async (tx) => {
+        await tx.insert(layerCredits).values({ account, cents });
+        if (ending === 'rollback') throw new NestedRollback();
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof NestedRollback)) throw error;
+      });
+  }
+
+  async commitItself() {
+    await this.db.execute(drizzleSql`COMMIT`);
+  }
+
+  async creditReturningId(account: string, cents: number) {
+    const rows = drizzleRows(await this.db.execute(drizzleSql`INSERT INTO layer_credits (account, cents) VALUES (${account}, ${cents}) RETURNING id`)) as { id: number }[];
+    return String(rows[0].id);
+  }
+
+  async findCredit(id: string) {
+    return drizzleRows(await this.db.execute(drizzleSql`SELECT id FROM layer_credits WHERE id = ${id}`)).length === 1;
+  }
+
+  async waitAtGate(gate: string) {
+    await this.db.execute(drizzleSql`SELECT name FROM gates WHERE name = ${gate} FOR UPDATE`);
+  }
+
+  inOwnTransaction<T>(work: (statements: TransactionStatements, credit: (account: string, cents: number) => Promise<void>) => Promise<T>) {
+    return this.db.transaction((tx) =>
+      work(
+        async (sql) => drizzleRows(await tx.execute(drizzleSql.raw(sql))),
+        async (account, cents) => void (await tx.insert(layerCredits).values({ account, cents })),
+      ),
+    );
+  }
+}
+
+interface KyselyTables {
+  layer_credits: { account: string; cents: number };
+}
+
+/** Credits through Kysely's `MysqlDialect` on the mysql2 pool. */
+@Injectable()
+export class KyselyMySqlWriter implements DataLayerWriter {
+  constructor(@Inject(MARIADB_DB) private readonly db: Kysely<KyselyTables>) {}
+
+  async credit(account: string, cents: number) {
+    await this.db.insertInto('layer_credits').values({ account, cents }).execute();
+  }
+
+  async creditNested(account: string, cents: number, ending: NestedEnding) {
+    await this.db
+      .transaction()
+      .execute(async (trx) => {
+        await trx.insertInto('layer_credits').values({ account, cents }).execute();
+        if (ending === 'rollback') throw new NestedRollback();
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof NestedRollback)) throw error;
+      });
+  }
+
+  async commitItself() {
+    await kyselySql`COMMIT`.execute(this.db);
+  }
+
+  async creditReturningId(account: string, cents: number) {
+    return String((await kyselySql<{ id: number }>`INSERT INTO layer_credits (account, cents) VALUES (${account}, ${cents}) RETURNING id`.execute(this.db)).rows[0].id);
+  }
+
+  async findCredit(id: string) {
+    return (await kyselySql`SELECT id FROM layer_credits WHERE id = ${id}`.execute(this.db)).rows.length === 1;
+  }
+
+  async waitAtGate(gate: string) {
+    await kyselySql`SELECT name FROM gates WHERE name = ${gate} FOR UPDATE`.execute(this.db);
+  }
+
+  inOwnTransaction<T>(work: (statements: TransactionStatements, credit: (account: string, cents: number) => Promise<void>) => Promise<T>) {
+    return this.db.transaction().execute((trx) =>
+      work(
+        async (sql) => (await kyselySql.raw(sql).execute(trx)).rows,
+        async (account, cents) => void (await trx.insertInto('layer_credits').values({ account, cents }).execute()),
       ),
     );
   }

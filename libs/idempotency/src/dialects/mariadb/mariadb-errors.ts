@@ -3,9 +3,15 @@ export const MARIADB_DUPLICATE_ENTRY = 1062;
 export const MARIADB_LOCK_WAIT_TIMEOUT = 1205;
 export const MARIADB_DEADLOCK = 1213;
 
-/** The error number of a mysql2 error, also when TypeORM wrapped it; undefined for any other error. */
+/** The error number of a mysql2 error, also when a layer wrapped it (TypeORM's `driverError`, Drizzle's `cause`); undefined for any other error. */
 export function mariaDbErrno(error: unknown): number | undefined {
-  const candidate = error as { errno?: unknown; driverError?: { errno?: unknown } } | undefined;
-  const errno = candidate?.driverError?.errno ?? candidate?.errno;
-  return typeof errno === 'number' ? errno : undefined;
+  let candidate = error;
+  for (let depth = 0; typeof candidate === 'object' && candidate !== null && depth < 4; depth++) {
+    const { errno, driverError, cause } = candidate as { errno?: unknown; driverError?: unknown; cause?: unknown };
+    if (typeof errno === 'number') {
+      return errno;
+    }
+    candidate = driverError ?? cause;
+  }
+  return undefined;
 }
