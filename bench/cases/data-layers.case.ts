@@ -1,4 +1,4 @@
-import { BENCH_LAYERS, type BenchLayer } from '../../test/apps/bench/layer-bench.module.js';
+import { BENCH_LAYERS, type PostgresBenchLayer as BenchLayer } from '../../test/apps/bench/layer-bench.module.js';
 import type { ProcessLaunch } from '../../test/support/bench-processes.js';
 import { createLayerSchema } from '../../test/support/postgres-server.js';
 import { createTestDatabase } from '../../test/support/test-database.js';

@@ -8,6 +8,7 @@ import { httpFirstDeliveries } from './http-first-deliveries.case.js';
 import { instructions } from './instructions.case.js';
 import { latency } from './latency.case.js';
 import { leaseMode } from './lease-mode.case.js';
+import { mariaDb } from './mariadb.case.js';
 import { memory } from './memory.case.js';
 import { outboxCase } from './outbox.case.js';
 import { peer } from './peer.case.js';
@@ -18,5 +19,5 @@ import { purge } from './purge.case.js';
  * The cases `npm run bench` measures, in the order it runs them, which is their numbering. Add a case
  * here, one file each; a consumer case is a row of `consumers.case.ts`.
  */
-export const CASES: readonly BenchCase[] = [httpFirstDeliveries, httpDuplicates, databaseLimit, rabbitmqConsumer, purge, health, memory, leaseMode, latency, peer, productionOptions, bullmqProcessor, natsJetStreamConsumer, sqsConsumer, golevelupRabbitmqConsumer, instructions, dataLayers, outboxCase, kafkaConsumer];
+export const CASES: readonly BenchCase[] = [httpFirstDeliveries, httpDuplicates, databaseLimit, rabbitmqConsumer, purge, health, memory, leaseMode, latency, peer, productionOptions, bullmqProcessor, natsJetStreamConsumer, sqsConsumer, golevelupRabbitmqConsumer, instructions, dataLayers, outboxCase, kafkaConsumer, mariaDb];
 
