@@ -1,4 +1,4 @@
-import { BENCH_LAYERS, type PostgresBenchLayer as BenchLayer } from '../../test/apps/bench/layer-bench.module.js';
+import { BENCH_LAYERS, type BenchLayer as AnyBenchLayer, isMariaDbLayer, type PostgresBenchLayer as BenchLayer } from '../../test/apps/bench/layer-bench.module.js';
 import type { ProcessLaunch } from '../../test/support/bench-processes.js';
 import { createLayerSchema } from '../../test/support/postgres-server.js';
 import { createTestDatabase } from '../../test/support/test-database.js';
@@ -71,18 +71,18 @@ export const dataLayers: BenchCase = {
   },
 };
 
-/** The bench app of `layer` on the case's database, its requests to `arm`'s route, each a new key. */
-async function layerArm(
+/** The bench app of `layer` on `databaseUrl`, its requests to `arm`'s route, each a new key (`replay`: one key, again and again, to the idempotent route). */
+export async function layerArm(
   { runtimes }: BenchContext,
   how: InstructionWindows,
   databaseUrl: string,
-  layer: BenchLayer,
-  arm: LayerArm,
+  layer: AnyBenchLayer,
+  arm: LayerArm | 'replay',
   launch: ProcessLaunch,
 ): Promise<RunningArm> {
   const app = await startLayerBenchApp(layer, databaseUrl, runtimes.headline, launch);
-  const label = `c17-${layer}-${arm}-${launch.wrapper ? 'counted' : 'native'}-${Date.now().toString(36)}`;
-  return runningHttpArm(app, how, { path: `/${arm}/credits`, label });
+  const label = `c${isMariaDbLayer(layer) ? 20 : 17}-${layer}-${arm}-${launch.wrapper ? 'counted' : 'native'}-${Date.now().toString(36)}`;
+  return runningHttpArm(app, how, { path: `/${arm === 'plain' ? 'plain' : 'idempotent'}/credits`, label, replays: arm === 'replay' });
 }
 
 function layerCost(plain: ArmInstructions, idempotent: ArmInstructions): LayerCost {

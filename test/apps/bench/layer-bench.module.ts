@@ -57,6 +57,7 @@ export function isBenchLayer(name: string | undefined): name is BenchLayer {
   return (BENCH_LAYERS as readonly (string | undefined)[]).includes(name) || isMariaDbLayer(name);
 }
 
-function isMariaDbLayer(name: string | undefined): name is MariaDbLayerName {
+/** Whether `name` is one of the layers on MariaDB. */
+export function isMariaDbLayer(name: string | undefined): name is MariaDbLayerName {
   return (MARIADB_LAYERS as readonly (string | undefined)[]).includes(name);
 }
