@@ -1,17 +1,27 @@
 /**
- * Whether a data layer's error is the database's error `code`, however the layer wrapped it: its
- * own `code`, a `driverError` (TypeORM) or a `cause` (Drizzle) that has it, or only the server's
- * `text` in a message (Prisma).
+ * A data layer's error and the errors it wraps, outermost first: a `driverError` (TypeORM), else a
+ * `cause` (Drizzle), four deep at most.
+ * @internal
+ */
+export function* wrappedErrors(error: unknown): Generator<{ readonly code?: unknown; readonly errno?: unknown; readonly message?: unknown }> {
+  let candidate = error;
+  for (let depth = 0; typeof candidate === 'object' && candidate !== null && depth < 4; depth++) {
+    yield candidate;
+    const { driverError, cause } = candidate as { driverError?: unknown; cause?: unknown };
+    candidate = driverError ?? cause;
+  }
+}
+
+/**
+ * Whether a data layer's error is the database's error `code`, however the layer wrapped it
+ * (`wrappedErrors()`), or only the server's `text` in a message (Prisma).
  * @internal
  */
 export function reportsError(error: unknown, code: string, text: string): boolean {
-  let cause = error;
-  for (let depth = 0; typeof cause === 'object' && cause !== null && depth < 4; depth++) {
-    const { code: own, message, driverError, cause: next } = cause as { code?: unknown; message?: unknown; driverError?: unknown; cause?: unknown };
+  for (const { code: own, message } of wrappedErrors(error)) {
     if (own === code || (typeof message === 'string' && message.includes(text))) {
       return true;
     }
-    cause = driverError ?? next;
   }
   return false;
 }

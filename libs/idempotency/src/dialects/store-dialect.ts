@@ -197,15 +197,13 @@ export interface OutboxDialect {
   idTaken(error: unknown, table: string): boolean;
   /** The next batch of due messages, locked for this relay and skipped by the others. */
   takeBatchSql(table: string, batchSize: number, deadLetterHoldsKey: boolean): string;
-  /** The rows of `takeBatchSql()` as the relay reads them. */
-  toOutboxRows(rows: unknown[]): OutboxRow[];
   markDispatchedSql(table: string, seqs: readonly string[]): string;
   markFailedSql(table: string, failures: readonly FailedPublish[]): string;
   /** Dead letters, oldest first: `$1` the limit, then the filters `$2` to `$6`, each ignored when null. */
   outboxDeadLettersSql(table: string): string;
   /** The dead letter of id `$1`. */
   outboxDeadLetterSql(table: string): string;
-  /** The headers of a dead letter's row as an object. */
+  /** The headers column of a row (the relay's batch, a dead letter) as an object. */
   headersOf(column: unknown): Record<string, string>;
   /** Makes the dead letters of `ids` due again and wakes the relays; answers the ids requeued. */
   requeue(query: StoreQuery, table: string, ids: readonly string[]): Promise<string[]>;

@@ -165,7 +165,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
       const outbox = this.store.dialect.outbox;
       // READ COMMITTED: a batch takes no gap locks that would hold up the writers (MariaDB's default level would).
       const [taken] = await connection.begin('READ COMMITTED', [outbox.takeBatchSql(this.table, relay.batchSize, relay.deadLetterHoldsKey)]);
-      const rows = outbox.toOutboxRows(taken.rows);
+      const rows = (taken.rows as OutboxRow[]).map((row) => ({ ...row, headers: outbox.headersOf(row.headers) }));
       if (rows.length === 0) {
         await connection.rollback();
         return { more: false, run: { taken: 0, published: 0, failed: 0, deadLettered: 0 } };

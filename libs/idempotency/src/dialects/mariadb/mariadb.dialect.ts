@@ -17,7 +17,6 @@ import {
   refusedOutsideTransaction,
   requeue,
   takeBatchSql,
-  toOutboxRows,
   toOutboxSample,
 } from './outbox.queries.js';
 import { beginClaim, heldByTwin, recordExpiryStatement, recordStatements, twinStatement } from './claim.queries.js';
@@ -63,8 +62,7 @@ export const MARIADB_DIALECT: StoreDialect = {
     refusedOutsideTransaction,
     idTaken,
     takeBatchSql,
-    toOutboxRows,
-    markDispatchedSql,
+      markDispatchedSql,
     markFailedSql,
     outboxDeadLettersSql,
     outboxDeadLetterSql,

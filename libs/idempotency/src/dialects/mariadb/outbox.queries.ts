@@ -1,4 +1,4 @@
-import type { FailedPublish, OutboxDue, OutboxRow, OutboxRowLiterals, StoreQuery } from '../store-dialect.js';
+import type { FailedPublish, OutboxDue, OutboxRowLiterals, StoreQuery } from '../store-dialect.js';
 import { reportsError } from '../reported-error.js';
 import { mariaDbLiteral } from './mariadb-literal.js';
 
@@ -66,10 +66,6 @@ export function takeBatchSql(table: string, batchSize: number, deadLetterHoldsKe
 }
 
 /** The headers column is JSON text (MariaDB's JSON is a text). */
-export function toOutboxRows(rows: unknown[]): OutboxRow[] {
-  return (rows as (OutboxRow & { headers: unknown })[]).map((row) => ({ ...row, headers: headersOf(row.headers) }));
-}
-
 export function headersOf(column: unknown): Record<string, string> {
   return typeof column === 'string' ? (JSON.parse(column) as Record<string, string>) : (column as Record<string, string>);
 }
@@ -117,8 +113,8 @@ export function outboxDeadLetterSql(table: string): string {
 
 /**
  * Makes the dead letters of `ids` due again, their attempts from zero. MariaDB's UPDATE answers no
- * rows: the dead letters among `ids` are read first, then those still parked are requeued. The
- * relays find them at their next poll.
+ * rows: the dead letters among `ids` are read first, then those still parked are requeued. No relay
+ * is woken by the database (`OutboxAdmin` wakes its process's).
  */
 export async function requeue(query: StoreQuery, table: string, ids: readonly string[]): Promise<string[]> {
   if (ids.length === 0) {

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { FailedPublish, OutboxDue, OutboxRow, OutboxRowLiterals, StoreQuery } from '../store-dialect.js';
+import type { FailedPublish, OutboxDue, OutboxRowLiterals, StoreQuery } from '../store-dialect.js';
 import { PG_NO_ACTIVE_TRANSACTION, PG_UNIQUE_VIOLATION } from '../../claiming/claim.constants.js';
 import { reportsError } from '../reported-error.js';
 
@@ -49,11 +49,6 @@ export function refusedOutsideTransaction(error: unknown): boolean {
 /** @internal */
 export function idTaken(error: unknown, table: string): boolean {
   return reportsError(error, PG_UNIQUE_VIOLATION, `${table}_id_key`);
-}
-
-/** node-postgres answers the rows as the relay reads them (`seq` a bigint's text, `headers` parsed JSON). @internal */
-export function toOutboxRows(rows: unknown[]): OutboxRow[] {
-  return rows as OutboxRow[];
 }
 
 /** node-postgres parses a `json` column. @internal */

@@ -19,7 +19,6 @@ import {
   refusedOutsideTransaction,
   requeue,
   takeBatchSql,
-  toOutboxRows,
 } from './outbox.queries.js';
 import { purgeBatch } from './purge.queries.js';
 import { catalogueParameters, catalogueStatement } from './store-schema.queries.js';
@@ -51,8 +50,7 @@ export const POSTGRES_DIALECT: StoreDialect = {
     refusedOutsideTransaction,
     idTaken,
     takeBatchSql,
-    toOutboxRows,
-    markDispatchedSql,
+      markDispatchedSql,
     markFailedSql,
     outboxDeadLettersSql,
     outboxDeadLetterSql,
