@@ -2,7 +2,8 @@ import type { InjectionToken } from '@nestjs/common';
 import { takeConnection } from '../take-connection.js';
 import type { Claimant, ClaimConnection, DataLayerHost, IdempotencyDataLayer, QueryResult } from '../data-layer.js';
 import { dataLayerMessages } from '../data-layer.messages.js';
-import { MariaDbClaimConnection, type Mysql2Connection, mysql2Call } from './mariadb-claim-connection.js';
+import { MariaDbClaimConnection, type MariaDbConnection, calledBack, takesSeveralStatements } from '../mariadb-claim-connection.js';
+import { OWN_STATEMENT_OPTIONS, ownStatement, positional, toQueryResult } from '../mariadb-own-statements.js';
 import { providedPool } from '../provided-pool.js';
 
 /**
@@ -26,6 +27,13 @@ export interface Mysql2PoolDataLayerOptions {
   pool: Mysql2Pool | InjectionToken;
 }
 
+/** A connection of mysql2's core API (a `PoolConnection`), as far as the layer uses it. */
+interface Mysql2Connection extends MariaDbConnection {
+  release(): void;
+  destroy(): void;
+  readonly config: { readonly multipleStatements?: boolean };
+}
+
 /** What the layer uses of mysql2's callback pool. */
 interface CorePool {
   getConnection(callback: (error: Error | null, connection: Mysql2Connection) => void): void;
@@ -37,9 +45,6 @@ interface CorePool {
 }
 
 type Send = (this: unknown, ...args: unknown[]) => unknown;
-
-/** The level of the module's own statements, which takes no gap locks that would hold up claims. */
-const READ_COMMITTED = 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED';
 
 /**
  * The claims in a mysql2 pool on MariaDB (10.6 or newer): for plain mysql2, and for Drizzle
@@ -85,20 +90,15 @@ export class Mysql2PoolDataLayer implements IdempotencyDataLayer {
   /** Of `IdempotencyDataLayer`: called by the module, not by the application. */
   async query<Row>(text: string, parameters: readonly unknown[] = []): Promise<QueryResult<Row>> {
     const pool = this.pool ?? this.resolvePool();
-    const [sql, values] = positional(text, parameters);
     const claim = MariaDbClaimConnection.inFlight(this.host.storage);
     if (claim?.owner === pool) {
-      return toQueryResult(await mysql2Call((done) => claim.handle.query(sql, values, done)));
+      const [sql, values] = positional(text, parameters);
+      return toQueryResult(await calledBack((done) => claim.handle.query(sql, values, done)));
     }
-    const connection = await mysql2Call<Mysql2Connection>((done) => this.getConnectionOwn.call(pool, done));
+    const connection = await calledBack<Mysql2Connection>((done) => this.getConnectionOwn.call(pool, done));
     try {
-      // The module's own statements: at READ COMMITTED, each committed on its own; one round trip where the pool allows several statements a query.
-      if (connection.config.multipleStatements) {
-        const [, answer] = await mysql2Call<unknown[]>((done) => connection.query(`${READ_COMMITTED};\n${sql}`, values, done));
-        return toQueryResult(answer);
-      }
-      await mysql2Call((done) => connection.query(READ_COMMITTED, done));
-      return toQueryResult(await mysql2Call((done) => connection.query(sql, values, done)));
+      const send = (sql: string, values: unknown[]) => calledBack((done) => connection.query({ sql, ...OWN_STATEMENT_OPTIONS }, values, done));
+      return await ownStatement<Row>(send, takesSeveralStatements(connection), text, parameters);
     } finally {
       connection.release();
     }
@@ -109,7 +109,7 @@ export class Mysql2PoolDataLayer implements IdempotencyDataLayer {
     const pool = this.pool ?? this.resolvePool();
     const connection = await takeConnection(
       {
-        take: () => mysql2Call<Mysql2Connection>((done) => this.getConnectionOwn.call(pool, done)),
+        take: () => calledBack<Mysql2Connection>((done) => this.getConnectionOwn.call(pool, done)),
         giveBack: (late) => late.release(),
         idleFree: (pool._freeConnections?.length ?? 0) > (pool._connectionQueue?.length ?? 0),
         figures: () => ({ size: pool.config.connectionLimit, waiting: pool._connectionQueue?.length }),
@@ -117,7 +117,8 @@ export class Mysql2PoolDataLayer implements IdempotencyDataLayer {
       timeoutMs,
       claimant,
     );
-    return new MariaDbClaimConnection(pool, connection, claimant, timeoutMs, (broken) => (broken ? connection.destroy() : connection.release()), this.entityManager);
+    const driver = { promises: false, multipleStatements: takesSeveralStatements(connection), methodsOnLease: true };
+    return new MariaDbClaimConnection(pool, connection, driver, claimant, timeoutMs, (broken) => (broken ? connection.destroy() : connection.release()), this.entityManager);
   }
 
   private resolvePool(): CorePool {
@@ -148,7 +149,8 @@ export class Mysql2PoolDataLayer implements IdempotencyDataLayer {
       if (!claim) {
         return getConnectionOwn.call(this, done);
       }
-      const lease = claim.lease();
+      // A lease of the claim's connection: a mysql2 connection (its `config` included) but for what the claim governs.
+      const lease = claim.lease() as Mysql2Connection;
       queueMicrotask(() => done(null, lease));
     };
     pool.query = function queryJoined(this: CorePool, ...args: unknown[]) {
@@ -161,21 +163,6 @@ export class Mysql2PoolDataLayer implements IdempotencyDataLayer {
     };
   }
 }
-
-/** `text` with its `$1`, `$2`... placeholders as mysql2's `?`, and the values in the order they stand. */
-function positional(text: string, parameters: readonly unknown[]): [string, unknown[]] {
-  const values: unknown[] = [];
-  const sql = text.replace(/\$(\d+)/g, (_, index: string) => {
-    values.push(parameters[Number(index) - 1]);
-    return '?';
-  });
-  return [sql, values];
-}
-
-function toQueryResult<Row>(answer: unknown): QueryResult<Row> {
-  return Array.isArray(answer) ? { rows: answer as Row[], rowCount: answer.length } : { rows: [], rowCount: (answer as { affectedRows: number }).affectedRows };
-}
-
 
 /** A mysql2 pool (callbacks or promises), told by its shape so that any copy of mysql2 is recognised. */
 function isPool(candidate: unknown): candidate is Mysql2Pool {

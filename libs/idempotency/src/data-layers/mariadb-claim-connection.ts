@@ -1,24 +1,67 @@
-import { IdempotencyTransactionAbortedError } from '../../errors/idempotency.errors.js';
-import { MARIADB_DUPLICATE_ENTRY, MARIADB_LOCK_WAIT_TIMEOUT, mariaDbErrno } from '../../dialects/mariadb/mariadb-errors.js';
-import type { IsolationLevel } from '../../options/handler-values.js';
-import type { Claimant, DataLayerHost, StatementResult } from '../data-layer.js';
-import { SqlClaimConnection } from '../sql-claim-connection.js';
+import { IdempotencyTransactionAbortedError } from '../errors/idempotency.errors.js';
+import { MARIADB_DUPLICATE_ENTRY, MARIADB_LOCK_WAIT_TIMEOUT, mariaDbErrno } from '../dialects/mariadb/mariadb-errors.js';
+import type { IsolationLevel } from '../options/handler-values.js';
+import type { Claimant, DataLayerHost, StatementResult } from './data-layer.js';
+import { SqlClaimConnection } from './sql-claim-connection.js';
+import { OWN_STATEMENT_OPTIONS } from './mariadb-own-statements.js';
 
 type Callback = (error: Error | null, ...results: unknown[]) => void;
 type Send = (this: unknown, ...args: unknown[]) => unknown;
 
 /**
- * A connection of mysql2's core API (a `PoolConnection`), as far as a claim uses it.
+ * A pooled connection to MariaDB, as far as a claim uses it: mysql2's core API (a `PoolConnection`),
+ * the `mariadb` connector's (`mariadb/callback`'s, or its promise API's, whose methods answer promises).
  * @internal
  */
-export interface Mysql2Connection {
+export interface MariaDbConnection {
   query(sql: unknown, ...rest: unknown[]): unknown;
   execute(sql: unknown, ...rest: unknown[]): unknown;
+  /** The `mariadb` connector's: one statement for many sets of values. */
+  batch?(sql: unknown, ...rest: unknown[]): unknown;
   escape(value: string): string;
-  release(): void;
-  destroy(): void;
-  readonly config: { readonly multipleStatements?: boolean };
+  release(): unknown;
+  destroy(): unknown;
 }
+
+/**
+ * How a claim talks to its connection's driver.
+ * @internal
+ */
+export interface MariaDbDriver {
+  /** Whether the connection's methods answer promises (the `mariadb` connector's promise API) rather than call back (mysql2, `mariadb/callback`). */
+  readonly promises: boolean;
+  /** Whether one query may carry several statements (`multipleStatements` of the pool). */
+  readonly multipleStatements: boolean;
+  /**
+   * Whether the connection's other methods run on the lease (mysql2's: `promise()` wraps the lease,
+   * so what it sends goes through the claim) or on the connection itself (the `mariadb` connector's,
+   * which read private fields of the connection).
+   */
+  readonly methodsOnLease: boolean;
+}
+
+/** The connections a claim lent, which their pool's release leaves to the claim. */
+const LEASES = new WeakSet<object>();
+
+/** The client capability of several statements a query (the `mariadb` connector's `multipleStatements`). */
+const MULTI_STATEMENTS = 1n << 16n;
+
+/**
+ * Whether `connection` (mysql2's or the `mariadb` connector's) may carry several statements a
+ * query: its pool or connection was created with `multipleStatements`.
+ * @internal
+ */
+export function takesSeveralStatements(connection: object): boolean {
+  const { config, info } = connection as { config?: { multipleStatements?: boolean }; info?: { clientCapabilities?: bigint } | null };
+  return config?.multipleStatements === true || ((info?.clientCapabilities ?? 0n) & MULTI_STATEMENTS) !== 0n;
+}
+
+/** The methods of a connection that end or start a transaction, each the statement it sends. */
+const TRANSACTION_METHODS = new Map<string | symbol, string>([
+  ['beginTransaction', 'START TRANSACTION'],
+  ['commit', 'COMMIT'],
+  ['rollback', 'ROLLBACK'],
+]);
 
 /** The level of the next transaction, which MariaDB refuses to set inside one (1568): TypeORM and Drizzle send it before a transaction of theirs given a level. */
 const SET_ISOLATION = /^\s*set\s+transaction\s+isolation\s+level\s+(read\s+uncommitted|read\s+committed|repeatable\s+read|serializable)\s*;?\s*$/i;
@@ -27,9 +70,9 @@ const SET_ISOLATION = /^\s*set\s+transaction\s+isolation\s+level\s+(read\s+uncom
 const STATEMENT_ONLY = new Set([MARIADB_DUPLICATE_ENTRY, MARIADB_LOCK_WAIT_TIMEOUT]);
 
 /**
- * The claim's transaction on one mysql2 connection to MariaDB, which the pool hands out again while
- * the handler runs (see `Mysql2PoolDataLayer`). The protocol is the one every layer shares; what
- * MariaDB does otherwise:
+ * The claim's transaction on one connection to MariaDB, which the layer's pool hands out again while
+ * the handler runs (see `Mysql2PoolDataLayer`, `MariaDbPoolDataLayer`, `MikroOrmDataLayer`). The
+ * protocol is the one every layer shares; what MariaDB does otherwise:
  * - the BEGIN is `SET TRANSACTION ISOLATION LEVEL ...; START TRANSACTION`, sent with the claim in
  *   one round trip where the pool allows several statements a query (`multipleStatements`), else
  *   one statement after the other;
@@ -45,18 +88,20 @@ const STATEMENT_ONLY = new Set([MARIADB_DUPLICATE_ENTRY, MARIADB_LOCK_WAIT_TIMEO
  */
 export class MariaDbClaimConnection extends SqlClaimConnection {
   /** The lease of the handler's own statements (`pool.query()`, `IdempotencyContext`). */
-  readonly handle: Mysql2Connection;
+  readonly handle: MariaDbConnection;
   override readonly readsVoid = false;
   private status: 'I' | 'T' | 'E' = 'I';
 
   /**
    * @param owner The pool that lent `pooled`, which hands out leases of it while the claim is open.
+   * @param driver How `pooled` answers, and whether it takes several statements a query.
    * @param giveBack Gives `pooled` back to `owner` (`broken`: destroyed instead, its transaction state unknown).
    * @param manager TypeORM's entity manager of the data source on `owner`, which `IdempotencyContext.manager` answers: its writes go through the pool, so they join the claim.
    */
   constructor(
     readonly owner: object,
-    private readonly pooled: Mysql2Connection,
+    private readonly pooled: MariaDbConnection,
+    private readonly driver: MariaDbDriver,
     claimant: Claimant,
     waitMs: number,
     private readonly giveBack: (broken: boolean) => void,
@@ -80,29 +125,41 @@ export class MariaDbClaimConnection extends SqlClaimConnection {
     return transaction instanceof MariaDbClaimConnection && transaction.isOpen ? transaction : undefined;
   }
 
+  /** Whether `connection` is a lease of a claim, which its pool must not take back. */
+  static isLease(connection: unknown): boolean {
+    return typeof connection === 'object' && connection !== null && LEASES.has(connection);
+  }
+
   /**
    * The connection for one checkout from the pool: the claim's, whose `release()` leaves it to the
-   * claim, and whose statements (`beginTransaction()` and `commit()` send theirs through `query`)
-   * go through the claim: transaction control becomes savepoints, and nothing is sent once the
+   * claim, and whose statements go through the claim: transaction control (`beginTransaction()`,
+   * `commit()`, `rollback()`, or their statements) becomes savepoints, and nothing is sent once the
    * transaction is lost.
    */
-  lease(): Mysql2Connection {
+  lease(): MariaDbConnection {
     const pooled = this.pooled;
-    const lease: Mysql2Connection = new Proxy(pooled, {
-      get: (target, property, receiver) => {
-        if (property === 'query' || property === 'execute') {
+    const giveBack = this.driver.promises ? () => Promise.resolve() : () => undefined;
+    const lease: MariaDbConnection = new Proxy(pooled, {
+      get: (target, property) => {
+        if (property === 'query' || property === 'execute' || property === 'batch') {
           return (...args: unknown[]) => this.sendForHandler(target[property] as Send, args, lease);
         }
-        if (property === 'release') {
-          return () => undefined;
+        const control = TRANSACTION_METHODS.get(property);
+        if (control !== undefined) {
+          return (...args: unknown[]) => this.sendForHandler(target.query as Send, [control, ...args], lease);
+        }
+        // The `mariadb` connector's pool lends its connections with `end()` and `close()` as `release()`.
+        if (property === 'release' || property === 'end' || property === 'close') {
+          return giveBack;
         }
         if (property === 'manager' && this.manager !== undefined) {
           return this.manager;
         }
-        // Unbound: a method of mysql2's that sends through `this.query` (beginTransaction, commit) sends through the lease.
-        return Reflect.get(target, property, receiver) as unknown;
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === 'function' && !this.driver.methodsOnLease ? (value as Send).bind(target) : value;
       },
     });
+    LEASES.add(lease);
     return lease;
   }
 
@@ -131,7 +188,7 @@ export class MariaDbClaimConnection extends SqlClaimConnection {
   protected override async send(statements: string[]): Promise<StatementResult[]> {
     const answers: unknown[] = [];
     try {
-      if (this.pooled.config.multipleStatements && statements.length > 1) {
+      if (this.driver.multipleStatements && statements.length > 1) {
         answers.push(...((await this.raw(statements.join(';\n'))) as unknown[]));
       } else {
         for (const statement of statements) {
@@ -146,7 +203,7 @@ export class MariaDbClaimConnection extends SqlClaimConnection {
     return answers.map(toStatementResult);
   }
 
-  /** A statement of the handler's, through `lease`: refused once the transaction is lost, its transaction control made savepoints. */
+  /** A statement of the handler's, through a lease: refused once the transaction is lost, its transaction control made savepoints. */
   private sendForHandler(method: Send, args: unknown[], lease: object): unknown {
     const callback = typeof args[args.length - 1] === 'function' ? (args[args.length - 1] as Callback) : undefined;
     const [first] = args;
@@ -162,9 +219,12 @@ export class MariaDbClaimConnection extends SqlClaimConnection {
         queueMicrotask(() => callback(error as Error));
         return undefined;
       }
+      if (this.driver.promises) {
+        return Promise.reject(error);
+      }
       throw error;
     }
-    const sendAs = (sql: string | undefined) => {
+    const sendAs = (sql: string | undefined): unknown => {
       const sent = sql === undefined ? [...args] : [typeof first === 'string' ? sql : { ...(first as object), sql }, ...args.slice(1)];
       if (callback) {
         sent[sent.length - 1] = (error: Error | null, ...results: unknown[]) => {
@@ -174,10 +234,16 @@ export class MariaDbClaimConnection extends SqlClaimConnection {
           }
           callback(error, ...results);
         };
+        return method.apply(this.pooled, sent);
       }
-      return method.apply(this.pooled, sent);
+      const answer = method.apply(this.pooled, sent);
+      // The connector's promise: a failure tells whether the transaction survived it before the handler hears of it.
+      return answer instanceof Promise ? answer.catch(async (error: unknown) => Promise.reject(await this.afterError(error).then(() => error))) : answer;
     };
     if (typeof rewritten === 'object') {
+      if (this.driver.promises) {
+        return rewritten.then(sendAs);
+      }
       // Not the Query itself as the promise's value: mysql2's Query is a thenable that throws when awaited.
       rewritten.then(
         (sql) => void sendAs(sql),
@@ -216,15 +282,16 @@ export class MariaDbClaimConnection extends SqlClaimConnection {
   }
 
   private raw(statement: string): Promise<unknown> {
-    return mysql2Call((done) => this.pooled.query(statement, done));
+    const query = { sql: statement, ...OWN_STATEMENT_OPTIONS };
+    return this.driver.promises ? (this.pooled.query(query) as Promise<unknown>) : calledBack((done) => this.pooled.query(query, done));
   }
 }
 
 /**
- * A call of mysql2's callback API as a promise of its first result.
+ * A call of a callback API (mysql2's, `mariadb/callback`'s) as a promise of its first result.
  * @internal
  */
-export function mysql2Call<T = unknown>(call: (done: (error: Error | null, result: T) => void) => unknown): Promise<T> {
+export function calledBack<T = unknown>(call: (done: (error: Error | null, result: T) => void) => unknown): Promise<T> {
   return new Promise((resolve, reject) => {
     call((error, result) => (error ? reject(error) : resolve(result)));
   });
