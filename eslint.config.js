@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', 'node_modules/**', 'coverage/**', '.data/**', 'docs/api/**'] },
+  { ignores: ['**/dist/**', 'node_modules/**', 'coverage/**', '.data/**', 'docs/api/**', 'test/apps/data-layers/prisma-mariadb/generated/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -10,8 +10,9 @@ const LAYER_APP = resolve('dist/test-apps/test/apps/data-layers/mariadb-layer-ap
 
 /**
  * `dataLayerContract()` on the data layers on MariaDB, as on PostgreSQL's (data-layers): the
- * service writes through its own mysql2 pool or TypeORM `mariadb` data source, the store and the
- * outbox are made by the package's SQL for MariaDB, and the effects are counted in MariaDB.
+ * service writes through its own mysql2 pool (plain, Drizzle, Kysely), pool of the mariadb connector
+ * (plain, Prisma), MikroORM or TypeORM `mariadb` data source, the store and the outbox are made by
+ * the package's SQL for MariaDB, and the effects are counted in MariaDB.
  */
 describe.each(MARIADB_LAYERS)('the %s data layer on MariaDB', (layer) => {
   let mariadb: MariaDbDatabase;

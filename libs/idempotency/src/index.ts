@@ -23,6 +23,8 @@ export { PgPoolDataLayer } from './data-layers/pg/pg-pool.data-layer.js';
 export type { PgPoolDataLayerOptions } from './data-layers/pg/pg-pool.data-layer.js';
 export { Mysql2PoolDataLayer } from './data-layers/mysql2/mysql2-pool.data-layer.js';
 export type { Mysql2Pool, Mysql2PoolDataLayerOptions } from './data-layers/mysql2/mysql2-pool.data-layer.js';
+export { MariaDbPoolDataLayer } from './data-layers/mariadb/mariadb-pool.data-layer.js';
+export type { MariaDbPool, MariaDbPoolDataLayerOptions } from './data-layers/mariadb/mariadb-pool.data-layer.js';
 export { MikroOrmDataLayer } from './data-layers/mikro-orm/mikro-orm.data-layer.js';
 export type { MikroOrmDataLayerOptions } from './data-layers/mikro-orm/mikro-orm.data-layer.js';
 export type { RecordedResponse } from './claiming/claim.js';

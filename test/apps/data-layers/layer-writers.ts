@@ -178,9 +178,31 @@ export class KyselyWriter implements DataLayerWriter {
   }
 }
 
+/**
+ * What `PrismaWriter` uses of a Prisma client, or of its transaction, whichever database its
+ * schema is generated for (one signature a method: against overloads, TypeScript would not infer
+ * the generated methods' type arguments).
+ */
+export interface PrismaCredits {
+  readonly layerCredit: {
+    create(args: { data: { account: string; cents: number }; select?: { id: true } }): Promise<{ id: bigint }>;
+    findUnique(args: { where: { id: bigint } }): Promise<unknown>;
+  };
+  $executeRawUnsafe(query: string, ...values: unknown[]): Promise<number>;
+  $queryRawUnsafe(query: string, ...values: unknown[]): Promise<unknown>;
+}
+
+/** A Prisma client as `PrismaWriter` uses it: `PrismaCredits`, and interactive transactions. */
+export interface PrismaCreditsClient extends PrismaCredits {
+  $transaction<R>(fn: (tx: PrismaCredits) => Promise<R>): Promise<R>;
+}
+
 @Injectable()
 export class PrismaWriter implements DataLayerWriter {
-  constructor(@Inject(DB) private readonly prisma: PrismaClient) {}
+  /** The gate's `SELECT ... FOR UPDATE`, in the placeholders of the client's database. */
+  protected readonly gateSql: string = GATE_SQL;
+
+  constructor(@Inject(DB) private readonly prisma: PrismaCreditsClient) {}
 
   async credit(account: string, cents: number) {
     await this.prisma.layerCredit.create({ data: { account, cents } });
@@ -210,7 +232,7 @@ export class PrismaWriter implements DataLayerWriter {
   }
 
   async waitAtGate(gate: string) {
-    await this.prisma.$queryRawUnsafe(GATE_SQL, gate);
+    await this.prisma.$queryRawUnsafe(this.gateSql, gate);
   }
 
   inOwnTransaction<T>(work: (statements: TransactionStatements, credit: (account: string, cents: number) => Promise<void>) => Promise<T>) {
@@ -334,6 +356,9 @@ export const LayerCreditSchema = new EntitySchema<LayerCredit>({
 /** MikroORM as a service uses it: a fork of the entity manager per unit of work, flushed. */
 @Injectable()
 export class MikroOrmWriter implements DataLayerWriter {
+  /** The INSERT answering the new row's id as text, in the SQL of the ORM's database. */
+  protected readonly insertReturningId: string = 'INSERT INTO layer_credits (account, cents) VALUES (?, ?) RETURNING id::text AS id';
+
   constructor(@Inject(DB) private readonly orm: MikroORM) {}
 
   async credit(account: string, cents: number) {
@@ -360,7 +385,7 @@ export class MikroOrmWriter implements DataLayerWriter {
   }
 
   async creditReturningId(account: string, cents: number) {
-    const [{ id }] = await this.orm.em.getConnection().execute<{ id: string }[]>('INSERT INTO layer_credits (account, cents) VALUES (?, ?) RETURNING id::text AS id', [account, cents]);
+    const [{ id }] = await this.orm.em.getConnection().execute<{ id: string }[]>(this.insertReturningId, [account, cents]);
     return id;
   }
 

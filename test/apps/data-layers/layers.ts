@@ -2,6 +2,10 @@
 export const LAYERS = ['pg', 'drizzle', 'drizzle-cls', 'kysely', 'prisma', 'prisma-cls', 'mikro-orm', 'typeorm'] as const;
 export type LayerName = (typeof LAYERS)[number];
 
-/** The data layers on MariaDB the contract runs on (test/data-layers.mariadb.e2e-spec.ts). */
-export const MARIADB_LAYERS = ['mysql2', 'drizzle-mysql2', 'kysely-mysql', 'typeorm-mariadb'] as const;
+/**
+ * The data layers on MariaDB the contract runs on (test/data-layers.mariadb.e2e-spec.ts): a mysql2
+ * pool (and Drizzle, Kysely on it), a pool of the mariadb connector (and Prisma on it), MikroORM's
+ * `MariaDbDriver`, and TypeORM's `mariadb` data source.
+ */
+export const MARIADB_LAYERS = ['mysql2', 'drizzle-mysql2', 'kysely-mysql', 'mariadb', 'prisma-mariadb', 'mikro-orm-mariadb', 'typeorm-mariadb'] as const;
 export type MariaDbLayerName = (typeof MARIADB_LAYERS)[number];

@@ -1,17 +1,23 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import type { MikroORM } from '@mikro-orm/core';
 import { sql as drizzleSql } from 'drizzle-orm';
 import type { MySql2Database } from 'drizzle-orm/mysql2';
 import { int, mysqlTable, varchar } from 'drizzle-orm/mysql-core';
 import { type Kysely, sql as kyselySql } from 'kysely';
+import type { Pool as MariaDbPool } from 'mariadb';
 import type { Pool } from 'mysql2/promise';
 import type { TransactionStatements } from 'nestjs-idempotent-consumer';
 import type { DataLayerWriter, NestedEnding } from 'nestjs-idempotent-consumer/testing';
 import type { DataSource } from 'typeorm';
+import { MikroOrmWriter, PrismaWriter } from './layer-writers.js';
+import type { PrismaClient } from './prisma-mariadb/generated/client.js';
 
 /** The application's own mysql2 pool (`mysql2/promise`), which `Mysql2PoolDataLayer` joins. */
 export const MYSQL2_POOL = Symbol('MYSQL2_POOL');
-/** The Drizzle or Kysely instance on `MYSQL2_POOL`. */
+/** The application's own pool of the mariadb connector (`mariadb`'s promise API), which `MariaDbPoolDataLayer` joins. */
+export const MARIADB_POOL = Symbol('MARIADB_POOL');
+/** The layer's instance: Drizzle or Kysely on `MYSQL2_POOL`, Prisma on `MARIADB_POOL`, or MikroORM on a pool of its own. */
 export const MARIADB_DB = Symbol('MARIADB_DB');
 
 const INSERT = 'INSERT INTO layer_credits (account, cents) VALUES (?, ?)';
@@ -76,6 +82,83 @@ export class Mysql2Writer implements DataLayerWriter {
     } finally {
       connection.release();
     }
+  }
+}
+
+/** Credits through a pool of the mariadb connector: the pool, and a connection of it in a transaction of its own. */
+@Injectable()
+export class MariaDbWriter implements DataLayerWriter {
+  constructor(@Inject(MARIADB_POOL) private readonly pool: MariaDbPool) {}
+
+  async credit(account: string, cents: number) {
+    await this.pool.query(INSERT, [account, cents]);
+  }
+
+  async creditNested(account: string, cents: number, ending: NestedEnding) {
+    const connection = await this.pool.getConnection();
+    try {
+      await connection.beginTransaction();
+      await connection.query(INSERT, [account, cents]);
+      await (ending === 'commit' ? connection.commit() : connection.rollback());
+    } finally {
+      await connection.release();
+    }
+  }
+
+  async commitItself() {
+    await this.pool.query('COMMIT');
+  }
+
+  async creditReturningId(account: string, cents: number) {
+    // A BIGINT comes as a BigInt.
+    const [{ id }] = await this.pool.query<{ id: bigint | number }[]>(INSERT_RETURNING_ID, [account, cents]);
+    return String(id);
+  }
+
+  async findCredit(id: string) {
+    return (await this.pool.query<unknown[]>(FIND_CREDIT, [id])).length === 1;
+  }
+
+  async waitAtGate(gate: string) {
+    await this.pool.query(GATE_SQL, [gate]);
+  }
+
+  async inOwnTransaction<T>(work: (statements: TransactionStatements, credit: (account: string, cents: number) => Promise<void>) => Promise<T>) {
+    const connection = await this.pool.getConnection();
+    try {
+      await connection.beginTransaction();
+      const result = await work(
+        (sql) => connection.query(sql),
+        async (account, cents) => void (await connection.query(INSERT, [account, cents])),
+      );
+      await connection.commit();
+      return result;
+    } catch (error) {
+      await connection.rollback();
+      throw error;
+    } finally {
+      await connection.release();
+    }
+  }
+}
+
+/** `PrismaWriter` on Prisma's mariadb adapter (on `MARIADB_POOL`): the gate in MariaDB's placeholders. */
+@Injectable()
+export class PrismaMariaDbWriter extends PrismaWriter {
+  protected override readonly gateSql = GATE_SQL;
+
+  constructor(@Inject(MARIADB_DB) prisma: PrismaClient) {
+    super(prisma);
+  }
+}
+
+/** `MikroOrmWriter` on MikroORM's `MariaDbDriver`: the id as text in MariaDB's SQL. */
+@Injectable()
+export class MikroOrmMariaDbWriter extends MikroOrmWriter {
+  protected override readonly insertReturningId = 'INSERT INTO layer_credits (account, cents) VALUES (?, ?) RETURNING CAST(id AS CHAR) AS id';
+
+  constructor(@Inject(MARIADB_DB) orm: MikroORM) {
+    super(orm);
   }
 }
 

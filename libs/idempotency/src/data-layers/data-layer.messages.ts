@@ -39,6 +39,9 @@ export const dataLayerMessages = {
   notAMysql2Pool: (token: string) =>
     `Mysql2PoolDataLayer's pool (${token}) is not a mysql2 pool: give it the pool your data layer was built on (createPool(...) ` +
     "from 'mysql2' or 'mysql2/promise').",
+  notAMariaDbPool: (token: string) =>
+    `MariaDbPoolDataLayer's pool (${token}) is not a pool of the mariadb connector: give it the pool your data layer was built on ` +
+    "(createPool(...) from 'mariadb'), the one Prisma's PrismaMariaDb adapter was given.",
   notAPool: (token: string) =>
     `PgPoolDataLayer's pool (${token}) is not a pg Pool: give it the Pool your data layer was built on (new Pool(...) ` +
     "from 'pg'), the one Drizzle, Kysely or Prisma's PrismaPg adapter were given.",
@@ -50,7 +53,8 @@ export const dataLayerMessages = {
     'MikroOrmDataLayer found no MikroORM instance in the application (its orm option): import MikroOrmModule.forRoot(...) ' +
     'from @mikro-orm/nestjs, or provide the instance under the token given as orm.',
   mikroOrmNotSql: () =>
-    "MikroOrmDataLayer's MikroORM instance has no knex client: it needs a SQL driver on PostgreSQL (@mikro-orm/postgresql).",
+    "MikroOrmDataLayer's MikroORM instance has no knex client on PostgreSQL or MariaDB: it needs @mikro-orm/postgresql, " +
+    '@mikro-orm/mariadb or @mikro-orm/mysql.',
   noConnection: (consumer: string, key: string, timeoutMs: number, pool: { size?: number; waiting?: number }) =>
     `No database connection came within ${timeoutMs} ms for ${shownKey(key)} (${consumer})` +
     (pool.size === undefined ? '' : `: all ${pool.size} connections of the pool were busy, ${pool.waiting ?? 0} requests waiting`) +

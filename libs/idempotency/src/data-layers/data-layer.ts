@@ -128,7 +128,8 @@ export interface DataLayerHost {
 /**
  * A data layer the processed-messages store is reached through, and whose transactions the
  * handlers' writes join: `TypeOrmDataLayer` (the default), `PgPoolDataLayer` (plain `pg`, and
- * Drizzle, Kysely and Prisma on a `pg` Pool), `MikroOrmDataLayer`, or one of yours on PostgreSQL
+ * Drizzle, Kysely and Prisma on a `pg` Pool), `MikroOrmDataLayer`, on MariaDB `Mysql2PoolDataLayer`
+ * and `MariaDbPoolDataLayer` (Prisma on the `mariadb` connector), or one of yours on PostgreSQL
  * (knex, postgres.js, Sequelize...), proven by `dataLayerContract()` of
  * `nestjs-idempotent-consumer/testing`. Pass one as the module's `dataLayer` option; the module
  * checks at start-up that it has every member below.
@@ -161,8 +162,9 @@ export interface IdempotencyDataLayer {
   readonly schemaAdvice: 'typeorm-migrations' | 'sql-files';
   /**
    * The database the store is on, whose SQL the module sends through the layer: `'postgres'` when
-   * absent, or `'mariadb'` (MariaDB 10.6 or newer: `Mysql2PoolDataLayer`, `TypeOrmDataLayer` on a
-   * `mariadb` or `mysql` data source). Read each time it is needed: a layer that finds it out in
+   * absent, or `'mariadb'` (MariaDB 10.6 or newer: `Mysql2PoolDataLayer`, `MariaDbPoolDataLayer`,
+   * `TypeOrmDataLayer` on a `mariadb` or `mysql` data source, `MikroOrmDataLayer` on
+   * `@mikro-orm/mariadb` or `@mikro-orm/mysql`). Read each time it is needed: a layer that finds it out in
    * `start()` or at its first `connect()` may answer `undefined` until then.
    */
   readonly dialect?: 'postgres' | 'mariadb';

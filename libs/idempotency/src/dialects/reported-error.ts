@@ -1,14 +1,14 @@
 /**
  * A data layer's error and the errors it wraps, outermost first: a `driverError` (TypeORM), else a
- * `cause` (Drizzle), four deep at most.
+ * `cause` (Drizzle), else the driver adapter's error in `meta` (Prisma), four deep at most.
  * @internal
  */
-export function* wrappedErrors(error: unknown): Generator<{ readonly code?: unknown; readonly errno?: unknown; readonly message?: unknown }> {
+export function* wrappedErrors(error: unknown): Generator<{ readonly code?: unknown; readonly errno?: unknown; readonly originalCode?: unknown; readonly message?: unknown }> {
   let candidate = error;
   for (let depth = 0; typeof candidate === 'object' && candidate !== null && depth < 4; depth++) {
     yield candidate;
-    const { driverError, cause } = candidate as { driverError?: unknown; cause?: unknown };
-    candidate = driverError ?? cause;
+    const { driverError, cause, meta } = candidate as { driverError?: unknown; cause?: unknown; meta?: { driverAdapterError?: unknown } };
+    candidate = driverError ?? cause ?? meta?.driverAdapterError;
   }
 }
 

@@ -5,6 +5,8 @@ import { loadOptionalPackage } from '../../optional/load-optional-package.js';
 import type { Claimant, ClaimConnection, DataLayerHost, IdempotencyDataLayer, QueryResult } from '../data-layer.js';
 import { dataLayerMessages } from '../data-layer.messages.js';
 import { JoinedClaimConnection } from '../joined-claim-connection.js';
+import { MariaDbClaimConnection, type MariaDbConnection, calledBack, takesSeveralStatements } from '../mariadb-claim-connection.js';
+import { OWN_STATEMENT_OPTIONS, ownStatement, positional, toQueryResult } from '../mariadb-own-statements.js';
 import type { ClaimClient } from '../sql-claim-connection.js';
 
 /** Options of `MikroOrmDataLayer`. */
@@ -13,11 +15,15 @@ export interface MikroOrmDataLayerOptions {
   orm?: InjectionToken;
 }
 
-/** A node-postgres client of knex's pool, as the claim uses it. */
-type KnexConnection = ClaimClient;
+/** A connection of knex's pool: node-postgres's client, or on MariaDB a connection of mysql2's or of `mariadb/callback`. */
+type KnexConnection = ClaimClient | MariaDbConnection;
+
+/** The knex drivers on MariaDB: `@mikro-orm/mariadb`'s (`mariadb/callback`) and `@mikro-orm/mysql`'s. */
+const MARIADB_DRIVERS: ReadonlySet<string> = new Set(['mariadb', 'mysql2']);
 
 /** What the layer uses of knex's client (MikroORM's SQL drivers run on knex). */
 interface KnexClient {
+  readonly driverName: string;
   acquireConnection(): Promise<KnexConnection>;
   releaseConnection(connection: unknown): Promise<unknown>;
   pool?: { numFree?(): number; numPendingAcquires?(): number; max?: number };
@@ -29,8 +35,8 @@ interface MikroOrmInstance {
 }
 
 /**
- * The claims in MikroORM's database (`@mikro-orm/postgresql` 6.6), through the knex client its
- * driver runs on.
+ * The claims in MikroORM's database (`@mikro-orm/postgresql` 6.6; on MariaDB, `@mikro-orm/mariadb`
+ * or `@mikro-orm/mysql`), through the knex client its driver runs on.
  *
  * While an idempotent handler runs, knex hands out the claim's own connection, so the entity
  * managers' work (`em.flush()`, `em.insert()`, `em.execute()`, `em.transactional()`) runs in the
@@ -51,9 +57,15 @@ export class MikroOrmDataLayer implements IdempotencyDataLayer {
   private knex: KnexClient | undefined;
   private resolving: Promise<KnexClient> | undefined;
   private acquireOwn!: () => Promise<KnexConnection>;
+  private onMariaDb = false;
   private releaseOwn!: (connection: unknown) => Promise<unknown>;
 
   constructor(private readonly options: MikroOrmDataLayerOptions = {}) {}
+
+  /** Of `IdempotencyDataLayer`: the database of MikroORM's driver, known once the layer started. */
+  get dialect(): 'postgres' | 'mariadb' | undefined {
+    return this.knex === undefined ? undefined : this.onMariaDb ? 'mariadb' : 'postgres';
+  }
 
   /** Of `IdempotencyDataLayer`: called by the module, not by the application. */
   attach(host: DataLayerHost): void {
@@ -66,14 +78,21 @@ export class MikroOrmDataLayer implements IdempotencyDataLayer {
   }
 
   /** Of `IdempotencyDataLayer`: called by the module, not by the application. */
-  async query<Row>(text: string, parameters?: readonly unknown[]): Promise<QueryResult<Row>> {
+  async query<Row>(text: string, parameters: readonly unknown[] = []): Promise<QueryResult<Row>> {
     const knex = this.knex ?? (await this.knexClient());
     // Inside a handler this is the claim's connection, whose release leaves it to the claim.
     const connection = await knex.acquireConnection();
     try {
-      const query = connection.query as unknown as (text: string, values: unknown[]) => Promise<{ rows: unknown[]; rowCount: number | null }>;
-      const result = await query.call(connection, text, (parameters ?? []) as unknown[]);
-      return { rows: result.rows as Row[], rowCount: result.rowCount ?? result.rows.length };
+      if (!this.onMariaDb) {
+        const query = (connection as ClaimClient).query as unknown as (text: string, values: unknown[]) => Promise<{ rows: unknown[]; rowCount: number | null }>;
+        const result = await query.call(connection, text, parameters as unknown[]);
+        return { rows: result.rows as Row[], rowCount: result.rowCount ?? result.rows.length };
+      }
+      const send = (sql: string, values: unknown[]) => calledBack((done) => (connection as MariaDbConnection).query({ sql, ...OWN_STATEMENT_OPTIONS }, values, done));
+      if (MariaDbClaimConnection.isLease(connection)) {
+        return toQueryResult(await send(...positional(text, parameters)));
+      }
+      return await ownStatement<Row>(send, takesSeveralStatements(connection), text, parameters);
     } finally {
       await knex.releaseConnection(connection);
     }
@@ -92,11 +111,18 @@ export class MikroOrmDataLayer implements IdempotencyDataLayer {
       timeoutMs,
       claimant,
     );
-    return new JoinedClaimConnection(knex, connection, claimant, timeoutMs, () => this.releaseOwn.call(knex, connection).then(() => undefined));
+    const giveBack = () => this.releaseOwn.call(knex, connection).then(() => undefined);
+    if (!this.onMariaDb) {
+      return new JoinedClaimConnection(knex, connection as ClaimClient, claimant, timeoutMs, giveBack);
+    }
+    // mysql2's connection methods run on the lease (its promise() wraps it); mariadb/callback's read private fields.
+    const driver = { promises: false, multipleStatements: takesSeveralStatements(connection), methodsOnLease: knex.driverName === 'mysql2' };
+    return new MariaDbClaimConnection(knex, connection as MariaDbConnection, driver, claimant, timeoutMs, giveBack);
   }
 
   private knexClient(): Promise<KnexClient> {
     this.resolving ??= this.find().then((knex) => {
+      this.onMariaDb = MARIADB_DRIVERS.has(knex.driverName);
       this.join(knex);
       this.knex = knex;
       return knex;
@@ -113,7 +139,7 @@ export class MikroOrmDataLayer implements IdempotencyDataLayer {
       throw new IdempotencyOptionsError(dataLayerMessages.mikroOrmMissing(), { cause: error });
     }
     const knex = orm.em.getConnection().getKnex?.().client;
-    if (!knex || typeof knex.acquireConnection !== 'function') {
+    if (!knex || typeof knex.acquireConnection !== 'function' || !(knex.driverName === 'pg' || MARIADB_DRIVERS.has(knex.driverName))) {
       throw new IdempotencyOptionsError(dataLayerMessages.mikroOrmNotSql());
     }
     return knex;
@@ -122,10 +148,12 @@ export class MikroOrmDataLayer implements IdempotencyDataLayer {
   /** While a claim on `knex` is open in the caller's context, knex hands out its connection. */
   private join(knex: KnexClient): void {
     const storage = this.host.storage;
+    const onMariaDb = this.onMariaDb;
     const joined = (): KnexConnection | undefined => {
-      const claim = JoinedClaimConnection.inFlight(storage);
+      const claim = onMariaDb ? MariaDbClaimConnection.inFlight(storage) : JoinedClaimConnection.inFlight(storage);
       return claim?.owner === knex ? (claim.lease() as unknown as KnexConnection) : undefined;
     };
+    const isLease = onMariaDb ? MariaDbClaimConnection.isLease : JoinedClaimConnection.isLease;
     const acquireOwn = knex.acquireConnection;
     const releaseOwn = knex.releaseConnection;
     this.acquireOwn = acquireOwn;
@@ -135,7 +163,7 @@ export class MikroOrmDataLayer implements IdempotencyDataLayer {
       return connection ? Promise.resolve(connection) : acquireOwn.call(this);
     };
     knex.releaseConnection = function releaseJoined(this: KnexClient, connection: unknown) {
-      return JoinedClaimConnection.isLease(connection) ? Promise.resolve() : releaseOwn.call(this, connection);
+      return isLease(connection) ? Promise.resolve() : releaseOwn.call(this, connection);
     };
   }
 }

@@ -6,7 +6,7 @@ import { dataLayerMessages } from '../data-layer.messages.js';
 import { JoinedClaimConnection } from '../joined-claim-connection.js';
 import { providedPool } from '../provided-pool.js';
 import type { ClaimClient } from '../sql-claim-connection.js';
-import { separatePrismaBatchesPerClaim } from './prisma-internals.js';
+import { separateApplicationPrismaBatches } from '../prisma-internals.js';
 
 /** Options of `PgPoolDataLayer`. */
 export interface PgPoolDataLayerOptions {
@@ -62,11 +62,7 @@ export class PgPoolDataLayer implements IdempotencyDataLayer {
    */
   async start(): Promise<void> {
     this.resolvePool();
-    for (const wrapper of this.host.discovery.getProviders()) {
-      if (wrapper.isDependencyTreeStatic()) {
-        separatePrismaBatchesPerClaim(wrapper.instance, this.host.storage);
-      }
-    }
+    separateApplicationPrismaBatches(this.host);
   }
 
   /** Of `IdempotencyDataLayer`: called by the module, not by the application. */

@@ -1,4 +1,4 @@
-import type { DataLayerHost } from '../data-layer.js';
+import type { DataLayerHost } from './data-layer.js';
 
 /*
  * What the module relies on in Prisma beyond its documented API, and nothing else. Prisma's client
@@ -95,4 +95,17 @@ export function separatePrismaBatchesPerClaim(client: unknown, storage: DataLaye
     return inClaimOf(requests[0], () => batchLoader.call(this, requests));
   };
   return true;
+}
+
+/**
+ * Keeps the batches of every PrismaClient the application provides apart per claim
+ * (`separatePrismaBatchesPerClaim`): what a layer whose pool Prisma's adapter is built on does at its start.
+ * @internal
+ */
+export function separateApplicationPrismaBatches(host: DataLayerHost): void {
+  for (const wrapper of host.discovery.getProviders()) {
+    if (wrapper.isDependencyTreeStatic()) {
+      separatePrismaBatchesPerClaim(wrapper.instance, host.storage);
+    }
+  }
 }
