@@ -64,7 +64,8 @@ interface CreditBody {
   cents: number;
   /** Publish `credit.granted` through the outbox after the write, with this id. */
   announce?: string;
-  gate?: string;
+  /** After the write, waits at each of these gates in turn (`DataLayerWriter.waitAtGate`). */
+  gates?: string[];
   fail?: boolean;
   nested?: NestedEnding;
   /** Credits in transactions of the layer's own that run at once, ended as listed: the i-th writes cents × 10^(i+1). */
@@ -96,7 +97,7 @@ class DataLayerContractController {
     if (body.nested) await this.writer.creditNested(account, body.cents * 100, body.nested);
     if (body.concurrent) await Promise.all(Array.from({ length: body.concurrent }, () => this.writer.credit(account, body.cents)));
     if (body.parallel) await Promise.all(body.parallel.map((ending, i) => this.writer.creditNested(account, body.cents * 10 ** (i + 1), ending)));
-    if (body.gate) await this.writer.waitAtGate(body.gate);
+    for (const gate of body.gates ?? []) await this.writer.waitAtGate(gate);
     if (body.commitItself) await this.writer.commitItself();
     if (body.announce) await this.outbox.publish({ to: 'recorder', address: 'credits', payload: { account, cents: body.cents }, id: body.announce });
     if (body.fail) throw new Error('the handler fails after its write');

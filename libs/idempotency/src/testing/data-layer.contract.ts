@@ -51,7 +51,7 @@ interface Answer {
 /**
  * What every data layer must do, end to end, as checks a test runner can run against the real
  * database: the claim and the handler's writes through the layer commit together or not at all
- * (a crash mid-handler, a handler that throws, 50 concurrent duplicates); a recorded response is
+ * (a crash mid-handler, a handler that throws, a deadlock, 50 concurrent duplicates); a recorded response is
  * replayed byte for byte; the layer's own transactions inside a handler are savepoints, two at once
  * each undone alone; statements sent at once take turns; a bare COMMIT of the claim's transaction
  * is refused; `IdempotentRunner.run()` outside a handler, in the service's own transaction and
@@ -133,7 +133,7 @@ export function dataLayerContract(harness: DataLayerHarness): ContractCheck[] {
       const release = await harness.block(gate);
       try {
         await withStarted(undefined, async (doomed) => {
-          const inFlight = rejects(credit(doomed.baseUrl, 'crash', 'crash', { gate }), /fetch failed/);
+          const inFlight = rejects(credit(doomed.baseUrl, 'crash', 'crash', { gates: [gate] }), /fetch failed/);
           await until(
             async () => (await count(sql.lockWaits, [])) === 1,
             'the handler wrote its credit and waits at the gate',
@@ -147,15 +147,45 @@ export function dataLayerContract(harness: DataLayerHarness): ContractCheck[] {
       strictEqual(await rows('crash'), 0);
       strictEqual(await claims('crash'), 0);
 
-      let redelivered = await credit(service.baseUrl, 'crash', 'crash', { gate });
+      let redelivered = await credit(service.baseUrl, 'crash', 'crash', { gates: [gate] });
       await until(async () => {
         if (redelivered.status !== 409) return true;
-        redelivered = await credit(service.baseUrl, 'crash', 'crash', { gate });
+        redelivered = await credit(service.baseUrl, 'crash', 'crash', { gates: [gate] });
         return false;
       }, "the dead process's transaction is gone");
       strictEqual(redelivered.status, 201);
-      ok(replayed(await credit(service.baseUrl, 'crash', 'crash', { gate })));
+      ok(replayed(await credit(service.baseUrl, 'crash', 'crash', { gates: [gate] })));
       strictEqual(await rows('crash'), 1);
+    }),
+
+    check('two handlers deadlocked: the victim is answered 503 with Retry-After (a retry), nothing of it kept; each key, retried, credits once', async (service) => {
+      const [first, second, barrierA, barrierB] = ['first', 'second', 'barrier-a', 'barrier-b'].map((name) => `deadlock-${name}-${Date.now()}`);
+      for (const gate of [first, second, barrierA, barrierB]) {
+        await query('INSERT INTO gates (name) VALUES ($1)', [gate]);
+      }
+      const barriers = [await harness.block(barrierA), await harness.block(barrierB)];
+      const lift = async () => {
+        for (const release of barriers.splice(0)) await release();
+      };
+      let answers: Answer[];
+      try {
+        // Each takes its first gate, waits at its barrier, then asks for the other's first gate.
+        const a = credit(service.baseUrl, 'deadlock-a', 'deadlock-a', { gates: [first, barrierA, second] });
+        const b = credit(service.baseUrl, 'deadlock-b', 'deadlock-b', { gates: [second, barrierB, first] });
+        await until(async () => (await count(sql.lockWaits, [])) === 2, 'each handler holds its first gate and waits at its barrier');
+        await lift();
+        answers = await Promise.all([a, b]);
+      } finally {
+        await lift();
+      }
+      deepStrictEqual(answers.map((answer) => answer.status).sort(), [201, 503]);
+      const victim = answers[0].status === 503 ? 'deadlock-a' : 'deadlock-b';
+      notStrictEqual(answers.find((answer) => answer.status === 503)?.headers.get('retry-after') ?? null, null);
+      strictEqual(await rows(victim), 0);
+      strictEqual(await claims(victim), 0);
+      strictEqual((await credit(service.baseUrl, victim, victim)).status, 201);
+      strictEqual(await rows('deadlock-a'), 1);
+      strictEqual(await rows('deadlock-b'), 1);
     }),
 
     check('50 concurrent duplicates: one credit, every other answered as a replay or 409', async (service) => {
