@@ -11,7 +11,7 @@ import { createTestDatabase, type TestDatabase } from './test-database.js';
 const GUIDE = 'libs/idempotency/docs/data-layers.md';
 
 /** The services of other data layers the guide sets up, each built from its section alone. */
-export type Layer = 'pg' | 'drizzle' | 'kysely' | 'prisma' | 'mikro-orm' | 'mysql2' | 'typeorm-mariadb';
+export type Layer = 'pg' | 'drizzle' | 'kysely' | 'prisma' | 'mikro-orm' | 'mysql2' | 'typeorm-mariadb' | 'prisma-mariadb' | 'mikro-orm-mariadb';
 const SECTIONS: Record<Layer, string> = {
   pg: '### Plain pg',
   drizzle: '### Drizzle',
@@ -20,7 +20,12 @@ const SECTIONS: Record<Layer, string> = {
   'mikro-orm': '### MikroORM',
   mysql2: '### MariaDB: mysql2',
   'typeorm-mariadb': '### MariaDB: TypeORM',
+  'prisma-mariadb': '### MariaDB: Prisma',
+  'mikro-orm-mariadb': '### MariaDB: MikroORM',
 };
+
+/** The layers whose service is on MariaDB. */
+const ON_MARIADB: ReadonlySet<Layer> = new Set(['mysql2', 'typeorm-mariadb', 'prisma-mariadb', 'mikro-orm-mariadb']);
 
 /** A database of the service's own: PostgreSQL's (the shipped SQL printed by the package's command), or MariaDB's (its shipped file, or none where the service's TypeORM migration makes the store). */
 interface ServiceDatabase {
@@ -88,7 +93,7 @@ function guideSection(layer: Layer): { commands: string[][]; files: Record<strin
  * its install lines (the packages pinned to the versions this repository tests, the library from
  * its packed tarball), its files, the shipped SQL printed by the package's command, and a main.ts
  * as `nest new` writes it; the package's declarations compile there with `skipLibCheck: false`
- * (a layer's own may not: Drizzle's do not). Then the effects are counted in its database (PostgreSQL, or MariaDB for mysql2 and TypeORM on MariaDB).
+ * (a layer's own may not: Drizzle's do not). Then the effects are counted in its database (PostgreSQL, or MariaDB for the MariaDB sections).
  * One suite file per layer (test/adopter-layers.<layer>.e2e-spec.ts), so that jest's workers share
  * their installs.
  */
@@ -142,7 +147,7 @@ export function describeAdopterLayer(layer: Layer): void {
       await writeFile(join(directory, 'tsconfig.api-check.json'), JSON.stringify(apiCheck, null, 2));
       await run(process.execPath, [resolve('node_modules/typescript/bin/tsc'), '-p', 'tsconfig.api-check.json'], { cwd: directory, timeout: 120_000 });
 
-      db = await (layer === 'mysql2' || layer === 'typeorm-mariadb' ? mariaDbDatabase(directory, layer === 'typeorm-mariadb') : postgresDatabase(directory));
+      db = await (ON_MARIADB.has(layer) ? mariaDbDatabase(directory, layer === 'typeorm-mariadb') : postgresDatabase(directory));
       app = await startAppProcess(join(directory, 'dist', 'main.js'), { DATABASE_URL: db.url }, '/');
     }, 600_000);
 
