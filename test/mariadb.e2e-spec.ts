@@ -255,6 +255,27 @@ describe('the store on MariaDB (Mysql2PoolDataLayer)', () => {
     expect([typeof store?.estimatedRows, typeof store?.totalBytes]).toEqual(['number', 'number']);
   });
 
+  it('two instances purging at once delete apart: 100,000 expired ids, each deleted once by one of them, neither run failing, claims answered meanwhile', async () => {
+    await db.query(
+      `INSERT INTO processed_messages (consumer, message_id, sender, expires_at)
+       SELECT 'twice', CONCAT('twice-', seq), 'test', NOW(6) - INTERVAL 1 HOUR FROM seq_1_to_100000`,
+    );
+    const secondPool = mysql.createPool({ uri: mariadb.url, connectionLimit: 10, multipleStatements: true });
+    const second = await startApp(secondPool);
+    try {
+      const claimsMeanwhile = Promise.all(Array.from({ length: 20 }, (_, i) => credit(base, 'purging', `purging-${i}`)));
+      const runs = await Promise.all([app, second].map((instance) => instance.get(IdempotencyPurgeService).purgeNow()));
+      expect(runs.map((run) => run.outcome)).toEqual(['purged', 'purged']);
+      expect(runs[0].rows + runs[1].rows).toBe(100_000);
+      expect((await claimsMeanwhile).map((answer) => answer.status)).toEqual(Array.from({ length: 20 }, () => 201));
+    } finally {
+      await second.close();
+      await secondPool.end();
+    }
+    expect(await count(`SELECT count(*) AS n FROM processed_messages WHERE consumer = 'twice'`)).toBe(0);
+    expect(await credits('purging')).toBe(20);
+  });
+
   it('lease mode on the store: 10 concurrent duplicates, one credit, the others answered as replays or 409', async () => {
     const answers = await Promise.all(Array.from({ length: 10 }, () => credit(base, 'leased/leased', 'leased')));
     expect(answers.filter((answer) => answer.status === 201 && answer.headers.get('idempotent-replayed') === null)).toHaveLength(1);

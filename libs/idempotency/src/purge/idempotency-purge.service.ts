@@ -9,11 +9,12 @@ import { OUTBOX_OPTIONS, type ResolvedOutboxOptions } from '../outbox/outbox.opt
 
 /**
  * Deletes expired message ids, in batches of `purge.batchSize`, each one statement in its own short
- * transaction. At most one batch runs cluster-wide at any moment: each batch takes a PostgreSQL
+ * transaction. On PostgreSQL at most one batch runs cluster-wide at any moment: each batch takes a
  * transaction-level advisory lock in the statement that deletes, and lets go of it at its commit, so
  * nothing outlives the statement and the purge works behind PgBouncer in transaction mode. A run
  * whose first batch finds the lock held by another instance is `skipped`; a run that finds it held
- * at a later batch ends there, with what it purged (the other instance carries on). The timer of
+ * at a later batch ends there, with what it purged (the other instance carries on). On MariaDB
+ * instances purge side by side, each batch skipping the rows another holds. The timer of
  * `purge.interval` calls it; call `purgeNow()` to purge at another moment. With an `outbox`, each
  * run also deletes the messages dispatched longer ago than `outbox.retention` (not counted in its `PurgeRun`).
  */

@@ -29,17 +29,17 @@ export function toStoreFigures(row: TableStatistics): StoreFigures {
 }
 
 /**
- * One batch: up to `batchSize` expired rows, oldest first, chosen by a plain read (which locks
- * nothing) and deleted by their primary key, so that the DELETE locks the rows it deletes and no
- * other: a scan that met a live claim's row would wait for it. The layer runs it at READ
- * COMMITTED, which takes no gap locks that would hold up new claims; it waits at most 1 s for a
- * row a twin's read holds. There is no lock between instances: two purges delete apart, or one
- * waits for the other's rows.
+ * One batch: up to `batchSize` expired rows, oldest first, chosen through the index on `expires_at`
+ * and locked by the selection (a row another transaction holds, a live claim's or another
+ * instance's batch's, is skipped, not waited for: `SKIP LOCKED`), then deleted by their primary
+ * key. The layer runs it at READ COMMITTED, which takes no gap locks that would hold up new claims.
+ * There is no lock between instances: two purges at once delete apart, each skipping the other's
+ * rows (without `SKIP LOCKED` they met on the same oldest rows and deadlocked, 1213).
  */
 export async function purgeBatch(query: StoreQuery, table: string, batchSize: number): Promise<PurgeBatchResult> {
   const { rowCount } = await query(
     `SET STATEMENT innodb_lock_wait_timeout = 1 FOR DELETE expired FROM \`${table}\` AS expired JOIN ` +
-      `(SELECT consumer, message_id FROM \`${table}\` WHERE expires_at < NOW(6) ORDER BY expires_at LIMIT ${batchSize}) AS batch ` +
+      `(SELECT consumer, message_id FROM \`${table}\` WHERE expires_at < NOW(6) ORDER BY expires_at LIMIT ${batchSize} FOR UPDATE SKIP LOCKED) AS batch ` +
       'USING (consumer, message_id) WHERE expired.expires_at < NOW(6)',
   );
   return { locked: true, rows: rowCount };
