@@ -66,6 +66,9 @@ interface CreditBody {
   announce?: string;
   /** After the write, waits at each of these gates in turn (`DataLayerWriter.waitAtGate`). */
   gates?: string[];
+  /** Then waits until another handler came to the same meeting (each holding the gates it took), and then at each of `gatesAfter`. */
+  meeting?: string;
+  gatesAfter?: string[];
   fail?: boolean;
   nested?: NestedEnding;
   /** Credits in transactions of the layer's own that run at once, ended as listed: the i-th writes cents × 10^(i+1). */
@@ -98,6 +101,8 @@ class DataLayerContractController {
     if (body.concurrent) await Promise.all(Array.from({ length: body.concurrent }, () => this.writer.credit(account, body.cents)));
     if (body.parallel) await Promise.all(body.parallel.map((ending, i) => this.writer.creditNested(account, body.cents * 10 ** (i + 1), ending)));
     for (const gate of body.gates ?? []) await this.writer.waitAtGate(gate);
+    if (body.meeting) await this.meet(body.meeting, account);
+    for (const gate of body.gatesAfter ?? []) await this.writer.waitAtGate(gate);
     if (body.commitItself) await this.writer.commitItself();
     if (body.announce) await this.outbox.publish({ to: 'recorder', address: 'credits', payload: { account, cents: body.cents }, id: body.announce });
     if (body.fail) throw new Error('the handler fails after its write');

@@ -159,25 +159,15 @@ export function dataLayerContract(harness: DataLayerHarness): ContractCheck[] {
     }),
 
     check('two handlers deadlocked: the victim is answered 503 with Retry-After (a retry), nothing of it kept; each key, retried, credits once', async (service) => {
-      const [first, second, barrierA, barrierB] = ['first', 'second', 'barrier-a', 'barrier-b'].map((name) => `deadlock-${name}-${Date.now()}`);
-      for (const gate of [first, second, barrierA, barrierB]) {
+      const [first, second, meeting] = ['first', 'second', 'meeting'].map((name) => `deadlock-${name}-${Date.now()}`);
+      for (const gate of [first, second]) {
         await query('INSERT INTO gates (name) VALUES ($1)', [gate]);
       }
-      const barriers = [await harness.block(barrierA), await harness.block(barrierB)];
-      const lift = async () => {
-        for (const release of barriers.splice(0)) await release();
-      };
-      let answers: Answer[];
-      try {
-        // Each takes its first gate, waits at its barrier, then asks for the other's first gate.
-        const a = credit(service.baseUrl, 'deadlock-a', 'deadlock-a', { gates: [first, barrierA, second] });
-        const b = credit(service.baseUrl, 'deadlock-b', 'deadlock-b', { gates: [second, barrierB, first] });
-        await until(async () => (await count(sql.lockWaits, [])) === 2, 'each handler holds its first gate and waits at its barrier');
-        await lift();
-        answers = await Promise.all([a, b]);
-      } finally {
-        await lift();
-      }
+      // Each takes its first gate, meets the other (both holding theirs), then asks for the other's.
+      const answers = await Promise.all([
+        credit(service.baseUrl, 'deadlock-a', 'deadlock-a', { gates: [first], meeting, gatesAfter: [second] }),
+        credit(service.baseUrl, 'deadlock-b', 'deadlock-b', { gates: [second], meeting, gatesAfter: [first] }),
+      ]);
       deepStrictEqual(answers.map((answer) => answer.status).sort(), [201, 503]);
       const victim = answers[0].status === 503 ? 'deadlock-a' : 'deadlock-b';
       notStrictEqual(answers.find((answer) => answer.status === 503)?.headers.get('retry-after') ?? null, null);
