@@ -109,7 +109,7 @@ const PUBLIC_NAMES = {
     'IdempotencyTransactionAbortedError', 'IdempotencyTransientError', 'IdempotencyUnavailableError', 'IdempotencyUnsupportedHandlerError',
     'IdempotentHandler', 'IdempotentHandlerOptions', 'IdempotentRunOptions', 'IdempotentRunner', 'InFlightPolicy', 'IsolationLevel',
     'JetStreamPublisher', 'JetStreamPublisherOptions', 'JetStreamPublishing', 'KafkaProducing', 'KafkaPublisher', 'KafkaPublisherOptions', 'KeyEntry', 'KeySource', 'LeaseAttempt', 'LeaseCounts', 'LeaseEvent', 'LeaseKey',
-    'LeaseRenewalCounts', 'LeaseRenewalOutcome', 'LeaseRequest', 'LeaseStore', 'MAX_KEY_LENGTH', 'MetricsOptions', 'MetricsRegistry',
+    'LeaseRenewalCounts', 'LeaseRenewalOutcome', 'LeaseRequest', 'LeaseStore', 'MAX_KEY_LENGTH', 'MariaDbPool', 'MariaDbPoolDataLayer', 'MariaDbPoolDataLayerOptions', 'MetricsOptions', 'MetricsRegistry',
     'MikroOrmDataLayer', 'MikroOrmDataLayerOptions', 'Mysql2Pool', 'Mysql2PoolDataLayer', 'Mysql2PoolDataLayerOptions', 'Outbox', 'OutboxAdmin', 'OutboxCounts', 'OutboxMessage', 'OutboxOptions', 'OutboxPublishOptions',
     'OutboxPublisher', 'OutboxRelay', 'OutboxRelayOptions', 'OutboxRelayRun', 'OutboxRelayStats', 'OutboxSample', 'OutgoingMessage', 'PgPoolDataLayer', 'PgPoolDataLayerOptions', 'ProcessedMessage',
     'PublishAttempt', 'PurgeFigures', 'PurgeOptions', 'PurgeOutcome', 'PurgeRun', 'QueryResult', 'RabbitMqPublisher', 'RabbitMqPublisherOptions', 'RecordPolicy', 'RecordedResponse',

@@ -28,67 +28,24 @@ const GATE_SQL = 'SELECT name FROM gates WHERE name = ? FOR UPDATE';
 /** A rollback the writer asks for, thrown out of the layer's transaction callback and caught after it. */
 class NestedRollback extends Error {}
 
-/** Credits through a mysql2 pool on MariaDB: the pool, and a connection of it in a transaction of its own. */
-@Injectable()
-export class Mysql2Writer implements DataLayerWriter {
-  constructor(@Inject(MYSQL2_POOL) private readonly pool: Pool) {}
-
-  async credit(account: string, cents: number) {
-    await this.pool.query(INSERT, [account, cents]);
-  }
-
-  async creditNested(account: string, cents: number, ending: NestedEnding) {
-    const connection = await this.pool.getConnection();
-    try {
-      await connection.beginTransaction();
-      await connection.query(INSERT, [account, cents]);
-      await (ending === 'commit' ? connection.commit() : connection.rollback());
-    } finally {
-      connection.release();
-    }
-  }
-
-  async commitItself() {
-    await this.pool.query('COMMIT');
-  }
-
-  async creditReturningId(account: string, cents: number) {
-    const [rows] = await this.pool.query(INSERT_RETURNING_ID, [account, cents]);
-    return String((rows as { id: number }[])[0].id);
-  }
-
-  async findCredit(id: string) {
-    const [rows] = await this.pool.query(FIND_CREDIT, [id]);
-    return (rows as unknown[]).length === 1;
-  }
-
-  async waitAtGate(gate: string) {
-    await this.pool.query(GATE_SQL, [gate]);
-  }
-
-  async inOwnTransaction<T>(work: (statements: TransactionStatements, credit: (account: string, cents: number) => Promise<void>) => Promise<T>) {
-    const connection = await this.pool.getConnection();
-    try {
-      await connection.beginTransaction();
-      const result = await work(
-        async (sql) => (await connection.query(sql))[0],
-        async (account, cents) => void (await connection.query(INSERT, [account, cents])),
-      );
-      await connection.commit();
-      return result;
-    } catch (error) {
-      await connection.rollback();
-      throw error;
-    } finally {
-      connection.release();
-    }
-  }
+/** A connection of a pool on MariaDB, as both drivers' promise APIs answer it. */
+interface PoolConnection {
+  query(sql: string, values?: unknown[]): Promise<unknown>;
+  beginTransaction(): Promise<unknown>;
+  commit(): Promise<unknown>;
+  rollback(): Promise<unknown>;
+  release(): unknown;
 }
 
-/** Credits through a pool of the mariadb connector: the pool, and a connection of it in a transaction of its own. */
-@Injectable()
-export class MariaDbWriter implements DataLayerWriter {
-  constructor(@Inject(MARIADB_POOL) private readonly pool: MariaDbPool) {}
+/**
+ * Credits through a pool on MariaDB (mysql2/promise's, or the mariadb connector's): the pool, and a
+ * connection of it in a transaction of its own. `rowsOf` reads a query's rows from what the driver answers.
+ */
+abstract class PoolWriter implements DataLayerWriter {
+  protected constructor(
+    private readonly pool: { query(sql: string, values?: unknown[]): Promise<unknown>; getConnection(): Promise<PoolConnection> },
+    private readonly rowsOf: (answer: unknown) => unknown[],
+  ) {}
 
   async credit(account: string, cents: number) {
     await this.pool.query(INSERT, [account, cents]);
@@ -110,13 +67,13 @@ export class MariaDbWriter implements DataLayerWriter {
   }
 
   async creditReturningId(account: string, cents: number) {
-    // A BIGINT comes as a BigInt.
-    const [{ id }] = await this.pool.query<{ id: bigint | number }[]>(INSERT_RETURNING_ID, [account, cents]);
+    // A BIGINT: a number from mysql2, a BigInt from the mariadb connector.
+    const [{ id }] = this.rowsOf(await this.pool.query(INSERT_RETURNING_ID, [account, cents])) as { id: bigint | number }[];
     return String(id);
   }
 
   async findCredit(id: string) {
-    return (await this.pool.query<unknown[]>(FIND_CREDIT, [id])).length === 1;
+    return this.rowsOf(await this.pool.query(FIND_CREDIT, [id])).length === 1;
   }
 
   async waitAtGate(gate: string) {
@@ -128,7 +85,7 @@ export class MariaDbWriter implements DataLayerWriter {
     try {
       await connection.beginTransaction();
       const result = await work(
-        (sql) => connection.query(sql),
+        async (sql) => this.rowsOf(await connection.query(sql)),
         async (account, cents) => void (await connection.query(INSERT, [account, cents])),
       );
       await connection.commit();
@@ -139,6 +96,22 @@ export class MariaDbWriter implements DataLayerWriter {
     } finally {
       await connection.release();
     }
+  }
+}
+
+/** Credits through a mysql2 pool on MariaDB (`mysql2/promise`: a query answers `[rows, fields]`). */
+@Injectable()
+export class Mysql2Writer extends PoolWriter {
+  constructor(@Inject(MYSQL2_POOL) pool: Pool) {
+    super(pool, (answer) => (answer as [unknown[]])[0]);
+  }
+}
+
+/** Credits through a pool of the mariadb connector (a query answers its rows). */
+@Injectable()
+export class MariaDbWriter extends PoolWriter {
+  constructor(@Inject(MARIADB_POOL) pool: MariaDbPool) {
+    super(pool, (answer) => answer as unknown[]);
   }
 }
 
