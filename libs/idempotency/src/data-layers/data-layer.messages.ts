@@ -53,8 +53,8 @@ export const dataLayerMessages = {
     'MikroOrmDataLayer found no MikroORM instance in the application (its orm option): import MikroOrmModule.forRoot(...) ' +
     'from @mikro-orm/nestjs, or provide the instance under the token given as orm.',
   mikroOrmNotSql: () =>
-    "MikroOrmDataLayer's MikroORM instance has no knex client on PostgreSQL or MariaDB: it needs @mikro-orm/postgresql, " +
-    '@mikro-orm/mariadb or @mikro-orm/mysql.',
+    "MikroOrmDataLayer's MikroORM instance has no knex client on PostgreSQL or MariaDB: it needs @mikro-orm/postgresql " +
+    'or @mikro-orm/mariadb.',
   noConnection: (consumer: string, key: string, timeoutMs: number, pool: { size?: number; waiting?: number }) =>
     `No database connection came within ${timeoutMs} ms for ${shownKey(key)} (${consumer})` +
     (pool.size === undefined ? '' : `: all ${pool.size} connections of the pool were busy, ${pool.waiting ?? 0} requests waiting`) +

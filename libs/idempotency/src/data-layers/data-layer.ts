@@ -164,7 +164,7 @@ export interface IdempotencyDataLayer {
    * The database the store is on, whose SQL the module sends through the layer: `'postgres'` when
    * absent, or `'mariadb'` (MariaDB 10.6 or newer: `Mysql2PoolDataLayer`, `MariaDbPoolDataLayer`,
    * `TypeOrmDataLayer` on a `mariadb` or `mysql` data source, `MikroOrmDataLayer` on
-   * `@mikro-orm/mariadb` or `@mikro-orm/mysql`). Read each time it is needed: a layer that finds it out in
+   * `@mikro-orm/mariadb`). Read each time it is needed: a layer that finds it out in
    * `start()` or at its first `connect()` may answer `undefined` until then.
    */
   readonly dialect?: 'postgres' | 'mariadb';

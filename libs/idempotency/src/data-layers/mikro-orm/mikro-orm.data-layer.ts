@@ -18,8 +18,8 @@ export interface MikroOrmDataLayerOptions {
 /** A connection of knex's pool: node-postgres's client, or on MariaDB a connection of mysql2's or of `mariadb/callback`. */
 type KnexConnection = ClaimClient | MariaDbConnection;
 
-/** The knex drivers on MariaDB: `@mikro-orm/mariadb`'s (`mariadb/callback`) and `@mikro-orm/mysql`'s. */
-const MARIADB_DRIVERS: ReadonlySet<string> = new Set(['mariadb', 'mysql2']);
+/** The knex driver of `@mikro-orm/mariadb` (on `mariadb/callback`). */
+const MARIADB_DRIVER = 'mariadb';
 
 /** What the layer uses of knex's client (MikroORM's SQL drivers run on knex). */
 interface KnexClient {
@@ -35,8 +35,8 @@ interface MikroOrmInstance {
 }
 
 /**
- * The claims in MikroORM's database (`@mikro-orm/postgresql` 6.6; on MariaDB, `@mikro-orm/mariadb`
- * or `@mikro-orm/mysql`), through the knex client its driver runs on.
+ * The claims in MikroORM's database (`@mikro-orm/postgresql` 6.6; on MariaDB, `@mikro-orm/mariadb`),
+ * through the knex client its driver runs on.
  *
  * While an idempotent handler runs, knex hands out the claim's own connection, so the entity
  * managers' work (`em.flush()`, `em.insert()`, `em.execute()`, `em.transactional()`) runs in the
@@ -115,14 +115,14 @@ export class MikroOrmDataLayer implements IdempotencyDataLayer {
     if (!this.onMariaDb) {
       return new JoinedClaimConnection(knex, connection as ClaimClient, claimant, timeoutMs, giveBack);
     }
-    // mysql2's connection methods run on the lease (its promise() wraps it); mariadb/callback's read private fields.
-    const driver = { promises: false, multipleStatements: takesSeveralStatements(connection), methodsOnLease: knex.driverName === 'mysql2' };
+    // mariadb/callback's connection methods read private fields: they run on the connection.
+    const driver = { promises: false, multipleStatements: takesSeveralStatements(connection), methodsOnLease: false };
     return new MariaDbClaimConnection(knex, connection as MariaDbConnection, driver, claimant, timeoutMs, giveBack);
   }
 
   private knexClient(): Promise<KnexClient> {
     this.resolving ??= this.find().then((knex) => {
-      this.onMariaDb = MARIADB_DRIVERS.has(knex.driverName);
+      this.onMariaDb = knex.driverName === MARIADB_DRIVER;
       this.join(knex);
       this.knex = knex;
       return knex;
@@ -139,7 +139,7 @@ export class MikroOrmDataLayer implements IdempotencyDataLayer {
       throw new IdempotencyOptionsError(dataLayerMessages.mikroOrmMissing(), { cause: error });
     }
     const knex = orm.em.getConnection().getKnex?.().client;
-    if (!knex || typeof knex.acquireConnection !== 'function' || !(knex.driverName === 'pg' || MARIADB_DRIVERS.has(knex.driverName))) {
+    if (!knex || typeof knex.acquireConnection !== 'function' || !(knex.driverName === 'pg' || knex.driverName === MARIADB_DRIVER)) {
       throw new IdempotencyOptionsError(dataLayerMessages.mikroOrmNotSql());
     }
     return knex;
