@@ -138,7 +138,7 @@ export class MariaDbClaimConnection extends SqlClaimConnection {
    */
   lease(): MariaDbConnection {
     const pooled = this.pooled;
-    const giveBack = this.driver.promises ? () => Promise.resolve() : () => undefined;
+    const releaseLease = this.driver.promises ? () => Promise.resolve() : () => undefined;
     const lease: MariaDbConnection = new Proxy(pooled, {
       get: (target, property) => {
         if (property === 'query' || property === 'execute' || property === 'batch') {
@@ -150,7 +150,7 @@ export class MariaDbClaimConnection extends SqlClaimConnection {
         }
         // The `mariadb` connector's pool lends its connections with `end()` and `close()` as `release()`.
         if (property === 'release' || property === 'end' || property === 'close') {
-          return giveBack;
+          return releaseLease;
         }
         if (property === 'manager' && this.manager !== undefined) {
           return this.manager;
@@ -238,7 +238,12 @@ export class MariaDbClaimConnection extends SqlClaimConnection {
       }
       const answer = method.apply(this.pooled, sent);
       // The connector's promise: a failure tells whether the transaction survived it before the handler hears of it.
-      return answer instanceof Promise ? answer.catch(async (error: unknown) => Promise.reject(await this.afterError(error).then(() => error))) : answer;
+      return answer instanceof Promise
+        ? answer.catch(async (error: unknown) => {
+            await this.afterError(error);
+            throw error;
+          })
+        : answer;
     };
     if (typeof rewritten === 'object') {
       if (this.driver.promises) {

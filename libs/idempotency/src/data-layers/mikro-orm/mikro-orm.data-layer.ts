@@ -15,7 +15,7 @@ export interface MikroOrmDataLayerOptions {
   orm?: InjectionToken;
 }
 
-/** A connection of knex's pool: node-postgres's client, or on MariaDB a connection of mysql2's or of `mariadb/callback`. */
+/** A connection of knex's pool: node-postgres's client, or on MariaDB a connection of `mariadb/callback`. */
 type KnexConnection = ClaimClient | MariaDbConnection;
 
 /** The knex driver of `@mikro-orm/mariadb` (on `mariadb/callback`). */

@@ -27,16 +27,9 @@ export interface Mysql2PoolDataLayerOptions {
   pool: Mysql2Pool | InjectionToken;
 }
 
-/** A connection of mysql2's core API (a `PoolConnection`), as far as the layer uses it. */
-interface Mysql2Connection extends MariaDbConnection {
-  release(): void;
-  destroy(): void;
-  readonly config: { readonly multipleStatements?: boolean };
-}
-
 /** What the layer uses of mysql2's callback pool. */
 interface CorePool {
-  getConnection(callback: (error: Error | null, connection: Mysql2Connection) => void): void;
+  getConnection(callback: (error: Error | null, connection: MariaDbConnection) => void): void;
   query(...args: unknown[]): unknown;
   execute(...args: unknown[]): unknown;
   readonly config: { readonly connectionLimit?: number };
@@ -95,7 +88,7 @@ export class Mysql2PoolDataLayer implements IdempotencyDataLayer {
       const [sql, values] = positional(text, parameters);
       return toQueryResult(await calledBack((done) => claim.handle.query(sql, values, done)));
     }
-    const connection = await calledBack<Mysql2Connection>((done) => this.getConnectionOwn.call(pool, done));
+    const connection = await calledBack<MariaDbConnection>((done) => this.getConnectionOwn.call(pool, done));
     try {
       const send = (sql: string, values: unknown[]) => calledBack((done) => connection.query({ sql, ...OWN_STATEMENT_OPTIONS }, values, done));
       return await ownStatement<Row>(send, takesSeveralStatements(connection), text, parameters);
@@ -109,7 +102,7 @@ export class Mysql2PoolDataLayer implements IdempotencyDataLayer {
     const pool = this.pool ?? this.resolvePool();
     const connection = await takeConnection(
       {
-        take: () => calledBack<Mysql2Connection>((done) => this.getConnectionOwn.call(pool, done)),
+        take: () => calledBack<MariaDbConnection>((done) => this.getConnectionOwn.call(pool, done)),
         giveBack: (late) => late.release(),
         idleFree: (pool._freeConnections?.length ?? 0) > (pool._connectionQueue?.length ?? 0),
         figures: () => ({ size: pool.config.connectionLimit, waiting: pool._connectionQueue?.length }),
@@ -144,13 +137,12 @@ export class Mysql2PoolDataLayer implements IdempotencyDataLayer {
       const claim = MariaDbClaimConnection.inFlight(storage);
       return claim?.owner === pool ? claim : undefined;
     };
-    pool.getConnection = function getConnectionJoined(this: CorePool, done: (error: Error | null, connection: Mysql2Connection) => void) {
+    pool.getConnection = function getConnectionJoined(this: CorePool, done: (error: Error | null, connection: MariaDbConnection) => void) {
       const claim = joined();
       if (!claim) {
         return getConnectionOwn.call(this, done);
       }
-      // A lease of the claim's connection: a mysql2 connection (its `config` included) but for what the claim governs.
-      const lease = claim.lease() as Mysql2Connection;
+      const lease = claim.lease();
       queueMicrotask(() => done(null, lease));
     };
     pool.query = function queryJoined(this: CorePool, ...args: unknown[]) {
