@@ -32,11 +32,15 @@ export async function startDemoApp(
   return { app, baseUrl: (await app.getUrl()).replace('[::1]', '127.0.0.1') };
 }
 
-/** A JSON POST; answers status, headers and the parsed body. */
+/**
+ * A JSON POST; answers status, headers and the parsed body. Each on a connection of its own
+ * (`connection: close`): fetch sends a POST on a kept-alive socket the server may be closing at its
+ * keep-alive timeout that very moment, and answers `ECONNRESET` (seen under CI's load).
+ */
 export async function post(url: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) {
   const response = await fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
+    headers: { 'content-type': 'application/json', connection: 'close', ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
     signal,
   });
