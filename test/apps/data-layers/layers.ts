@@ -3,7 +3,7 @@ export const LAYERS = ['pg', 'drizzle', 'drizzle-cls', 'kysely', 'prisma', 'pris
 export type LayerName = (typeof LAYERS)[number];
 
 /**
- * The data layers on MariaDB the contract runs on (test/data-layers.mariadb.e2e-spec.ts): a mysql2
+ * The data layers on MariaDB the contract runs on (test/data-layers.mariadb and .typeorm-mariadb): a mysql2
  * pool (and Drizzle, Kysely on it), a pool of the mariadb connector (and Prisma on it), MikroORM's
  * `MariaDbDriver`, and TypeORM's `mariadb` data source.
  */
