@@ -70,8 +70,13 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
   /** The pauses under way, each ended early by `wake()`. */
   private readonly pauses = new Set<() => void>();
   private endListening: (() => void) | undefined;
-  /** When the earliest retry this relay scheduled is due (a timestamp), so that it looks then rather than at the next poll. */
-  private retryAt: number | undefined;
+  /**
+   * When the retries this relay scheduled are due (timestamps), so that it looks at each rather
+   * than at the next poll. One per batch that failed messages, dropped by the first batch that
+   * looks after it: a batch may take a retry before its time here (the database's clock counts
+   * microseconds), and the batch's own failures must not be lost to the earlier time.
+   */
+  private retriesDue: number[] = [];
   /** Publishes waiting for the broker. */
   private publishesInFlight = 0;
 
@@ -105,7 +110,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     return {
       running: this.running.length > 0 && !this.stopping,
       publishesInFlight: this.publishesInFlight,
-      nextRetryAt: this.retryAt === undefined ? null : new Date(this.retryAt),
+      nextRetryAt: this.retriesDue.length === 0 ? null : new Date(Math.min(...this.retriesDue)),
     };
   }
 
@@ -144,27 +149,31 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     while (!this.stopping) {
       this.woken = false;
       let more = false;
+      let failed = false;
       try {
         more = (await this.batch(relay)).more;
       } catch (error) {
+        failed = true;
         this.logger.warn(outboxMessages.relayFailed(this.table, (error as Error).message));
       }
       if (!more && !this.woken && !this.stopping) {
-        await this.pause(this.retryAt === undefined ? relay.pollIntervalMs : Math.min(relay.pollIntervalMs, Math.max(0, this.retryAt - Date.now())));
+        // After a failed batch, the retries it did not take wait for the poll too: looking at once would hammer a database that is down.
+        const nextRetry = failed || this.retriesDue.length === 0 ? Infinity : Math.min(...this.retriesDue) - Date.now();
+        await this.pause(Math.min(relay.pollIntervalMs, Math.max(0, nextRetry)));
       }
     }
   }
 
   /** Publishes one batch; `more` when more may be due: it was full, or it sent a message of an ordering key. */
   private async batch(relay: ResolvedRelayOptions): Promise<{ more: boolean; run: OutboxRelayRun }> {
-    if (this.retryAt !== undefined && this.retryAt <= Date.now()) {
-      this.retryAt = undefined;
-    }
     const connection = await this.store.connect(RELAY_CLAIMANT);
     try {
       const outbox = this.store.dialect.outbox;
+      const lookedAt = Date.now();
       // READ COMMITTED: a batch takes no gap locks that would hold up the writers (MariaDB's default level would).
       const [taken] = await connection.begin('READ COMMITTED', [outbox.takeBatchSql(this.table, relay.batchSize, relay.deadLetterHoldsKey)]);
+      // The retries due by then were due in the database too: this batch took them, or another relay holds them.
+      this.retriesDue = this.retriesDue.filter((due) => due > lookedAt);
       const rows = (taken.rows as OutboxRow[]).map((row) => ({ ...row, headers: outbox.headersOf(row.headers) }));
       if (rows.length === 0) {
         await connection.rollback();
@@ -266,8 +275,8 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
     this.announce(rows, results, failures);
     const retries = failures.filter((failure) => !failure.dead);
     if (retries.length > 0) {
-      const due = Date.now() + Math.min(...retries.map((failure) => failure.delayMs));
-      this.retryAt = Math.min(this.retryAt ?? due, due);
+      // Their next attempt is the server's NOW() plus the delay, in microseconds; Date.now() counts whole milliseconds, one more covers the part it dropped.
+      this.retriesDue.push(Date.now() + 1 + Math.min(...retries.map((failure) => failure.delayMs)));
     }
     return new Set(failures.filter((failure) => failure.dead).map((failure) => failure.seq));
   }
