@@ -5,7 +5,7 @@ import 'reflect-metadata';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { alterTableSql, recommendedParameters, runChurn } from './sizing/churn.js';
+import { alterTableSql, readStatistics, recommendedParameters, runChurn } from './sizing/churn.js';
 import { startPurgeApp } from './sizing/purge-app.js';
 import { startPrivateServer } from '../test/support/postgres-server.js';
 import { openStoreDatabase, type StoreDatabase } from '../test/support/store-database.js';
@@ -19,6 +19,7 @@ import { runClaims } from './sizing/webhook-claims.js';
 
 const RESULTS_DIR = join(process.cwd(), 'bench', 'results');
 const DAY_MS = 86_400_000;
+const PURGE_INTERVAL_SECONDS = MODULE_DEFAULTS.purge.intervalMs / 1000;
 
 /** The server settings that decide the figures, as the results record them. */
 const RECORDED_SETTINGS = [
@@ -69,7 +70,7 @@ async function main(): Promise<void> {
     machine: { ...describeMachine(), loadAverage: { before: loadBefore, after: loadavg()[0] } },
     ...measured,
     churn,
-    recommendedParameters: recommendedParameters(TARGET.messagesPerSecond, purgeIntervalSeconds()),
+    recommendedParameters: recommendedParameters(TARGET.messagesPerSecond, PURGE_INTERVAL_SECONDS),
     connections: {
       holdMsMean,
       // Little's law: connections busy = arrival rate × time each holds one.
@@ -89,10 +90,6 @@ async function main(): Promise<void> {
 
 async function readSettings(database: StoreDatabase): Promise<Record<string, string>> {
   return Object.fromEntries(await Promise.all(RECORDED_SETTINGS.map(async (name) => [name, await database.setting(name)])));
-}
-
-function purgeIntervalSeconds(): number {
-  return (MODULE_DEFAULTS.purge.intervalMs ?? 0) / 1000;
 }
 
 /** Storage, WAL per claim and connection time, purge rate and WAL, on the server the sizing is for. */
@@ -155,10 +152,7 @@ async function measureMainServer(database: StoreDatabase, settings: SizingSettin
 
 async function tableCounters(database: StoreDatabase): Promise<{ updates: number; hot: number }> {
   await new Promise((resolve) => setTimeout(resolve, 1000));
-  const [row] = await database.query<{ n_tup_upd: string; n_tup_hot_upd: string }>(
-    'SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = $1',
-    [TABLE],
-  );
+  const row = await readStatistics(database);
   return { updates: Number(row.n_tup_upd), hot: Number(row.n_tup_hot_upd) };
 }
 
@@ -187,7 +181,7 @@ async function measureChurn(serverUrl: string, settings: SizingSettings, log: (l
       const churn = { rate: settings.churnRate, seconds: settings.churnSeconds, concurrency: settings.churnConcurrency, sampleSeconds: settings.sampleSeconds, log };
       log(`churn with the defaults: ${settings.churnRate} claims/s for ${settings.churnSeconds} s`);
       const defaults = await runChurn(database, { ...churn, parameters: null });
-      const parameters = recommendedParameters(settings.churnRate, purgeIntervalSeconds());
+      const parameters = recommendedParameters(settings.churnRate, PURGE_INTERVAL_SECONDS);
       log(`churn with ${alterTableSql(parameters)}`);
       const recommended = await runChurn(database, { ...churn, parameters });
       return { server, rate: settings.churnRate, defaults, recommended };

@@ -43,15 +43,8 @@ export interface FloorCheck {
 }
 
 /** A line of the README's table. Latencies in milliseconds. */
-export interface TableRow {
+export interface TableRow extends Readonly<Partial<Summary>> {
   readonly variant: string;
-  readonly throughput?: number;
-  readonly p50?: number;
-  readonly p99?: number;
-  /** The app process's CPU time per request, in microseconds. */
-  readonly appCpuMicros?: number;
-  /** The database server's CPU time per request, in microseconds. */
-  readonly databaseCpuMicros?: number;
   /** The case's headline figure for this line: a ratio, a fraction, a size. */
   readonly figure?: string;
 }

@@ -6,7 +6,7 @@ import type { BenchDatabase } from '../../test/support/bench-database.js';
 import { runAppLoad, uniqueCredits } from '../support/http-load.js';
 import { type Arm, interleave, summarize, withDatabaseCpu } from '../support/measurement.js';
 import { findPgbench, runPgbench } from '../support/pgbench.js';
-import { round } from '../support/stats.js';
+import { difference, round } from '../support/stats.js';
 import { type BenchCase, type CaseReport, CaseSkipped, emptyReport } from './bench-case.js';
 import { IDEMPOTENT_REQUEST_SQL, PLAIN_TRANSACTION_SQL } from './database-limit.scripts.js';
 
@@ -75,8 +75,8 @@ export const databaseLimit: BenchCase = {
       const fractions: Record<string, number> = {};
       const [uncontendedLimit, uncontendedPlain] = uncontended.map((arm) => summarize(rounds[arm.name]));
       const addedDatabaseCpu = {
-        contended: addedCpu(limit.databaseCpuMicros, plainLimit.databaseCpuMicros),
-        uncontended: addedCpu(uncontendedLimit.databaseCpuMicros, uncontendedPlain.databaseCpuMicros),
+        contended: difference(limit.databaseCpuMicros, plainLimit.databaseCpuMicros),
+        uncontended: difference(uncontendedLimit.databaseCpuMicros, uncontendedPlain.databaseCpuMicros),
       };
       const added = (micros: number | undefined) => (micros === undefined ? [] : [`database CPU +${micros} µs per transaction`]);
       report.rows.push(
@@ -126,11 +126,6 @@ export const databaseLimit: BenchCase = {
     return report;
   },
 };
-
-/** Idempotent minus plain, where both were measured. */
-function addedCpu(idempotent: number | undefined, plain: number | undefined): number | undefined {
-  return idempotent === undefined || plain === undefined ? undefined : idempotent - plain;
-}
 
 /** pgbench's claims each got their response recorded: the script did what the library does. */
 async function expectEveryClaimRecorded(database: BenchDatabase): Promise<void> {

@@ -2,6 +2,7 @@ import { type Platform, PLATFORMS } from '../../test/support/bench-processes.js'
 import type { BenchRuntime } from '../support/bench-runtime.js';
 import { runAppLoad, uniqueCredits } from '../support/http-load.js';
 import { type Arm, interleave, type Measurement, type Summary, summarize, withDatabaseCpu } from '../support/measurement.js';
+import { difference } from '../support/stats.js';
 import { type BenchCase, type BenchContext, type CaseReport, checkFloor, emptyReport, reportAgainstPlain, withApps } from './bench-case.js';
 
 /** The issue's floor for the database CPU that the claim and the record add to a request. */
@@ -31,7 +32,7 @@ export const httpFirstDeliveries: BenchCase = {
           plain: medians.plain,
           idempotent: medians.idempotent,
         });
-        const addedDatabaseCpu = addedDatabaseCpuMicros(medians);
+        const addedDatabaseCpu = difference(medians.idempotent.databaseCpuMicros, medians.plain.databaseCpuMicros);
         if (addedDatabaseCpu !== undefined) {
           report.floors.push(checkFloor(`${variant}: database CPU added per request (µs)`, addedDatabaseCpu, 'at most', ADDED_DATABASE_CPU_FLOOR_MICROS));
         }
@@ -41,14 +42,6 @@ export const httpFirstDeliveries: BenchCase = {
     return report;
   },
 };
-
-/** Idempotent minus plain database CPU per request, where the server's backends could be read. */
-function addedDatabaseCpuMicros(medians: Record<'plain' | 'idempotent', Summary>): number | undefined {
-  const { plain, idempotent } = medians;
-  return plain.databaseCpuMicros === undefined || idempotent.databaseCpuMicros === undefined
-    ? undefined
-    : idempotent.databaseCpuMicros - plain.databaseCpuMicros;
-}
 
 /** The bench app's credit routes: `POST /<route>/credits` (`peer`: @node-idempotency/nestjs). */
 export type CreditRoute = 'plain' | 'idempotent' | 'lease-postgres' | 'lease-redis' | 'peer';

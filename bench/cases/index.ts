@@ -20,4 +20,3 @@ import { purge } from './purge.case.js';
  * here, one file each; a consumer case is a row of `consumers.case.ts`.
  */
 export const CASES: readonly BenchCase[] = [httpFirstDeliveries, httpDuplicates, databaseLimit, rabbitmqConsumer, purge, health, memory, leaseMode, latency, peer, productionOptions, bullmqProcessor, natsJetStreamConsumer, sqsConsumer, golevelupRabbitmqConsumer, instructions, dataLayers, outboxCase, kafkaConsumer, mariaDb];
-

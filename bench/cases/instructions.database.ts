@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { startBenchApp } from '../../test/support/bench-processes.js';
 import { createBenchSchema, initDataDir, newestServerBinaries, type ServerOwner, startServer } from '../../test/support/postgres-server.js';
 import { type InstructionWindows, readDumps } from '../support/callgrind.js';
+import type { ArmInstructions } from '../support/instruction-arms.js';
 import { creditBody, runHttpLoad } from '../support/http-load.js';
 import { median, round } from '../support/stats.js';
 import type { BenchContext } from './bench-case.js';
@@ -13,14 +14,7 @@ import type { BenchContext } from './bench-case.js';
 const run = promisify(execFile);
 
 /** One replayed transaction's counts, per transaction. */
-export interface ReplayedInstructions {
-  readonly windows: number[];
-  readonly median: number;
-  readonly min: number;
-  readonly max: number;
-  /** (max − min) / median, in %. */
-  readonly spreadPercent: number;
-}
+export type ReplayedInstructions = Pick<ArmInstructions, 'windows' | 'median' | 'min' | 'max' | 'spreadPercent'>;
 
 /** What the database side measured: the statements replayed, and their instructions per transaction. */
 export interface DatabaseInstructions {

@@ -1,7 +1,7 @@
 import { type BenchAppOptions, type BenchAppProcess, type Platform } from '../../test/support/bench-processes.js';
 import { runAppLoad, uniqueCredits } from '../support/http-load.js';
 import { type Arm, interleave, type Summary, summarize, withDatabaseCpu } from '../support/measurement.js';
-import { round } from '../support/stats.js';
+import { difference, round } from '../support/stats.js';
 import { type BenchCase, type BenchContext, type CaseReport, emptyReport, reportVariantsAgainstPlain, withApps } from './bench-case.js';
 
 /** Case 1's headline platform. */
@@ -74,7 +74,7 @@ export const productionOptions: BenchCase = {
           name,
           {
             throughput: round(medians[name].throughput / medians.idempotent.throughput, 3),
-            addedAppCpuMicros: added(medians[name].appCpuMicros, medians.idempotent.appCpuMicros),
+            addedAppCpuMicros: difference(medians[name].appCpuMicros, medians.idempotent.appCpuMicros),
           },
         ]),
       );
@@ -97,10 +97,6 @@ export const productionOptions: BenchCase = {
 /** The table's and chart's name of a configuration. */
 function label(name: Configuration): string {
   return name === 'plain' || name === 'idempotent' ? name : `idempotent, ${name}`;
-}
-
-function added(value: number | undefined, base: number | undefined): number | undefined {
-  return value === undefined || base === undefined ? undefined : value - base;
 }
 
 /**

@@ -71,7 +71,7 @@ interface TableStatistics {
   n_tup_hot_upd: string;
 }
 
-async function readStatistics(database: StoreDatabase): Promise<TableStatistics> {
+export async function readStatistics(database: StoreDatabase): Promise<TableStatistics> {
   const [row] = await database.query<TableStatistics>(
     `SELECT n_dead_tup, n_live_tup, autovacuum_count, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = $1`,
     [TABLE],

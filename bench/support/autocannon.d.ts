@@ -19,7 +19,6 @@ declare module 'autocannon' {
     timeout?: number;
   }
 
-
   interface Result {
     errors: number;
     timeouts: number;

@@ -40,11 +40,8 @@ export interface Callgrind {
   close(): Promise<void>;
 }
 
-/**
- * callgrind with its dumps in a temporary folder (`dumpDir` when given: a folder that the counted
- * process's user can write). Undefined when valgrind or callgrind_control is not installed.
- */
-export async function openCallgrind(dumpDir?: string): Promise<Callgrind | undefined> {
+/** callgrind with its dumps in a temporary folder; undefined when valgrind or callgrind_control is not installed. */
+export async function openCallgrind(): Promise<Callgrind | undefined> {
   const version = await run('valgrind', ['--version']).then(
     ({ stdout }) => stdout.trim(),
     () => undefined,
@@ -56,7 +53,7 @@ export async function openCallgrind(dumpDir?: string): Promise<Callgrind | undef
   if (!version || !control) {
     return undefined;
   }
-  const dir = dumpDir ?? (await mkdtemp(join(tmpdir(), 'bench-callgrind-')));
+  const dir = await mkdtemp(join(tmpdir(), 'bench-callgrind-'));
   return {
     version,
     // Only user-space instructions are counted (valgrind sees no kernel). The dump at exit is not read.

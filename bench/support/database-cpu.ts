@@ -12,10 +12,10 @@ type Database = Pick<BenchDatabase, 'query' | 'name'>;
  * Starts reading the CPU time of the server's backends on the bench database; the returned
  * function gives the microseconds they used since.
  */
-export async function startCpuReading({ query, name }: Database): Promise<() => Promise<number | undefined>> {
-  const before = await readBackendsCpu(query, name);
+export async function startCpuReading(database: Database): Promise<() => Promise<number | undefined>> {
+  const before = await readBackendsCpu(database);
   return async () => {
-    const after = await readBackendsCpu(query, name);
+    const after = await readBackendsCpu(database);
     if (!before || !after) {
       return undefined;
     }
@@ -32,8 +32,8 @@ export async function startCpuReading({ query, name }: Database): Promise<() => 
  * exit in between included (pgbench's backends do, at the end of its run), the WAL writer and
  * the checkpointer too. The returned function gives the microseconds used since.
  */
-export async function startServerCpuReading({ query, name }: Database): Promise<() => Promise<number | undefined>> {
-  const postmaster = await postmasterOf(query, name);
+export async function startServerCpuReading(database: Database): Promise<() => Promise<number | undefined>> {
+  const postmaster = await postmasterOf(database);
   const before = postmaster === undefined ? undefined : await readServerCpu(postmaster);
   return async () => {
     const after = postmaster === undefined ? undefined : await readServerCpu(postmaster);
@@ -41,15 +41,12 @@ export async function startServerCpuReading({ query, name }: Database): Promise<
   };
 }
 
-/** A query on the bench database. */
-type Query = BenchDatabase['query'];
-
 /**
  * The on-CPU time (ns, from /proc/<pid>/schedstat) of each client backend on database `name`, by
  * pid; undefined when one of them is not a PostgreSQL process of this machine. A backend that
  * exits between two readings takes its time with it: the app's pool keeps its connections open.
  */
-async function readBackendsCpu(query: Query, name: string): Promise<Map<number, number> | undefined> {
+async function readBackendsCpu({ query, name }: Database): Promise<Map<number, number> | undefined> {
   const rows = await query<{ pid: number }>(
     `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`,
   );
@@ -75,7 +72,7 @@ async function statFields(pid: number | string): Promise<string[]> {
 }
 
 /** The postmaster of the server (its backend's parent), when that runs on this machine: the backend serves database `name`. */
-async function postmasterOf(query: Query, name: string): Promise<number | undefined> {
+async function postmasterOf({ query, name }: Database): Promise<number | undefined> {
   const rows = await query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
   try {
     if (!(await readFile(`/proc/${rows[0].pid}/cmdline`, 'utf8')).includes(name)) {

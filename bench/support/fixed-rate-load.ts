@@ -4,16 +4,12 @@ import type { Measurement } from './measurement.js';
 import { percentile } from '../../test/support/latency.js';
 
 /** A stream of POSTs sent at a fixed rate, whether or not the earlier ones were answered. */
-export interface FixedRateLoad {
-  /** The full URL of the endpoint. */
-  url: string;
+export interface FixedRateLoad extends Pick<HttpLoad, 'url' | 'request'> {
   /** Requests per second to send. */
   rate: number;
   seconds: number;
   /** Keep-alive connections the requests share at most; a request finds one free, or waits for one. */
   connections: number;
-  /** The key and JSON body of the load's n-th request. */
-  request: HttpLoad['request'];
   /** Called at each 2xx answer, once it has been read whole: the request's number and the time (epoch ms, sub-millisecond). */
   onAnswer?: (n: number, answeredAt: number) => void;
 }

@@ -1,4 +1,5 @@
 import type { BenchDatabase } from '../../test/support/bench-database.js';
+import type { BenchContext, BenchSettings } from '../cases/bench-case.js';
 import { startCpuReading, startServerCpuReading } from './database-cpu.js';
 import { median, round } from './stats.js';
 
@@ -19,13 +20,7 @@ export interface Measurement {
 }
 
 /** The medians of a variant's rounds. */
-export interface Summary {
-  throughput: number;
-  p50?: number;
-  p99?: number;
-  appCpuMicros?: number;
-  databaseCpuMicros?: number;
-}
+export type Summary = Omit<Measurement, 'count' | 'seconds'>;
 
 /** A variant of a case: how to measure it once. */
 export interface Arm {
@@ -35,12 +30,7 @@ export interface Arm {
 }
 
 /** What `interleave` needs beyond the arms. */
-export interface Interleaving {
-  rounds: number;
-  roundSeconds: number;
-  warmupSeconds: number;
-  log(line: string): void;
-}
+export type Interleaving = Pick<BenchSettings, 'rounds' | 'roundSeconds' | 'warmupSeconds'> & Pick<BenchContext, 'log'>;
 
 /**
  * Warms every arm up (round 0, not kept), then measures the arms in turn, A/B/A/B, `rounds` times

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus, release, totalmem, type } from 'node:os';
 import { join } from 'node:path';
-import type { ChartGroup, FloorCheck, TableRow } from '../cases/bench-case.js';
+import type { BenchSettings, ChartGroup, FloorCheck, TableRow } from '../cases/bench-case.js';
 import type { BenchRuntime } from './bench-runtime.js';
 
 /** What became of a case in this run. */
@@ -40,15 +40,7 @@ export interface BenchResults {
   /** The Node every case's app processes ran on, and the one case 1 also ran on. */
   appRuntimes: { headline: AppRuntime; beside?: AppRuntime };
   database: { server: string; version: string };
-  method: {
-    rounds: number;
-    roundSeconds: number;
-    warmupSeconds: number;
-    connections: number;
-    memoryCheckpoints: readonly number[];
-    consumerMessages: number;
-    description: string;
-  };
+  method: Omit<BenchSettings, 'quick'> & { description: string };
   cases: CaseResult[];
   totalSeconds: number;
 }

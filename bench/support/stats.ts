@@ -13,3 +13,8 @@ export function round(value: number, digits = 2): number {
   const factor = 10 ** digits;
   return Math.round(value * factor) / factor;
 }
+
+/** `value` minus `base`, where both were measured. */
+export function difference(value: number | undefined, base: number | undefined): number | undefined {
+  return value === undefined || base === undefined ? undefined : value - base;
+}
