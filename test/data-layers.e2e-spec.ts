@@ -2,9 +2,10 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { resolve } from 'node:path';
 import { schemaSql } from 'nestjs-idempotent-consumer';
-import { type DataLayerHarness, type DataLayerService, type DataLayerStart, dataLayerContract } from 'nestjs-idempotent-consumer/testing';
+import { type DataLayerHarness, dataLayerContract } from 'nestjs-idempotent-consumer/testing';
 import { LAYERS, type LayerName } from './apps/data-layers/layers.js';
-import { type DemoProcess, startAppProcess } from './support/demo-process.js';
+import type { DemoProcess } from './support/demo-process.js';
+import { layerServices } from './support/layer-service.js';
 import { createTestDatabase, lockGate, type TestDatabase } from './support/test-database.js';
 
 /** The service on one data layer, built by `npm run build:test-apps` (`npm test` does). */
@@ -31,19 +32,10 @@ const POOL_LAYERS: readonly LayerName[] = ['pg', 'drizzle', 'drizzle-cls', 'kyse
 describe.each(LAYERS)('the %s data layer', (layer) => {
   let db: TestDatabase;
   let app: DemoProcess;
-  const processes: DemoProcess[] = [];
-
-  async function start(options: DataLayerStart = {}): Promise<DemoProcess> {
-    const env: Record<string, string> = { DATABASE_URL: db.url, LAYER: layer };
-    if (options.poolMax !== undefined) env.POOL_MAX = String(options.poolMax);
-    const started = await startAppProcess(LAYER_APP, env, '/round-trips');
-    processes.push(started);
-    return started;
-  }
-  const asService = (started: DemoProcess): DataLayerService => ({ baseUrl: started.baseUrl, output: started.output, kill: () => started.kill('SIGKILL') });
+  const services = layerServices(LAYER_APP, '/round-trips', () => ({ DATABASE_URL: db.url, LAYER: layer }));
   const harness: DataLayerHarness = {
-    service: () => asService(app),
-    start: async (options) => asService(await start(options)),
+    service: () => services.asService(app),
+    start: async (options) => services.asService(await services.start(options)),
     query: (sql, params) => db.query(sql, params),
     block: (gate) => lockGate(db, gate),
   };
@@ -59,11 +51,11 @@ describe.each(LAYERS)('the %s data layer', (layer) => {
     }
     await db.query('CREATE TABLE layer_credits (id bigserial PRIMARY KEY, account text NOT NULL, cents integer NOT NULL)');
     await db.query('CREATE TABLE gates (name text PRIMARY KEY)');
-    app = await start();
+    app = await services.start();
   });
 
   afterAll(async () => {
-    await Promise.all(processes.map((started) => started.kill('SIGKILL')));
+    await services.killAll();
     await db?.drop();
   });
 

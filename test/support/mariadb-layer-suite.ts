@@ -1,8 +1,9 @@
 import { resolve } from 'node:path';
 import { mariaDbOutboxSql, mariaDbSchemaSql } from 'nestjs-idempotent-consumer';
-import { type DataLayerHarness, type DataLayerService, type DataLayerStart, dataLayerContract } from 'nestjs-idempotent-consumer/testing';
+import { type DataLayerHarness, dataLayerContract } from 'nestjs-idempotent-consumer/testing';
 import type { MariaDbLayerName } from '../apps/data-layers/layers.js';
-import { type DemoProcess, startAppProcess } from './demo-process.js';
+import type { DemoProcess } from './demo-process.js';
+import { layerServices } from './layer-service.js';
 import { createMariaDbDatabase, type MariaDbDatabase } from './mariadb-database.js';
 
 /** The service on one data layer on MariaDB, built by `npm run build:test-apps` (`npm test` does). */
@@ -20,20 +21,11 @@ export function describeMariaDbLayers(layers: readonly MariaDbLayerName[]): void
   describe.each(layers)('the %s data layer on MariaDB', (layer) => {
     let mariadb: MariaDbDatabase;
     let app: DemoProcess;
-    const processes: DemoProcess[] = [];
-
-    async function start(options: DataLayerStart = {}): Promise<DemoProcess> {
-      const env: Record<string, string> = { DATABASE_URL: mariadb.url, LAYER: layer };
-      if (options.poolMax !== undefined) env.POOL_MAX = String(options.poolMax);
-      const started = await startAppProcess(LAYER_APP, env, '/announced');
-      processes.push(started);
-      return started;
-    }
-    const asService = (started: DemoProcess): DataLayerService => ({ baseUrl: started.baseUrl, output: started.output, kill: () => started.kill('SIGKILL') });
+    const services = layerServices(LAYER_APP, '/announced', () => ({ DATABASE_URL: mariadb.url, LAYER: layer }));
     const harness: DataLayerHarness = {
       database: 'mariadb',
-      service: () => asService(app),
-      start: async (options) => asService(await start(options)),
+      service: () => services.asService(app),
+      start: async (options) => services.asService(await services.start(options)),
       query: async <T>(sql: string, params?: unknown[]) => (await mariadb.pool.query(sql, params))[0] as T[],
       block: async (gate) => {
         const connection = await mariadb.pool.getConnection();
@@ -48,11 +40,11 @@ export function describeMariaDbLayers(layers: readonly MariaDbLayerName[]): void
 
     beforeAll(async () => {
       mariadb = await createMariaDbDatabase('idempotency_layers', [mariaDbSchemaSql(), ...mariaDbOutboxSql().split(';\n').filter((statement) => statement.trim())]);
-      app = await start();
+      app = await services.start();
     });
 
     afterAll(async () => {
-      await Promise.all(processes.map((started) => started.kill('SIGKILL')));
+      await services.killAll();
       await mariadb?.drop();
     });
 
